@@ -1,0 +1,47 @@
+# fetchd — make run / make test / make bench. Each target installs what it needs and is missing.
+
+SWIFT     ?= swift
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_DEPS  := libcurl4-openssl-dev libsqlite3-dev pkg-config
+PY_DEPS   := pytest standardwebhooks
+BIN       := .build/debug/fetchd
+
+.PHONY: deps py-deps build release run test test-unit test-e2e openapi-check lint clean
+
+## deps: install the system packages the build links against (Debian/Ubuntu)
+deps:
+	@missing=""; for p in $(APT_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+## py-deps: the end-to-end suite's Python packages (pytest, the reference webhook verifier)
+py-deps:
+	@python3 -c 'import pytest, standardwebhooks' 2>/dev/null || python3 -m pip install -q $(PY_DEPS)
+
+build: deps
+	$(SWIFT) build --product fetchd
+
+release: deps
+	$(SWIFT) build -c release --product fetchd
+
+## run: start fetchd with its embedded defaults (127.0.0.1:8080, ./fetchd-data, ./downloads)
+run: release
+	.build/release/fetchd
+
+## test: unit tests of every module, then the end-to-end suite against the built binary
+test: test-unit test-e2e
+
+test-unit: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+test-e2e: build py-deps
+	FETCHD_BIN=$(BIN) python3 -m pytest -q Tests/e2e
+
+openapi-check:
+	python3 -c 'import yaml; from openapi_spec_validator import validate; validate(yaml.safe_load(open("openapi.yaml")))'
+
+clean:
+	rm -rf .build

@@ -1,0 +1,45 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "fetchd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "fetchd", targets: ["fetchd"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+    ],
+    targets: [
+        // System libraries: non-variadic shims over libcurl and SQLite.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+
+        // Layers, each knowing nothing of the ones above it.
+        .target(name: "HTTPServer", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        .target(name: "Transfer", dependencies: [
+            "CCurl",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "DownloadCore"),
+        .target(name: "Store", dependencies: ["CSQLite", "DownloadCore"]),
+        .target(name: "DownloadService", dependencies: [
+            "DownloadCore", "Store", "Transfer", "HTTPServer",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "fetchd", dependencies: [
+            "DownloadService",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "TransferTests", dependencies: ["Transfer"]),
+        .testTarget(name: "DownloadCoreTests", dependencies: ["DownloadCore"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "DownloadCore", "CSQLite"]),
+        .testTarget(name: "DownloadServiceTests", dependencies: ["DownloadService", "DownloadCore", "Store", "HTTPServer"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

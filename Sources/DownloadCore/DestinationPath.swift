@@ -1,0 +1,48 @@
+/// The lexical rules for a destination: a relative path of plain names inside the download root.
+/// Where the path resolves on disk (symlinks) is checked by the service, at submit and again
+/// when the file is moved into place.
+public enum DestinationPath {
+    public static let maxLength = 1024
+    public static let maxComponentLength = 255
+    /// Names with this prefix are fetchd's own temporary files in destination directories.
+    public static let reservedPrefix = ".fetchd-"
+
+    /// The path's components, or a message saying what is wrong with it.
+    public static func components(of path: String) -> Result<[String], ValidationProblem> {
+        if path.isEmpty { return .failure(ValidationProblem("must not be empty")) }
+        if path.utf8.count > maxLength { return .failure(ValidationProblem("must be at most \(maxLength) bytes")) }
+        if path.hasPrefix("/") { return .failure(ValidationProblem("must be a relative path, not absolute")) }
+        for scalar in path.unicodeScalars where isForbidden(scalar) {
+            return .failure(ValidationProblem("must not contain control, format or separator characters (U+\(String(scalar.value, radix: 16, uppercase: true)))"))
+        }
+        if path.contains("\\") { return .failure(ValidationProblem("must use '/' as the separator, not '\\'")) }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        for part in parts {
+            if part.isEmpty { return .failure(ValidationProblem("must not contain empty segments or end with '/'")) }
+            if part == "." || part == ".." { return .failure(ValidationProblem("must not contain '.' or '..' segments")) }
+            if part.utf8.count > maxComponentLength {
+                return .failure(ValidationProblem("each segment must be at most \(maxComponentLength) bytes"))
+            }
+            if part.hasPrefix(reservedPrefix) {
+                return .failure(ValidationProblem("names starting with '\(reservedPrefix)' are reserved"))
+            }
+        }
+        return .success(parts)
+    }
+
+    /// Control characters (C0, DEL, C1), invisible format characters (bidi overrides, zero-width),
+    /// and line/paragraph separators: none belong in a file name a person has to read.
+    static func isForbidden(_ scalar: Unicode.Scalar) -> Bool {
+        let v = scalar.value
+        if v < 0x20 || (0x7F...0x9F).contains(v) { return true }
+        switch scalar.properties.generalCategory {
+        case .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned: return true
+        default: return false
+        }
+    }
+}
+
+public struct ValidationProblem: Error, Equatable, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+}

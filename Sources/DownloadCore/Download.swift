@@ -1,0 +1,141 @@
+/// A download job as the service knows it. Times are milliseconds since the Unix epoch.
+public struct Download: Sendable, Equatable {
+    public var id: String
+    public var url: String
+    public var destination: String
+    public var session: String
+    public var state: DownloadState
+    public var earliestBeginDate: Int64?
+    public var discretionary: Bool
+    public var priority: Double
+    public var expectedBytesToSend: Int64?
+    public var expectedBytesToReceive: Int64?
+    public var bytesReceived: Int64
+    /// The size the origin announced; nil until known.
+    public var bytesExpectedFromOrigin: Int64?
+    public var attempts: Int
+    public var httpStatus: Int?
+    public var error: DownloadError?
+    public var sha256: String?
+    public var expectedSHA256: String?
+    public var webhookURL: String?
+    /// Extra request headers for the origin; never shown in API responses, logs or webhooks.
+    public var headers: [OriginHeader]
+    public var overwrite: Bool
+    /// ETag (or else Last-Modified) of the partial data, sent as If-Range when resuming.
+    public var validator: String?
+    public var createdAt: Int64
+    public var startedAt: Int64?
+    public var finishedAt: Int64?
+    /// When a queued job is due: the later of earliestBeginDate and the retry time.
+    public var runAt: Int64
+    public var nextAttemptAt: Int64?
+    /// "host:port" of the URL, the key of per-host limits.
+    public var hostKey: String
+
+    public init(
+        id: String,
+        url: String,
+        destination: String,
+        session: String,
+        state: DownloadState,
+        earliestBeginDate: Int64?,
+        discretionary: Bool,
+        priority: Double,
+        expectedBytesToSend: Int64?,
+        expectedBytesToReceive: Int64?,
+        bytesReceived: Int64,
+        bytesExpectedFromOrigin: Int64?,
+        attempts: Int,
+        httpStatus: Int?,
+        error: DownloadError?,
+        sha256: String?,
+        expectedSHA256: String?,
+        webhookURL: String?,
+        headers: [OriginHeader],
+        overwrite: Bool,
+        validator: String?,
+        createdAt: Int64,
+        startedAt: Int64?,
+        finishedAt: Int64?,
+        runAt: Int64,
+        nextAttemptAt: Int64?,
+        hostKey: String
+    ) {
+        self.id = id
+        self.url = url
+        self.destination = destination
+        self.session = session
+        self.state = state
+        self.earliestBeginDate = earliestBeginDate
+        self.discretionary = discretionary
+        self.priority = priority
+        self.expectedBytesToSend = expectedBytesToSend
+        self.expectedBytesToReceive = expectedBytesToReceive
+        self.bytesReceived = bytesReceived
+        self.bytesExpectedFromOrigin = bytesExpectedFromOrigin
+        self.attempts = attempts
+        self.httpStatus = httpStatus
+        self.error = error
+        self.sha256 = sha256
+        self.expectedSHA256 = expectedSHA256
+        self.webhookURL = webhookURL
+        self.headers = headers
+        self.overwrite = overwrite
+        self.validator = validator
+        self.createdAt = createdAt
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.runAt = runAt
+        self.nextAttemptAt = nextAttemptAt
+        self.hostKey = hostKey
+    }
+
+    /// `bytesExpected` of the API: the origin's size once known, else the client's hint.
+    public var bytesExpected: Int64? { bytesExpectedFromOrigin ?? expectedBytesToReceive }
+
+    /// Why a queued job waits, derived from its times; `slotsFree` tells whether a slot would be free for it.
+    public func waitingFor(now: Int64, slotsFree: Bool) -> WaitingFor? {
+        guard state == .queued else { return nil }
+        if runAt > now {
+            if let next = nextAttemptAt, next > now { return .retry }
+            return .earliestBeginDate
+        }
+        return slotsFree ? .hostLimit : .slot
+    }
+}
+
+public struct OriginHeader: Sendable, Equatable, Codable {
+    public var name: String
+    public var value: String
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// A stable, machine-readable reason for a failure.
+public struct DownloadError: Sendable, Equatable {
+    public var code: String
+    public var message: String
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+public enum ErrorCode {
+    public static let httpStatus = "http_status"
+    public static let network = "network"
+    public static let timeout = "timeout"
+    public static let tooLarge = "too_large"
+    public static let checksumMismatch = "checksum_mismatch"
+    public static let destinationExists = "destination_exists"
+    public static let blockedAddress = "blocked_address"
+    public static let unsupportedScheme = "unsupported_scheme"
+    public static let diskFull = "disk_full"
+    public static let invalidDestination = "invalid_destination"
+    public static let rangeNotSatisfiable = "range_not_satisfiable"
+    public static let tooManyRedirects = "too_many_redirects"
+    public static let fileError = "file_error"
+}

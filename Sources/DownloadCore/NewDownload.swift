@@ -1,0 +1,42 @@
+/// A validated `POST /downloads` body.
+public struct NewDownload: Sendable, Equatable {
+    public var url: String
+    public var parsedURL: HTTPURL
+    public var destination: String
+    public var session: String = "default"
+    public var earliestBeginDate: Int64?
+    public var discretionary = false
+    public var priority = 0.5
+    public var expectedBytesToSend: Int64?
+    public var expectedBytesToReceive: Int64?
+    public var webhookURL: String?
+    public var headers: [OriginHeader] = []
+    public var sha256: String?
+    public var overwrite = false
+
+    /// The queued job this submission becomes.
+    public func makeDownload(id: String, now: Int64) -> Download {
+        Download(
+            id: id, url: url, destination: destination, session: session, state: .queued,
+            earliestBeginDate: earliestBeginDate, discretionary: discretionary, priority: priority,
+            expectedBytesToSend: expectedBytesToSend, expectedBytesToReceive: expectedBytesToReceive,
+            bytesReceived: 0, bytesExpectedFromOrigin: nil, attempts: 0, httpStatus: nil, error: nil,
+            sha256: nil, expectedSHA256: sha256, webhookURL: webhookURL, headers: headers, overwrite: overwrite,
+            validator: nil, createdAt: now, startedAt: nil, finishedAt: nil,
+            runAt: max(now, earliestBeginDate ?? now), nextAttemptAt: nil, hostKey: parsedURL.hostKey)
+    }
+}
+
+public struct FieldError: Sendable, Equatable {
+    public var field: String
+    public var message: String
+    public init(field: String, message: String) {
+        self.field = field
+        self.message = message
+    }
+}
+
+public struct FieldErrors: Error, Sendable, Equatable {
+    public var errors: [FieldError]
+    public init(_ errors: [FieldError]) { self.errors = errors }
+}

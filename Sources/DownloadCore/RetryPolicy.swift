@@ -1,0 +1,82 @@
+/// How one attempt ended, in the domain's terms (the service maps transfer results onto it).
+public enum AttemptOutcome: Sendable, Equatable {
+    /// The origin answered with a final status and the body (if 2xx) is complete on disk.
+    case http(status: Int)
+    case network(String)
+    case timeout(String)
+    case tooLarge
+    case blockedAddress(String)
+    case diskFull
+    case fileError(String)
+    case unsupportedScheme(String)
+    case tooManyRedirects
+    case rangeMismatch(String)
+}
+
+public enum AttemptDecision: Sendable, Equatable {
+    /// The body is complete: verify and move it into place.
+    case finish
+    /// Try again after this many seconds.
+    case retry(after: Double, cause: DownloadError)
+    case fail(DownloadError)
+}
+
+/// Which outcomes are worth another attempt, and when. Pure: randomness comes in as a value in 0..<1.
+public struct RetryPolicy: Sendable {
+    public var maxAttempts: Int
+    public var baseDelay: Double
+    public var maxDelay: Double
+
+    public init(maxAttempts: Int, baseDelay: Double, maxDelay: Double = 3600) {
+        self.maxAttempts = maxAttempts
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+    }
+
+    /// `attempts` counts the attempt that just ended; `retryAfter` is the origin's Retry-After in seconds.
+    public func decide(_ outcome: AttemptOutcome, attempts: Int, retryAfter: Double?, jitter: Double) -> AttemptDecision {
+        let transient: DownloadError
+        switch outcome {
+        case .http(let status) where (200..<300).contains(status):
+            return .finish
+        case .http(let status) where status == 408 || status == 429 || (500..<600).contains(status):
+            transient = DownloadError(code: ErrorCode.httpStatus, message: "the origin answered \(status)")
+        case .http(let status) where status == 416:
+            return .fail(DownloadError(code: ErrorCode.rangeNotSatisfiable, message: "the origin answered 416 to the resume request"))
+        case .http(let status):
+            return .fail(DownloadError(code: ErrorCode.httpStatus, message: "the origin answered \(status)"))
+        case .network(let message), .rangeMismatch(let message):
+            transient = DownloadError(code: ErrorCode.network, message: message)
+        case .timeout(let message):
+            transient = DownloadError(code: ErrorCode.timeout, message: message)
+        case .tooLarge:
+            return .fail(DownloadError(code: ErrorCode.tooLarge, message: "the body exceeds the configured maximum size"))
+        case .blockedAddress(let address):
+            return .fail(DownloadError(code: ErrorCode.blockedAddress, message: "connecting to \(address) is not allowed"))
+        case .diskFull:
+            return .fail(DownloadError(code: ErrorCode.diskFull, message: "no space left on the device"))
+        case .fileError(let message):
+            return .fail(DownloadError(code: ErrorCode.fileError, message: message))
+        case .unsupportedScheme(let scheme):
+            return .fail(DownloadError(code: ErrorCode.unsupportedScheme, message: "redirected to unsupported scheme \(scheme)"))
+        case .tooManyRedirects:
+            return .fail(DownloadError(code: ErrorCode.tooManyRedirects, message: "too many redirects"))
+        }
+        guard attempts < maxAttempts else { return .fail(transient) }
+        return .retry(after: delay(afterAttempt: attempts, retryAfter: retryAfter, jitter: jitter), cause: transient)
+    }
+
+    /// Exponential backoff (base × 2^(n-1)) with ±25 % jitter, capped; a Retry-After is honoured as a minimum.
+    public func delay(afterAttempt attempts: Int, retryAfter: Double?, jitter: Double) -> Double {
+        let exponent = Double(max(0, min(attempts - 1, 30)))
+        let backoff = min(maxDelay, baseDelay * pow2(exponent)) * (0.75 + 0.5 * jitter)
+        guard let retryAfter else { return backoff }
+        return max(backoff, min(retryAfter, maxDelay))
+    }
+
+    private func pow2(_ exponent: Double) -> Double {
+        var value = 1.0
+        for _ in 0..<Int(exponent) { value *= 2 }
+        return value
+    }
+}

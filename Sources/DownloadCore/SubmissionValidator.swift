@@ -1,0 +1,163 @@
+/// Turns a decoded `POST /downloads` body into a `NewDownload`, or into every field error at once.
+public enum SubmissionValidator {
+    public static let maxHeaders = 50
+    public static let maxHeaderValueBytes = 8192
+    public static let maxSessionLength = 128
+
+    /// Origin request headers a client may not set: framing, hop-by-hop, and the ones fetchd owns.
+    static let forbiddenHeaders: Set<String> = [
+        "host", "content-length", "transfer-encoding", "range", "if-range", "connection", "keep-alive",
+        "te", "trailer", "upgrade", "proxy-authorization", "proxy-connection", "expect",
+    ]
+
+    static let knownFields: Set<String> = [
+        "url", "destination", "session", "earliestBeginDate", "discretionary", "priority",
+        "expectedBytesToSend", "expectedBytesToReceive", "webhookURL", "headers", "sha256", "overwrite",
+    ]
+
+    public static func validate(_ body: JSONValue) -> Result<NewDownload, FieldErrors> {
+        guard case .object(let fields) = body else {
+            return .failure(FieldErrors([FieldError(field: "", message: "the body must be a JSON object")]))
+        }
+        var errors: [FieldError] = []
+        func fail(_ field: String, _ message: String) { errors.append(FieldError(field: field, message: message)) }
+
+        for name in fields.keys.sorted() where !knownFields.contains(name) {
+            fail(name, "unknown field")
+        }
+
+        var parsedURL: HTTPURL?
+        var url = ""
+        switch fields["url"] {
+        case nil, .null?: fail("url", "is required")
+        case .string(let text)?:
+            url = text
+            switch HTTPURL.parse(text) {
+            case .success(let parsed): parsedURL = parsed
+            case .failure(let problem): fail("url", describe(problem))
+            }
+        case let other?: fail("url", "must be a string, not \(other.typeName)")
+        }
+
+        var destination = ""
+        switch fields["destination"] {
+        case nil, .null?: fail("destination", "is required")
+        case .string(let text)?:
+            destination = text
+            if case .failure(let problem) = DestinationPath.components(of: text) { fail("destination", problem.message) }
+        case let other?: fail("destination", "must be a string, not \(other.typeName)")
+        }
+
+        var result = NewDownload(url: url, parsedURL: parsedURL ?? HTTPURL(scheme: "", host: "", port: 0), destination: destination)
+
+        if let value = fields["session"] {
+            if case .string(let text) = value, isValidSession(text) {
+                result.session = text
+            } else {
+                fail("session", "must be 1–\(maxSessionLength) characters of A–Z, a–z, 0–9, '.', '_' or '-'")
+            }
+        }
+        if let value = fields["earliestBeginDate"], value != .null {
+            if case .string(let text) = value, let millis = RFC3339.parse(text) {
+                result.earliestBeginDate = millis
+            } else {
+                fail("earliestBeginDate", "must be an RFC 3339 date-time, e.g. 2026-11-21T10:00:00Z")
+            }
+        }
+        if let value = fields["discretionary"] {
+            if case .bool(let flag) = value { result.discretionary = flag } else { fail("discretionary", "must be a boolean") }
+        }
+        if let value = fields["overwrite"] {
+            if case .bool(let flag) = value { result.overwrite = flag } else { fail("overwrite", "must be a boolean") }
+        }
+        if let value = fields["priority"] {
+            let number: Double? = switch value {
+            case .integer(let i): Double(i)
+            case .number(let d): d
+            default: nil
+            }
+            if let number, number >= 0, number <= 1 { result.priority = number } else { fail("priority", "must be a number from 0.0 to 1.0") }
+        }
+        for name in ["expectedBytesToSend", "expectedBytesToReceive"] {
+            guard let value = fields[name], value != .null else { continue }
+            guard case .integer(let count) = value, count >= 0 else {
+                fail(name, "must be an integer ≥ 0")
+                continue
+            }
+            if name == "expectedBytesToSend" { result.expectedBytesToSend = count } else { result.expectedBytesToReceive = count }
+        }
+        if let value = fields["webhookURL"], value != .null {
+            if case .string(let text) = value {
+                if case .failure(let problem) = HTTPURL.parse(text) { fail("webhookURL", describe(problem)) } else { result.webhookURL = text }
+            } else {
+                fail("webhookURL", "must be a string")
+            }
+        }
+        if let value = fields["sha256"], value != .null {
+            if case .string(let text) = value, text.utf8.count == 64, text.utf8.allSatisfy(isHexDigit) {
+                result.sha256 = text.lowercased()
+            } else {
+                fail("sha256", "must be 64 hexadecimal characters")
+            }
+        }
+        if let value = fields["headers"], value != .null {
+            switch validateHeaders(value) {
+            case .success(let headers): result.headers = headers
+            case .failure(let message): fail("headers", message.message)
+            }
+        }
+        return errors.isEmpty ? .success(result) : .failure(FieldErrors(errors))
+    }
+
+    public static func isValidSession(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= maxSessionLength && text.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+    }
+
+    static func validateHeaders(_ value: JSONValue) -> Result<[OriginHeader], ValidationProblem> {
+        guard case .object(let object) = value else { return .failure(ValidationProblem("must be an object of string → string")) }
+        guard object.count <= maxHeaders else { return .failure(ValidationProblem("at most \(maxHeaders) headers")) }
+        var headers: [OriginHeader] = []
+        for name in object.keys.sorted() {
+            guard case .string(let headerValue)? = object[name] else {
+                return .failure(ValidationProblem("the value of '\(name)' must be a string"))
+            }
+            guard !name.isEmpty, name.utf8.allSatisfy(isTokenCharacter) else {
+                return .failure(ValidationProblem("'\(name)' is not a valid header name"))
+            }
+            guard !forbiddenHeaders.contains(name.lowercased()) else {
+                return .failure(ValidationProblem("'\(name)' may not be set: fetchd controls it"))
+            }
+            // Values are never echoed: the message names the header, not its value.
+            guard headerValue.utf8.count <= maxHeaderValueBytes,
+                  !headerValue.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+                return .failure(ValidationProblem("the value of '\(name)' must have no CR, LF or NUL and be at most \(maxHeaderValueBytes) bytes"))
+            }
+            headers.append(OriginHeader(name: name, value: headerValue))
+        }
+        return .success(headers)
+    }
+
+    static func describe(_ problem: HTTPURL.Problem) -> String {
+        switch problem {
+        case .notAbsolute: return "must be an absolute http or https URL"
+        case .unsupportedScheme(let scheme): return "scheme '\(scheme)' is not supported: use http or https"
+        case .missingHost: return "must have a host"
+        case .invalidCharacter: return "must not contain spaces, control or non-ASCII characters (percent-encode them)"
+        case .invalidPort: return "has an invalid port"
+        case .tooLong: return "must be at most \(HTTPURL.maxLength) bytes"
+        }
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
+    }
+
+    /// RFC 9110 tchar.
+    static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) { return true }
+        return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+    }
+}

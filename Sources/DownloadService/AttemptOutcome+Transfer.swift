@@ -1,0 +1,21 @@
+import DownloadCore
+import Transfer
+
+extension AttemptOutcome {
+    /// The domain's view of how a transfer attempt ended; nil for a cancelled transfer.
+    init?(_ result: TransferResult) {
+        switch result.failure {
+        case nil: self = .http(status: result.httpStatus ?? 0)
+        case .network(let message)?: self = .network(message)
+        case .timeout(let message)?: self = .timeout(message)
+        case .tooLarge?: self = .tooLarge
+        case .blockedAddress(let address)?: self = .blockedAddress(address)
+        case .diskFull?: self = .diskFull
+        case .fileError(let message)?: self = .fileError(message)
+        case .unsupportedScheme(let scheme)?: self = .unsupportedScheme(scheme)
+        case .tooManyRedirects?: self = .tooManyRedirects
+        case .rangeMismatch(let message)?: self = .rangeMismatch(message)
+        case .cancelled?: return nil
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import DownloadCore
+import Foundation
+import Transfer
+
+/// fetchd's validated configuration. Built from settings' raw text; every bad value is reported
+/// as one line naming the setting.
+public struct Configuration: Sendable {
+    public var listenHost: String
+    public var listenPort: Int
+    public var dataDirectory: String
+    public var downloadRoot: String
+    public var apiTokens: [String]
+    public var apiTokensFile: String?
+    public var insecure: Bool
+    public var maxTransfers: Int
+    public var maxTransfersPerHost: Int
+    public var maxAttempts: Int
+    public var retryBaseDelay: Double
+    public var webhookURL: String?
+    public var webhookSecrets: [String]
+    public var webhookRetrySchedule: [Double]
+    public var addressPolicy: AddressPolicy
+    public var discretionaryWindow: String?
+    public var discretionaryMaxShare: Double
+    public var discretionaryMaxDelay: Double
+    public var maxDownloadBytes: Int64?
+    public var stallTimeout: Double
+    public var diskReserve: Int64
+    public var maxQueued: Int?
+    public var maxRequestBody: Int
+    public var maxConnections: Int
+    public var shutdownTimeout: Double
+    public var retention: Double
+    public var logFormat: String
+
+    public struct Invalid: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    /// `values` maps a setting's flag name to its raw text; missing ones take their default.
+    public init(values: [String: String]) throws(Invalid) {
+        let reader = SettingReader(values: values)
+        let listen = try reader.text("listen")
+        guard let (host, port) = Self.splitHostPort(listen) else {
+            throw reader.invalid("listen", listen, "expected address:port, e.g. 127.0.0.1:8080 or [::1]:8080")
+        }
+        listenHost = host
+        listenPort = port
+        dataDirectory = try reader.text("data-dir")
+        downloadRoot = try reader.text("download-root")
+        apiTokens = reader.list("api-tokens")
+        apiTokensFile = reader.optional("api-tokens-file")
+        insecure = try reader.bool("insecure")
+        maxTransfers = try reader.integer("max-transfers", in: 1...100_000)
+        maxTransfersPerHost = try reader.integer("max-transfers-per-host", in: 1...100_000)
+        maxAttempts = try reader.integer("max-attempts", in: 1...1000)
+        retryBaseDelay = try reader.duration("retry-base-delay")
+        webhookURL = try reader.optional("webhook-url").map { url throws(Invalid) in
+            if case .failure = HTTPURL.parse(url) { throw reader.invalid("webhook-url", url, "expected an absolute http or https URL") }
+            return url
+        }
+        webhookSecrets = reader.list("webhook-secret")
+        for secret in webhookSecrets where WebhookSigner.key(fromSecret: secret) == nil {
+            throw Invalid(description: "invalid FETCHD_WEBHOOK_SECRET (--webhook-secret): expected whsec_ followed by base64")
+        }
+        webhookRetrySchedule = try reader.list("webhook-retry-schedule").map { item throws(Invalid) in
+            guard let seconds = Units.duration(item) else { throw reader.invalid("webhook-retry-schedule", item, "expected durations like 0,5s,5m") }
+            return seconds
+        }
+        if webhookRetrySchedule.isEmpty { throw reader.invalid("webhook-retry-schedule", "", "needs at least one delay") }
+        let allowPrivate = try reader.bool("allow-private-networks")
+        let networks = try reader.list("allow-networks").map { item throws(Invalid) in
+            guard let cidr = CIDR(item) else { throw reader.invalid("allow-networks", item, "expected CIDR blocks like 10.0.0.0/8") }
+            return cidr
+        }
+        addressPolicy = AddressPolicy(allowPrivate: allowPrivate, allowedNetworks: networks)
+        discretionaryWindow = reader.optional("discretionary-window")
+        discretionaryMaxShare = try reader.fraction("discretionary-max-share")
+        discretionaryMaxDelay = try reader.duration("discretionary-max-delay")
+        maxDownloadBytes = try reader.optional("max-download-bytes").map { text throws(Invalid) in try reader.size("max-download-bytes", text) }
+        stallTimeout = try reader.duration("stall-timeout")
+        diskReserve = try reader.size("disk-reserve", reader.text("disk-reserve"))
+        maxQueued = try reader.optional("max-queued").map { _ throws(Invalid) in try reader.integer("max-queued", in: 0...Int(Int32.max)) }
+        maxRequestBody = Int(try reader.size("max-request-body", reader.text("max-request-body")))
+        maxConnections = try reader.integer("max-connections", in: 1...1_000_000)
+        shutdownTimeout = try reader.duration("shutdown-timeout")
+        retention = try reader.duration("retention")
+        logFormat = try reader.text("log-format")
+        guard ["text", "json"].contains(logFormat) else { throw reader.invalid("log-format", logFormat, "expected text or json") }
+    }
+
+    /// "127.0.0.1:8080", "[::1]:8080", "localhost:0".
+    static func splitHostPort(_ text: String) -> (String, Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            return nil
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { return nil }
+        return (host, port)
+    }
+
+    public var isLoopbackListener: Bool {
+        listenHost == "localhost" || listenHost == "::1" || listenHost.hasPrefix("127.")
+    }
+
+    public var databasePath: String { dataDirectory + "/fetchd.sqlite" }
+    public var partialDirectory: String { dataDirectory + "/partial" }
+}
+
+/// Reads settings' raw values, falling back to defaults, and phrases errors the same way every time.
+struct SettingReader {
+    let values: [String: String]
+
+    func raw(_ flag: String) -> String? {
+        if let value = values[flag] { return value }
+        return Setting.all.first { $0.flag == flag }?.defaultValue
+    }
+
+    func invalid(_ flag: String, _ value: String, _ expectation: String) -> Configuration.Invalid {
+        let env = Setting.all.first { $0.flag == flag }?.env ?? flag
+        return Configuration.Invalid(description: "invalid \(env) (--\(flag)) '\(value)': \(expectation)")
+    }
+
+    func optional(_ flag: String) -> String? {
+        guard let value = raw(flag), !value.isEmpty else { return nil }
+        return value
+    }
+
+    func text(_ flag: String) throws(Configuration.Invalid) -> String {
+        guard let value = optional(flag) else { throw invalid(flag, "", "must not be empty") }
+        return value
+    }
+
+    func list(_ flag: String) -> [String] {
+        (raw(flag) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    func bool(_ flag: String) throws(Configuration.Invalid) -> Bool {
+        switch try text(flag).lowercased() {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        case let other: throw invalid(flag, other, "expected true or false")
+        }
+    }
+
+    func integer(_ flag: String, in range: ClosedRange<Int>) throws(Configuration.Invalid) -> Int {
+        let value = try text(flag)
+        guard let number = Int(value), range.contains(number) else {
+            throw invalid(flag, value, "expected a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+
+    func fraction(_ flag: String) throws(Configuration.Invalid) -> Double {
+        let value = try text(flag)
+        guard let number = Double(value), number >= 0, number <= 1 else { throw invalid(flag, value, "expected a number from 0 to 1") }
+        return number
+    }
+
+    func duration(_ flag: String) throws(Configuration.Invalid) -> Double {
+        let value = try text(flag)
+        guard let seconds = Units.duration(value) else { throw invalid(flag, value, "expected a duration like 200ms, 5s, 10m, 24h or 7d") }
+        return seconds
+    }
+
+    func size(_ flag: String, _ value: String) throws(Configuration.Invalid) -> Int64 {
+        guard let bytes = Units.size(value) else { throw invalid(flag, value, "expected a size like 512, 64KiB, 10MiB or 1GiB") }
+        return bytes
+    }
+}

@@ -1,0 +1,162 @@
+import DownloadCore
+import Glibc
+
+/// Where a destination lands under the download root, checked without following symbolic links:
+/// every directory on the way is opened with O_NOFOLLOW relative to the one before it, so a link
+/// planted after submit cannot redirect the write outside the root.
+struct DestinationFiles: Sendable {
+    let root: String
+
+    enum Problem: Error, Equatable {
+        case invalid(String)
+        case exists
+        case diskFull
+        case io(String)
+    }
+
+    /// At submit: is the path acceptable, and does a file already sit there?
+    func check(_ destination: String) -> Result<Bool, Problem> {
+        let parts: [String]
+        switch DestinationPath.components(of: destination) {
+        case .success(let value): parts = value
+        case .failure(let problem): return .failure(.invalid(problem.message))
+        }
+        let walk = openDirectories(parts.dropLast(), create: false)
+        guard case .success(let dir) = walk else {
+            if case .failure(let problem) = walk { return .failure(problem) }
+            return .success(false)
+        }
+        guard let dir else { return .success(false) }  // a directory on the way does not exist yet
+        defer { close(dir) }
+        var info = stat()
+        guard fstatat(dir, parts[parts.count - 1], &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+            return errno == ENOENT ? .success(false) : .failure(.io(describeErrno("cannot inspect the destination")))
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return .success(true)
+        case S_IFLNK: return .failure(.invalid("is a symbolic link"))
+        case S_IFDIR: return .failure(.invalid("is a directory"))
+        default: return .failure(.invalid("is not a regular file"))
+        }
+    }
+
+    /// Puts the finished partial file at its destination atomically: hard-link it in under a temporary
+    /// name, then link (no overwrite) or rename (overwrite) onto the final name, and fsync the directory.
+    /// The partial file stays until the caller has committed the completion, so a crash in between is
+    /// recognised at the next start by `isPlaced`.
+    func place(partial: String, destination: String, jobID: String, overwrite: Bool) -> Result<Void, Problem> {
+        guard case .success(let parts) = DestinationPath.components(of: destination) else {
+            return .failure(.invalid("the destination is not a valid path"))
+        }
+        let dir: Int32
+        switch openDirectories(parts.dropLast(), create: true) {
+        case .success(let fd?): dir = fd
+        case .success(nil): return .failure(.io("cannot create the destination directory"))
+        case .failure(let problem): return .failure(problem)
+        }
+        defer { close(dir) }
+        let name = parts[parts.count - 1]
+        let temporary = DestinationPath.reservedPrefix + jobID + ".tmp"
+        unlinkat(dir, temporary, 0)  // a leftover from a crash
+        if linkat(AT_FDCWD, partial, dir, temporary, 0) != 0 {
+            guard errno == EXDEV else { return .failure(problem(from: errno, "cannot link the download into place")) }
+            if case .failure(let problem) = copy(partial, into: dir, name: temporary) { return .failure(problem) }
+        }
+        defer { unlinkat(dir, temporary, 0) }
+        if overwrite {
+            guard renameat(dir, temporary, dir, name) == 0 else {
+                return .failure(errno == EISDIR ? .invalid("is a directory") : problem(from: errno, "cannot move the download into place"))
+            }
+        } else if linkat(dir, temporary, dir, name, 0) != 0 {
+            return .failure(errno == EEXIST ? .exists : problem(from: errno, "cannot move the download into place"))
+        }
+        fsync(dir)
+        return .success(())
+    }
+
+    /// True when the destination is the very file (same inode) as the partial file: a completion
+    /// that was placed but not yet committed when fetchd stopped.
+    func isPlaced(partial: String, destination: String) -> Bool {
+        var partialInfo = stat()
+        guard stat(partial, &partialInfo) == 0, let placed = statDestination(destination) else { return false }
+        return placed.st_ino == partialInfo.st_ino && placed.st_dev == partialInfo.st_dev
+    }
+
+    /// Undoes `place` when the completion could not be committed (the job was cancelled meanwhile).
+    func unplace(partial: String, destination: String) {
+        guard isPlaced(partial: partial, destination: destination),
+              case .success(let parts) = DestinationPath.components(of: destination),
+              case .success(let dir?) = openDirectories(parts.dropLast(), create: false) else { return }
+        unlinkat(dir, parts[parts.count - 1], 0)
+        close(dir)
+    }
+
+    private func statDestination(_ destination: String) -> stat? {
+        guard case .success(let parts) = DestinationPath.components(of: destination),
+              case .success(let dir?) = openDirectories(parts.dropLast(), create: false) else { return nil }
+        defer { close(dir) }
+        var info = stat()
+        return fstatat(dir, parts[parts.count - 1], &info, AT_SYMLINK_NOFOLLOW) == 0 ? info : nil
+    }
+
+    /// Opens the directory chain under the root without following links. `.success(nil)` means a
+    /// directory does not exist (and `create` was false).
+    private func openDirectories(_ names: ArraySlice<String>, create: Bool) -> Result<Int32?, Problem> {
+        var dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dir >= 0 else { return .failure(.io(describeErrno("cannot open the download root"))) }
+        for name in names {
+            var next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0 && errno == ENOENT {
+                guard create else { close(dir); return .success(nil) }
+                if mkdirat(dir, name, 0o755) != 0 && errno != EEXIST {
+                    let failure = problem(from: errno, "cannot create directory '\(name)'")
+                    close(dir)
+                    return .failure(failure)
+                }
+                next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+            let openErrno = errno
+            close(dir)
+            guard next >= 0 else {
+                if openErrno == ELOOP || openErrno == ENOTDIR {
+                    return .failure(.invalid("'\(name)' on the way is a symbolic link or not a directory"))
+                }
+                return .failure(problem(from: openErrno, "cannot open directory '\(name)'"))
+            }
+            dir = next
+        }
+        return .success(dir)
+    }
+
+    private func copy(_ source: String, into dir: Int32, name: String) -> Result<Void, Problem> {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { return .failure(problem(from: errno, "cannot read the download")) }
+        defer { close(input) }
+        let output = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard output >= 0 else { return .failure(problem(from: errno, "cannot create the destination file")) }
+        defer { close(output) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count == 0 { break }
+            guard count > 0 else { return .failure(problem(from: errno, "cannot read the download")) }
+            var written = 0
+            while written < count {
+                let n = buffer.withUnsafeBytes { bytes in bytes.baseAddress.map { write(output, $0 + written, count - written) } ?? -1 }
+                guard n > 0 else { return .failure(problem(from: errno, "cannot write the destination file")) }
+                written += n
+            }
+        }
+        guard fsync(output) == 0 else { return .failure(problem(from: errno, "cannot flush the destination file")) }
+        return .success(())
+    }
+
+    private func problem(from code: Int32, _ message: String) -> Problem {
+        if code == ENOSPC || code == EDQUOT { return .diskFull }
+        return .io("\(message): \(String(cString: strerror(code)))")
+    }
+}
+
+func describeErrno(_ message: String) -> String {
+    "\(message): \(String(cString: strerror(errno)))"
+}

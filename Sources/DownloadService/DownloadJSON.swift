@@ -1,0 +1,46 @@
+import DownloadCore
+
+/// The Download resource as the API and webhooks show it. Origin request headers are never shown.
+enum DownloadJSON {
+    static func write(_ d: Download, waitingFor: WaitingFor?, liveBytes: Int64? = nil, into json: inout JSONWriter) {
+        json.beginObject()
+        json.field("id", d.id)
+        json.field("url", d.url)
+        json.field("destination", d.destination)
+        json.field("session", d.session)
+        json.field("state", d.state.rawValue)
+        json.field("waitingFor", waitingFor?.rawValue)
+        json.field("earliestBeginDate", d.earliestBeginDate.map(RFC3339.format))
+        json.field("discretionary", d.discretionary)
+        json.field("priority", d.priority)
+        json.field("expectedBytesToSend", d.expectedBytesToSend)
+        json.field("expectedBytesToReceive", d.expectedBytesToReceive)
+        json.field("bytesReceived", liveBytes ?? d.bytesReceived)
+        json.field("bytesExpected", d.bytesExpected)
+        json.field("attempts", d.attempts)
+        json.field("httpStatus", d.httpStatus)
+        json.key("error")
+        if let error = d.error {
+            json.beginObject()
+            json.field("code", error.code)
+            json.field("message", error.message)
+            json.endObject()
+        } else {
+            json.value(nil as String?)
+        }
+        json.field("sha256", d.sha256 ?? d.expectedSHA256)
+        json.field("webhookURL", d.webhookURL)
+        json.field("overwrite", d.overwrite)
+        json.field("createdAt", RFC3339.format(d.createdAt))
+        json.field("startedAt", d.startedAt.map(RFC3339.format))
+        json.field("finishedAt", d.finishedAt.map(RFC3339.format))
+        json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
+        json.endObject()
+    }
+
+    static func encode(_ d: Download, waitingFor: WaitingFor?, liveBytes: Int64? = nil) -> [UInt8] {
+        var json = JSONWriter()
+        write(d, waitingFor: waitingFor, liveBytes: liveBytes, into: &json)
+        return json.bytes
+    }
+}

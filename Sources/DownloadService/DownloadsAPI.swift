@@ -1,0 +1,239 @@
+import Crypto
+import DownloadCore
+import Foundation
+import HTTPServer
+import Logging
+import Store
+import Transfer
+
+/// The `/downloads` endpoints.
+struct DownloadsAPI: Sendable {
+    let store: Store
+    let scheduler: Scheduler
+    let dispatcher: WebhookDispatcher
+    let events: WebhookEvents
+    let files: DestinationFiles
+    let configuration: Configuration
+    let clock: Clock
+    let ids: IDSource
+
+    static let maxIdempotencyKeyLength = 255
+
+    func create(_ request: HTTPRequest, principal: String) -> HTTPResponse {
+        let contentType = request.headers["Content-Type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard contentType == "application/json" else {
+            return .problem(415, title: "Unsupported Media Type", detail: "send the job as JSON with Content-Type: application/json")
+        }
+        guard let body = try? JSONDecoder().decode(JSONValue.self, from: Data(request.body)) else {
+            return .problem(400, title: "Bad Request", detail: "the body is not valid JSON")
+        }
+        let submission: NewDownload
+        switch SubmissionValidator.validate(body) {
+        case .success(let value): submission = value
+        case .failure(let failure): return Self.invalid(failure.errors)
+        }
+        if let webhookURL = submission.webhookURL, case .success(let parsed) = HTTPURL.parse(webhookURL),
+           let address = IPAddress(parsed.host), !configuration.addressPolicy.permits(address) {
+            return Self.invalid([FieldError(field: "webhookURL", message: "the address \(parsed.host) is not allowed")])
+        }
+
+        var idempotency: IdempotencyRecord?
+        if let rawKey = request.headers["Idempotency-Key"] {
+            let key = Self.unquoted(rawKey)
+            guard !key.isEmpty, key.utf8.count <= Self.maxIdempotencyKeyLength else {
+                return Self.invalid([FieldError(field: "Idempotency-Key", message: "must be 1–\(Self.maxIdempotencyKeyLength) characters")])
+            }
+            let digest = SHA256.hash(data: request.body).map { String(format: "%02x", $0) }.joined()
+            idempotency = IdempotencyRecord(principal: principal, key: key, bodySHA256: digest)
+        }
+        if let idempotency, let earlier = replay(idempotency) { return earlier }
+
+        switch files.check(submission.destination) {
+        case .failure(.invalid(let message)):
+            return Self.invalid([FieldError(field: "destination", message: message)])
+        case .failure(let problem):
+            return .problem(400, title: "Bad Request", detail: "the destination cannot be used: \(problem)",
+                            errors: [(field: "destination", message: "cannot be used")])
+        case .success(true) where !submission.overwrite:
+            return .problem(409, title: "Conflict", detail: "a file already exists at the destination; set \"overwrite\": true to replace it")
+        case .success:
+            break
+        }
+        if let maxQueued = configuration.maxQueued, (try? store.counts()[.queued] ?? 0) ?? 0 >= maxQueued {
+            var headers = HTTPHeaders()
+            headers.set("Retry-After", "5")
+            return .problem(429, title: "Too Many Requests", detail: "the queue holds its maximum of \(maxQueued) jobs", headers: headers)
+        }
+
+        let now = clock.now()
+        let download = submission.makeDownload(id: ids.next(now: now), now: now)
+        let outcome: InsertOutcome
+        do {
+            outcome = try store.insert(download, idempotency: idempotency)
+        } catch {
+            return Self.unavailable("the job could not be stored")
+        }
+        switch outcome {
+        case .created(let created):
+            scheduler.poke()
+            return created201(created)
+        case .replayed(let original):
+            return created201(original)
+        case .keyMismatch:
+            return Self.keyMismatch()
+        case .destinationBusy:
+            return .problem(409, title: "Conflict", detail: "another live job already writes to this destination")
+        }
+    }
+
+    private func replay(_ idempotency: IdempotencyRecord) -> HTTPResponse? {
+        guard let (bodySHA256, original) = try? store.idempotentDownload(principal: idempotency.principal, key: idempotency.key) else {
+            return nil
+        }
+        return bodySHA256 == idempotency.bodySHA256 ? created201(original) : Self.keyMismatch()
+    }
+
+    private func created201(_ download: Download) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.set("Location", "/downloads/\(download.id)")
+        return .json(201, encode(download), headers: headers)
+    }
+
+    func get(_ id: String) -> HTTPResponse {
+        guard let download = try? store.download(id: id) else { return Self.notFound(id) }
+        return .json(200, encode(download))
+    }
+
+    func list(_ request: HTTPRequest) -> HTTPResponse {
+        var errors: [FieldError] = []
+        var state: DownloadState?
+        if let text = request.query["state"] {
+            state = DownloadState(rawValue: text)
+            if state == nil { errors.append(FieldError(field: "state", message: "must be one of \(DownloadState.allCases.map(\.rawValue).joined(separator: ", "))")) }
+        }
+        let session = request.query["session"]
+        if let session, !SubmissionValidator.isValidSession(session) {
+            errors.append(FieldError(field: "session", message: "is not a valid session name"))
+        }
+        var limit = 100
+        if let text = request.query["limit"] {
+            if let value = Int(text), (1...1000).contains(value) { limit = value } else {
+                errors.append(FieldError(field: "limit", message: "must be a whole number from 1 to 1000"))
+            }
+        }
+        let cursor = request.query["cursor"]
+        if let cursor, cursor.isEmpty || cursor.utf8.count > 64 || !cursor.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+            errors.append(FieldError(field: "cursor", message: "is not a cursor this server issued"))
+        }
+        guard errors.isEmpty else { return Self.invalid(errors) }
+        guard let page = try? store.list(state: state, session: session, limit: limit, cursor: cursor) else {
+            return Self.unavailable("the list could not be read")
+        }
+        let now = clock.now()
+        var json = JSONWriter(capacity: 600 * page.items.count + 64)
+        json.beginObject()
+        json.key("items")
+        json.beginArray()
+        for download in page.items { write(download, now: now, into: &json) }
+        json.endArray()
+        json.field("nextCursor", page.nextCursor)
+        json.endObject()
+        return .json(200, json.bytes)
+    }
+
+    func cancel(_ id: String) -> HTTPResponse {
+        transition(id, to: .cancelled, from: [.queued, .running, .paused], unchangedIn: [.cancelled]) { job, now in
+            job.finishedAt = now
+            job.nextAttemptAt = nil
+        } after: { job in
+            scheduler.stop(job.id, reason: .cancel)
+        }
+    }
+
+    func pause(_ id: String) -> HTTPResponse {
+        transition(id, to: .paused, from: [.queued, .running], unchangedIn: [.paused]) { job, _ in
+            job.nextAttemptAt = nil
+        } after: { job in
+            scheduler.stop(job.id, reason: .pause)
+        }
+    }
+
+    func resume(_ id: String) -> HTTPResponse {
+        transition(id, to: .queued, from: [.paused], unchangedIn: [.queued, .running]) { job, now in
+            job.runAt = max(now, job.earliestBeginDate ?? now)
+            job.error = nil
+        } after: { _ in
+            scheduler.poke()
+        }
+    }
+
+    /// A client-requested transition, as compare-and-set on the state just read (retried if the
+    /// scheduler moved the job meanwhile). Terminal jobs are a conflict.
+    private func transition(
+        _ id: String, to target: DownloadState, from sources: Set<DownloadState>, unchangedIn: Set<DownloadState>,
+        change: (inout Download, Int64) -> Void, after: (Download) -> Void
+    ) -> HTTPResponse {
+        for _ in 0..<10 {
+            guard let current = try? store.download(id: id) else { return Self.notFound(id) }
+            if unchangedIn.contains(current.state) { return .json(200, encode(current)) }
+            guard sources.contains(current.state) else {
+                return .problem(409, title: "Conflict", detail: "the job is \(current.state.rawValue) and can no longer become \(target.rawValue)")
+            }
+            let now = clock.now()
+            var updated = current
+            updated.state = target
+            change(&updated, now)
+            let jobEvents = target.isTerminal ? [events.terminal(updated, now: now)] : []
+            let events = self.events
+            guard let committed = try? store.update(updated, expecting: [current.state], events: jobEvents, sessionFinished: {
+                [events.sessionFinished($0, now: now)]
+            }) else { return Self.unavailable("the change could not be stored") }
+            if committed {
+                if !jobEvents.isEmpty { dispatcher.poke() }
+                after(updated)
+                return .json(200, encode(updated))
+            }
+        }
+        return Self.unavailable("the job kept changing; try again")
+    }
+
+    // MARK: - Presentation
+
+    private func encode(_ download: Download) -> [UInt8] {
+        var json = JSONWriter()
+        write(download, now: clock.now(), into: &json)
+        return json.bytes
+    }
+
+    private func write(_ download: Download, now: Int64, into json: inout JSONWriter) {
+        let live = download.state == .running ? scheduler.liveBytes.withLock { $0[download.id] } : nil
+        let slotsFull = scheduler.runningCount.load(ordering: .relaxed) >= configuration.maxTransfers
+        DownloadJSON.write(download, waitingFor: download.waitingFor(now: now, slotsFree: !slotsFull), liveBytes: live, into: &json)
+    }
+
+    static func invalid(_ errors: [FieldError]) -> HTTPResponse {
+        .problem(400, title: "Bad Request", detail: errors.map { "\($0.field.isEmpty ? "body" : $0.field): \($0.message)" }.joined(separator: "; "),
+                 errors: errors.map { (field: $0.field, message: $0.message) })
+    }
+
+    static func notFound(_ id: String) -> HTTPResponse {
+        .problem(404, title: "Not Found", detail: "no download with this id")
+    }
+
+    static func keyMismatch() -> HTTPResponse {
+        .problem(422, title: "Unprocessable Content", detail: "this Idempotency-Key was used with a different body")
+    }
+
+    static func unavailable(_ detail: String) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.set("Retry-After", "1")
+        return .problem(503, title: "Service Unavailable", detail: detail, headers: headers)
+    }
+
+    /// `"abc"` and `abc` are the same key.
+    static func unquoted(_ text: String) -> String {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.count >= 2, trimmed.hasPrefix("\""), trimmed.hasSuffix("\"") { return String(trimmed.dropFirst().dropLast()) }
+        return trimmed
+    }
+}

@@ -1,0 +1,33 @@
+import Glibc
+
+/// The partial downloads under `<data dir>/partial/<id>`: the bytes received so far, kept across
+/// attempts, pauses and restarts until the job ends.
+struct PartialFiles: Sendable {
+    let directory: String
+
+    func path(_ id: String) -> String { directory + "/" + id }
+
+    /// The file's length: the truth about how much has been received, whatever a counter says.
+    func size(_ id: String) -> Int64 {
+        var info = stat()
+        return stat(path(id), &info) == 0 ? Int64(info.st_size) : 0
+    }
+
+    func remove(_ id: String) {
+        unlink(path(id))
+    }
+
+    /// The ids of every partial file present.
+    func ids() -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var ids: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { ids.append(name) }
+        }
+        return ids
+    }
+}

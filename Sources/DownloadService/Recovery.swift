@@ -1,0 +1,65 @@
+import Crypto
+import DownloadCore
+import Glibc
+import Logging
+import Store
+
+/// What the start of fetchd does before scheduling: jobs that were running when it stopped go back
+/// to the queue (their partial files say how far they got), completions that were placed but not
+/// committed are committed, and partial files no live job owns are removed.
+struct Recovery {
+    let store: Store
+    let files: DestinationFiles
+    let partials: PartialFiles
+    let events: WebhookEvents
+    let logger: Logger
+
+    func run(now: Int64) throws {
+        for job in try store.jobs(in: .running) {
+            let partialPath = partials.path(job.id)
+            if files.isPlaced(partial: partialPath, destination: job.destination), let digest = sha256(ofFile: partialPath) {
+                var done = job
+                done.state = .completed
+                done.sha256 = digest
+                done.bytesReceived = partials.size(job.id)
+                done.finishedAt = now
+                if try store.update(done, expecting: [.running], events: [events.terminal(done, now: now)],
+                                    sessionFinished: { [events.sessionFinished($0, now: now)] }) {
+                    partials.remove(job.id)
+                }
+                logger.info("download completion recovered", metadata: ["download.id": "\(job.id)"])
+                continue
+            }
+            var queued = job
+            queued.state = .queued
+            queued.runAt = now
+            queued.bytesReceived = partials.size(job.id)
+            _ = try store.update(queued, expecting: [.running])
+            logger.info("interrupted download requeued", metadata: ["download.id": "\(job.id)", "bytes": "\(queued.bytesReceived)"])
+        }
+        for id in partials.ids() {
+            let job = try store.download(id: id)
+            if job == nil || job?.state.isTerminal == true {
+                partials.remove(id)
+            }
+        }
+    }
+
+    private func sha256(ofFile path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var hasher = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count == 0 { break }
+            guard count > 0 else { return nil }
+            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+        }
+        return hasher.finalize().map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+}

@@ -1,0 +1,45 @@
+/// Every setting fetchd takes, as a flag and an environment variable, with its default and help.
+/// The one table that `--help`, flag parsing and the README's configuration table follow.
+public struct Setting: Sendable {
+    public var flag: String
+    public var env: String
+    public var defaultValue: String?
+    public var help: String
+
+    public init(_ flag: String, _ defaultValue: String?, _ help: String) {
+        self.flag = flag
+        self.env = "FETCHD_" + flag.uppercased().replacingOccurrences(of: "-", with: "_")
+        self.defaultValue = defaultValue
+        self.help = help
+    }
+
+    public static let all: [Setting] = [
+        Setting("listen", "127.0.0.1:8080", "address:port to listen on (port 0 = any free port; the bound port is logged)"),
+        Setting("data-dir", "./fetchd-data", "SQLite database and partial downloads"),
+        Setting("download-root", "./downloads", "every destination lives under it"),
+        Setting("api-tokens", nil, "comma-separated bearer tokens; when set, every endpoint but /healthz and /readyz needs one"),
+        Setting("api-tokens-file", nil, "file with one bearer token per line"),
+        Setting("insecure", "false", "allow listening on a non-loopback address without tokens"),
+        Setting("max-transfers", "16", "concurrent transfers"),
+        Setting("max-transfers-per-host", "6", "concurrent transfers per origin host:port"),
+        Setting("max-attempts", "10", "attempts before a transient failure becomes failed"),
+        Setting("retry-base-delay", "1s", "first retry delay, doubled each attempt, with jitter"),
+        Setting("webhook-url", nil, "global webhook subscriber"),
+        Setting("webhook-secret", nil, "whsec_… signing secret (comma-separated for rotation); without it webhooks are unsigned"),
+        Setting("webhook-retry-schedule", "0,5s,5m,30m,2h,5h,10h,14h,20h,24h", "delays between webhook delivery attempts"),
+        Setting("allow-private-networks", "false", "allow downloads and webhooks to loopback, private and other non-public addresses"),
+        Setting("allow-networks", nil, "CIDR list allowed even when private, e.g. 10.0.0.0/8,127.0.0.2/32"),
+        Setting("discretionary-window", nil, "UTC window in which discretionary jobs may start, e.g. 01:00-06:00"),
+        Setting("discretionary-max-share", "0.5", "fraction of transfer slots discretionary jobs may hold"),
+        Setting("discretionary-max-delay", "24h", "after this wait a discretionary job runs like a normal one"),
+        Setting("max-download-bytes", nil, "per-job size cap"),
+        Setting("stall-timeout", "30s", "an attempt that receives nothing for this long is retried"),
+        Setting("disk-reserve", "1GiB", "free space kept under the download root"),
+        Setting("max-queued", nil, "queued jobs cap; beyond it POST /downloads is 429"),
+        Setting("max-request-body", "1MiB", "largest accepted request body (413 beyond)"),
+        Setting("max-connections", "1024", "open client connections (503 beyond)"),
+        Setting("shutdown-timeout", "10s", "how long SIGTERM waits for in-flight work"),
+        Setting("retention", "7d", "terminal jobs and delivered webhook rows older than this are pruned"),
+        Setting("log-format", "text", "text or json"),
+    ]
+}

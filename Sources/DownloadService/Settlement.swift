@@ -1,0 +1,137 @@
+import DownloadCore
+import Logging
+import Store
+import Transfer
+
+/// Settles one finished transfer attempt: completes, retries or fails the job, each as one
+/// compare-and-set transaction on `running` that also records the job's webhook event.
+struct Settlement {
+    let scheduler: Scheduler
+    let job: Download
+    let result: TransferResult
+    let now: Int64
+
+    private var store: Store { scheduler.store }
+    private var logger: Logger { scheduler.logger }
+    private var partialPath: String { scheduler.partials.path(job.id) }
+
+    func settle() {
+        if result.failure == nil, let digest = result.sha256 {
+            return complete(digest: digest)
+        }
+        guard let outcome = AttemptOutcome(result) else { return stopped(.shutdown) }
+        switch scheduler.policy.decide(outcome, attempts: job.attempts, retryAfter: result.retryAfter, jitter: Double.random(in: 0..<1)) {
+        case .finish:
+            // A 2xx without a digest means the body never reached the file; try again.
+            retry(after: scheduler.policy.delay(afterAttempt: job.attempts, retryAfter: nil, jitter: 0.5),
+                  cause: DownloadError(code: ErrorCode.fileError, message: "the response body was not stored"))
+        case .retry(let after, let cause):
+            retry(after: after, cause: cause)
+        case .fail(let error):
+            fail(error)
+        }
+    }
+
+    /// The transfer was stopped on purpose: by a cancel, a pause, or fetchd shutting down.
+    func stopped(_ reason: Scheduler.StopReason) {
+        switch reason {
+        case .cancel:
+            scheduler.partials.remove(job.id)
+        case .pause:
+            save { try store.updateProgress(id: job.id, bytesReceived: result.bytesOnDisk, bytesExpected: result.bytesExpected, validator: result.validator) }
+        case .shutdown:
+            var queued = attemptRecorded()
+            queued.state = .queued
+            queued.runAt = now
+            queued.error = job.error
+            save { _ = try store.update(queued, expecting: [.running]) }
+        }
+    }
+
+    private func complete(digest: String) {
+        if let expected = job.expectedSHA256, expected != digest {
+            return fail(DownloadError(code: ErrorCode.checksumMismatch, message: "the file's SHA-256 is \(digest), expected \(expected)"))
+        }
+        switch scheduler.files.place(partial: partialPath, destination: job.destination, jobID: job.id, overwrite: job.overwrite) {
+        case .failure(.exists):
+            return fail(DownloadError(code: ErrorCode.destinationExists, message: "a file appeared at the destination before completion"))
+        case .failure(.invalid(let message)):
+            return fail(DownloadError(code: ErrorCode.invalidDestination, message: "the destination \(message)"))
+        case .failure(.diskFull):
+            return fail(DownloadError(code: ErrorCode.diskFull, message: "no space left to place the file"))
+        case .failure(.io(let message)):
+            return fail(DownloadError(code: ErrorCode.fileError, message: message))
+        case .success:
+            break
+        }
+        var done = attemptRecorded()
+        done.state = .completed
+        done.sha256 = digest
+        done.bytesExpectedFromOrigin = done.bytesExpectedFromOrigin ?? result.bytesOnDisk
+        done.error = nil
+        done.finishedAt = now
+        if commit(done) {
+            scheduler.partials.remove(job.id)
+            logger.info("download completed", metadata: ["download.id": "\(job.id)", "bytes": "\(result.bytesOnDisk)"])
+        } else {
+            // Cancelled or paused while finishing: take the file back out; a paused job keeps its data.
+            scheduler.files.unplace(partial: partialPath, destination: job.destination)
+            if (try? store.download(id: job.id))??.state != .paused { scheduler.partials.remove(job.id) }
+        }
+    }
+
+    private func retry(after seconds: Double, cause: DownloadError) {
+        var queued = attemptRecorded()
+        queued.state = .queued
+        queued.error = cause
+        queued.nextAttemptAt = now + Int64(seconds * 1000)
+        queued.runAt = max(queued.nextAttemptAt ?? now, job.earliestBeginDate ?? now)
+        logger.info("download will retry", metadata: [
+            "download.id": "\(job.id)", "error.code": "\(cause.code)", "retry.in": "\(seconds)s", "http.status": "\(result.httpStatus ?? 0)",
+        ])
+        save { _ = try store.update(queued, expecting: [.running]) }
+    }
+
+    private func fail(_ error: DownloadError) {
+        var failed = attemptRecorded()
+        failed.state = .failed
+        failed.error = error
+        failed.finishedAt = now
+        logger.info("download failed", metadata: ["download.id": "\(job.id)", "error.code": "\(error.code)", "http.status": "\(result.httpStatus ?? 0)"])
+        _ = commit(failed)
+        scheduler.partials.remove(job.id)
+    }
+
+    /// The job with what this attempt learned: status, sizes and the validator of the partial data.
+    private func attemptRecorded() -> Download {
+        var updated = job
+        updated.httpStatus = result.httpStatus ?? job.httpStatus
+        updated.bytesReceived = result.bytesOnDisk
+        updated.bytesExpectedFromOrigin = result.bytesExpected ?? job.bytesExpectedFromOrigin
+        updated.validator = result.validator ?? (result.bytesOnDisk > 0 ? job.validator : nil)
+        return updated
+    }
+
+    /// A terminal transition with its webhook event (and `session.finished` if it was the session's last live job).
+    private func commit(_ terminal: Download) -> Bool {
+        let events = scheduler.events
+        let now = self.now
+        var committed = false
+        save {
+            committed = try store.update(terminal, expecting: [.running], events: [events.terminal(terminal, now: now)]) { snapshot in
+                [events.sessionFinished(snapshot, now: now)]
+            }
+        }
+        if committed { scheduler.onEventsRecorded() }
+        return committed
+    }
+
+    /// A failed write leaves the job `running`; the next start puts it back in the queue.
+    private func save(_ body: () throws -> Void) {
+        do {
+            try body()
+        } catch {
+            logger.error("job state not saved", metadata: ["download.id": "\(job.id)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Dispatch
+import DownloadCore
+import Logging
+import Store
+import Transfer
+
+/// Delivers the webhook outbox: POSTs each pending delivery when due, signed, and records the
+/// outcome. A 2xx is delivered; 410 or a blocked address stops that delivery for good; anything
+/// else is retried on the configured schedule (honouring Retry-After), across restarts.
+final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below is touched only on `queue`
+    let queue = DispatchQueue(label: "fetchd.webhooks")
+    let store: Store
+    let engine: TransferEngine
+    let signer: WebhookSigner
+    let schedule: [Double]
+    let addressPolicy: AddressPolicy
+    let clock: Clock
+    let logger: Logger
+
+    static let maxConcurrent = 32
+    static let timeout = 30.0
+
+    private var inFlight: Set<String> = []
+    private var timer: DispatchSourceTimer?
+    private var stopping = false
+
+    init(store: Store, engine: TransferEngine, configuration: Configuration, clock: Clock, logger: Logger) {
+        self.store = store
+        self.engine = engine
+        self.signer = WebhookSigner(secrets: configuration.webhookSecrets)
+        self.schedule = configuration.webhookRetrySchedule
+        self.addressPolicy = configuration.addressPolicy
+        self.clock = clock
+        self.logger = logger
+    }
+
+    func poke() {
+        queue.async { self.deliverDue() }
+    }
+
+    func stop() {
+        queue.sync {
+            stopping = true
+            timer?.cancel()
+            timer = nil
+        }
+    }
+
+    private func deliverDue() {
+        guard !stopping else { return }
+        let now = clock.now()
+        do {
+            let free = Self.maxConcurrent - inFlight.count
+            if free > 0 {
+                for delivery in try store.dueDeliveries(now: now, limit: free, excluding: inFlight) {
+                    send(delivery, now: now)
+                }
+            }
+            // Due deliveries left over (all slots busy) are picked up when one finishes; the timer is for later ones.
+            armTimer(for: try store.nextDeliveryAt(after: now), now: now)
+        } catch {
+            logger.error("webhook delivery scan failed", metadata: ["error": "\(error)"])
+            armTimer(for: now + 1000, now: now)
+        }
+    }
+
+    private func send(_ delivery: WebhookDelivery, now: Int64) {
+        inFlight.insert(delivery.key)
+        let timestamp = now / 1000
+        var request = TransferRequest(url: delivery.url, sink: .memory(limit: 4096))
+        request.method = .post
+        request.body = delivery.payload
+        request.followRedirects = false
+        request.totalTimeout = Self.timeout
+        request.connectTimeout = 10
+        request.addressPolicy = addressPolicy
+        request.headers = [
+            ("Content-Type", "application/json"),
+            ("webhook-id", delivery.eventID),
+            ("webhook-timestamp", String(timestamp)),
+        ]
+        if let signature = signer.signature(id: delivery.eventID, timestamp: timestamp, body: delivery.payload) {
+            request.headers.append(("webhook-signature", signature))
+        }
+        _ = engine.start(request, onProgress: { _ in }, onComplete: { result in
+            self.queue.async { self.delivered(delivery, result) }
+        })
+    }
+
+    private func delivered(_ delivery: WebhookDelivery, _ result: TransferResult) {
+        inFlight.remove(delivery.key)
+        let now = clock.now()
+        let status = result.failure == nil ? result.httpStatus : nil
+        let succeeded = status.map { (200..<300).contains($0) } ?? false
+        var retryAt: Int64?
+        var reason: String?
+        if !succeeded {
+            reason = status.map { "answered \($0)" } ?? "\(result.failure.map { "\($0)" } ?? "no response")"
+            let permanent = status == 410 || { if case .blockedAddress? = result.failure { return true } else { return false } }()
+            // schedule[0] is the delay before the first attempt; schedule[n] the one before attempt n + 1.
+            let attemptsMade = delivery.attempts + 1
+            if !permanent, attemptsMade < schedule.count {
+                let delay = max(schedule[attemptsMade], min(result.retryAfter ?? 0, 86400)) * Double.random(in: 1.0..<1.1)
+                retryAt = now + Int64(delay * 1000)
+            }
+        }
+        logger.info(succeeded ? "webhook delivered" : "webhook delivery failed", metadata: [
+            "webhook.id": "\(delivery.eventID)", "webhook.type": "\(delivery.type)", "http.status": "\(status ?? 0)",
+            "attempt": "\(delivery.attempts + 1)", "retry": "\(retryAt != nil)",
+        ])
+        do {
+            try store.recordDeliveryAttempt(delivery, delivered: succeeded, retryAt: retryAt, status: status, error: reason, now: now)
+        } catch {
+            logger.error("webhook delivery not recorded", metadata: ["webhook.id": "\(delivery.eventID)", "error": "\(error)"])
+        }
+        deliverDue()
+    }
+
+    private func armTimer(for deadline: Int64?, now: Int64) {
+        timer?.cancel()
+        timer = nil
+        guard let deadline else { return }
+        let source = DispatchSource.makeTimerSource(queue: queue)
+        source.schedule(deadline: .now() + .milliseconds(Int(max(0, deadline - now))), leeway: .milliseconds(10))
+        source.setEventHandler { [weak self] in self?.deliverDue() }
+        source.resume()
+        timer = source
+    }
+}

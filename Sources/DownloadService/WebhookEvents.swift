@@ -1,0 +1,57 @@
+import DownloadCore
+import Store
+
+/// Builds the outbox rows for webhook events: `{"type", "timestamp", "data"}`, addressed to the
+/// job's own URL and the global subscriber.
+struct WebhookEvents: Sendable {
+    let globalURL: String?
+    private let ids = IDSource()
+
+    init(globalURL: String?) {
+        self.globalURL = globalURL
+    }
+
+    func newEventID(now: Int64) -> String {
+        "msg_" + ids.next(now: now)
+    }
+
+    /// `download.completed`, `download.failed` or `download.cancelled` for a job that just reached that state.
+    func terminal(_ download: Download, now: Int64) -> WebhookEvent {
+        let type = "download." + download.state.rawValue
+        let urls = [download.webhookURL, globalURL].compactMap { $0 }
+        return envelope(type: type, urls: urls, now: now) { json in
+            DownloadJSON.write(download, waitingFor: nil, into: &json)
+        }
+    }
+
+    /// `session.finished`: to the global subscriber and every distinct webhookURL in the session.
+    func sessionFinished(_ snapshot: SessionSnapshot, now: Int64) -> WebhookEvent {
+        let urls = snapshot.webhookURLs + [globalURL].compactMap { $0 }
+        return envelope(type: "session.finished", urls: urls, now: now) { json in
+            json.beginObject()
+            json.field("session", snapshot.session)
+            json.key("counts")
+            CountsJSON.write(snapshot.counts, into: &json)
+            json.endObject()
+        }
+    }
+
+    private func envelope(type: String, urls: [String], now: Int64, data: (inout JSONWriter) -> Void) -> WebhookEvent {
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("type", type)
+        json.field("timestamp", RFC3339.format(now))
+        json.key("data")
+        data(&json)
+        json.endObject()
+        return WebhookEvent(id: newEventID(now: now), type: type, payload: json.bytes, urls: urls)
+    }
+}
+
+enum CountsJSON {
+    static func write(_ counts: [DownloadState: Int], into json: inout JSONWriter) {
+        json.beginObject()
+        for state in DownloadState.allCases { json.field(state.rawValue, counts[state, default: 0]) }
+        json.endObject()
+    }
+}

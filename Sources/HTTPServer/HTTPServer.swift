@@ -1,0 +1,219 @@
+import Dispatch
+import Glibc
+import Logging
+import Synchronization
+
+/// A minimal HTTP/1.1 server on POSIX sockets and Dispatch.
+public final class HTTPServer: Sendable {
+    private struct State {
+        var started = false
+        var draining = false
+        var listeners: [any DispatchSourceRead] = []
+        var openListeners = 0
+        var connections: [ObjectIdentifier: Connection] = [:]
+        var drainWaiters: [Int: CheckedContinuation<Bool, Never>] = [:]
+        var nextWaiterID = 0
+        /// Held open so that, out of file descriptors, one can be freed to accept and refuse a
+        /// connection; otherwise the listener would fire forever on a connection it cannot take.
+        var spareDescriptor: Int32 = -1
+
+        var isDrained: Bool { connections.isEmpty && openListeners == 0 }
+    }
+
+    private let configuration: HTTPServerConfiguration
+    private let router: Router
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let acceptQueue = DispatchQueue(label: "fetchd.http.accept")
+    private let busyResponse: [UInt8]
+
+    public init(configuration: HTTPServerConfiguration, router: Router, logger: Logger) {
+        self.configuration = configuration
+        self.router = router
+        self.logger = logger
+        var busy: [UInt8] = []
+        let problem = HTTPResponse.problem(503, detail: "The server has too many open connections; try again.",
+                                           headers: HTTPHeaders([("Retry-After", "1")]))
+        if case .bytes(let body) = problem.body {
+            appendResponseHead(status: 503, headers: problem.headers, framing: .length(body.count), connection: "close", to: &busy)
+            busy += body
+        }
+        busyResponse = busy
+    }
+
+    /// Binds and listens (IPv4 and IPv6 literal hosts; "localhost"), returns the actually bound port.
+    public func start() throws -> Int {
+        try state.withLock { state in
+            guard !state.started, !state.draining else { throw HTTPServerError("the server was already started") }
+            state.started = true
+        }
+        let descriptors: [Int32], port: Int
+        do {
+            (descriptors, port) = try Socket.listen(host: configuration.host, port: configuration.port)
+        } catch {
+            state.withLock { $0.started = false }
+            throw error
+        }
+        let spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        state.withLock { state in
+            // Made under the lock so that they belong to the state from the start.
+            for fd in descriptors {
+                let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
+                source.setEventHandler { self.acceptConnections(on: fd) }
+                source.setCancelHandler {
+                    _ = Glibc.close(fd)
+                    self.listenerClosed()
+                }
+                source.resume()
+                state.listeners.append(source)
+            }
+            state.openListeners = descriptors.count
+            state.spareDescriptor = spare
+        }
+        logger.info("HTTP server listening", metadata: ["http.host": "\(configuration.host)", "http.port": "\(port)"])
+        return port
+    }
+
+    /// Stops accepting, lets in-flight requests finish (up to `timeout` seconds), closes all connections.
+    ///
+    /// Idle connections close at once; a request being read or handled gets its response (with
+    /// `Connection: close`); a streamed response stops consuming its stream and ends.
+    public func shutdown(timeout: Double) async {
+        let connections = state.withLock { state in
+            state.draining = true
+            // Cancelling only schedules the cancel handler (on the accept queue), so it is safe under the lock.
+            state.listeners.forEach { $0.cancel() }
+            state.listeners = []
+            return Array(state.connections.values)
+        }
+        connections.forEach { $0.beginShutdown() }
+        if await !waitUntilDrained(timeout: timeout) {
+            logger.warning("HTTP shutdown timed out; closing remaining connections")
+            state.withLock { Array($0.connections.values) }.forEach { $0.forceClose() }
+            // Closing is prompt now: only cancel handlers are left to run.
+            _ = await waitUntilDrained(timeout: 5)
+        }
+        let spare = state.withLock { state in
+            defer { state.spareDescriptor = -1 }
+            return state.spareDescriptor
+        }
+        if spare >= 0 { _ = Glibc.close(spare) }
+    }
+
+    /// Connections currently open (tests poll it to see a connection really closed).
+    var connectionCount: Int {
+        state.withLock { $0.connections.count }
+    }
+
+    // MARK: Accepting
+
+    private func acceptConnections(on listener: Int32) {
+        // A bounded batch per event keeps one busy listener from starving the other.
+        for _ in 0..<64 {
+            switch Socket.accept(listener) {
+            case .accepted(let fd, let remoteAddress):
+                admit(fd, remoteAddress: remoteAddress)
+            case .failed(EINTR), .failed(ECONNABORTED):
+                continue
+            case .failed(EAGAIN):
+                return
+            case .failed(let code) where code == EMFILE || code == ENFILE:
+                refuseWithoutDescriptors(listener)
+                return
+            case .failed(let code):
+                logger.warning("Accept failed", metadata: ["error": "\(errorText(code))"])
+                return
+            }
+        }
+    }
+
+    private func admit(_ fd: Int32, remoteAddress: String) {
+        enum Admission { case admitted(Connection), busy, draining }
+        let admission = state.withLock { state -> Admission in
+            if state.draining { return .draining }
+            if state.connections.count >= configuration.maxConnections { return .busy }
+            let connection = Connection(
+                fd: fd, remoteAddress: remoteAddress, configuration: configuration, router: router, logger: logger,
+                onClose: { [weak self] in self?.connectionClosed($0) }
+            )
+            state.connections[ObjectIdentifier(connection)] = connection
+            return .admitted(connection)
+        }
+        switch admission {
+        case .admitted(let connection):
+            connection.start()
+        case .busy:
+            logger.debug("Connection refused: too many connections", metadata: ["http.remote": "\(remoteAddress)"])
+            refuse(fd)
+        case .draining:
+            _ = Glibc.close(fd)
+        }
+    }
+
+    /// Answers 503 without reading the request, then closes. Input that already arrived is
+    /// drained first, as closing a socket with unread input resets the connection and may
+    /// destroy the response before the client has read it.
+    private func refuse(_ fd: Int32) {
+        _ = busyResponse.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 1) { buffer in
+            var reads = 0
+            while reads < 16 && recv(fd, buffer.baseAddress, buffer.count, 0) > 0 { reads += 1 }
+        }
+        _ = Glibc.close(fd)
+    }
+
+    private func refuseWithoutDescriptors(_ listener: Int32) {
+        logger.warning("Out of file descriptors; refusing a connection")
+        let spare = state.withLock { state in
+            defer { state.spareDescriptor = -1 }
+            return state.spareDescriptor
+        }
+        guard spare >= 0 else { return }
+        _ = Glibc.close(spare)
+        if case .accepted(let fd, _) = Socket.accept(listener) { refuse(fd) }
+        let reopened = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        state.withLock { $0.spareDescriptor = reopened }
+    }
+
+    // MARK: Draining
+
+    private func connectionClosed(_ connection: Connection) {
+        let waiters = state.withLock { state in
+            state.connections[ObjectIdentifier(connection)] = nil
+            return takeWaitersIfDrained(&state)
+        }
+        waiters.forEach { $0.resume(returning: true) }
+    }
+
+    private func listenerClosed() {
+        let waiters = state.withLock { state in
+            state.openListeners -= 1
+            return takeWaitersIfDrained(&state)
+        }
+        waiters.forEach { $0.resume(returning: true) }
+    }
+
+    private func takeWaitersIfDrained(_ state: inout State) -> [CheckedContinuation<Bool, Never>] {
+        guard state.draining && state.isDrained else { return [] }
+        defer { state.drainWaiters = [:] }
+        return Array(state.drainWaiters.values)
+    }
+
+    /// True once every listener and connection is closed; false after `timeout` seconds.
+    private func waitUntilDrained(timeout: Double) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let id = state.withLock { state -> Int? in
+                guard !state.isDrained else { return nil }
+                let id = state.nextWaiterID
+                state.nextWaiterID += 1
+                state.drainWaiters[id] = continuation
+                return id
+            }
+            guard let id else { return continuation.resume(returning: true) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(timeout, 0)) {
+                self.state.withLock { $0.drainWaiters.removeValue(forKey: id) }?.resume(returning: false)
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+/// The schema, as an append-only list of migrations. The database records how many have run;
+/// a database that has run more than this binary knows was written by a newer fetchd, and this
+/// one refuses to touch it.
+enum Migrations {
+    static let all: [String] = [
+        // 1: jobs, the webhook outbox, idempotency keys.
+        """
+        CREATE TABLE downloads (
+            id TEXT PRIMARY KEY NOT NULL,
+            url TEXT NOT NULL,
+            destination TEXT NOT NULL,
+            session TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('queued','running','paused','completed','failed','cancelled')),
+            earliest_begin_at INTEGER,
+            discretionary INTEGER NOT NULL,
+            priority REAL NOT NULL CHECK (priority BETWEEN 0 AND 1),
+            expected_bytes_to_send INTEGER,
+            expected_bytes_to_receive INTEGER,
+            bytes_received INTEGER NOT NULL DEFAULT 0,
+            bytes_expected INTEGER,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            http_status INTEGER,
+            error_code TEXT,
+            error_message TEXT,
+            sha256 TEXT,
+            expected_sha256 TEXT,
+            webhook_url TEXT,
+            headers TEXT,
+            overwrite INTEGER NOT NULL,
+            validator TEXT,
+            created_at INTEGER NOT NULL,
+            started_at INTEGER,
+            finished_at INTEGER,
+            run_at INTEGER NOT NULL,
+            next_attempt_at INTEGER,
+            host_key TEXT NOT NULL
+        ) WITHOUT ROWID;
+        -- One live job per destination: a second submission for it is a conflict, decided atomically.
+        CREATE UNIQUE INDEX downloads_live_destination ON downloads(destination)
+            WHERE state IN ('queued','running','paused');
+        CREATE INDEX downloads_queue ON downloads(discretionary, priority DESC, id) WHERE state = 'queued';
+        CREATE INDEX downloads_due ON downloads(run_at) WHERE state = 'queued';
+        CREATE INDEX downloads_state ON downloads(state, id);
+        CREATE INDEX downloads_session ON downloads(session, state);
+
+        CREATE TABLE webhook_events (
+            id TEXT PRIMARY KEY NOT NULL,
+            type TEXT NOT NULL,
+            payload BLOB NOT NULL,
+            created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE webhook_deliveries (
+            event_id TEXT NOT NULL REFERENCES webhook_events(id) ON DELETE CASCADE,
+            url TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('pending','delivered','failed')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL,
+            last_status INTEGER,
+            last_error TEXT,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (event_id, url)
+        ) WITHOUT ROWID;
+        CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE state = 'pending';
+
+        CREATE TABLE idempotency_keys (
+            principal TEXT NOT NULL,
+            key TEXT NOT NULL,
+            body_sha256 TEXT NOT NULL,
+            download_id TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (principal, key)
+        ) WITHOUT ROWID;
+        """,
+    ]
+
+    static func run(on connection: SQLiteConnection) throws {
+        try connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        let current = try connection.prepare("SELECT version FROM schema_version").query { $0.int(0) }.first ?? 0
+        if current > all.count {
+            throw StoreError(code: 0, message: "the database has schema version \(current) but this fetchd knows only up to \(all.count): it was written by a newer fetchd; upgrade fetchd or use another data directory")
+        }
+        for version in current..<all.count {
+            try connection.transaction {
+                try connection.execute(all[version])
+                try connection.prepare("DELETE FROM schema_version").run()
+                try connection.prepare("INSERT INTO schema_version (version) VALUES (?)").run([.integer(Int64(version + 1))])
+            }
+        }
+    }
+}

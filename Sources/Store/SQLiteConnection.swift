@@ -1,0 +1,83 @@
+import CSQLite
+
+/// SQLite's "copy this buffer now" destructor, which the C macro SQLITE_TRANSIENT spells as -1.
+let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+public struct StoreError: Error, CustomStringConvertible, Sendable {
+    public var code: Int32
+    public var message: String
+    public var description: String { message }
+    public var isConstraintViolation: Bool { code & 0xFF == SQLITE_CONSTRAINT }
+}
+
+/// One SQLite connection with a cache of prepared statements. Not thread-safe: `Store` owns it
+/// behind a mutex.
+final class SQLiteConnection {
+    private var handle: OpaquePointer?
+    private var statements: [String: Statement] = [:]
+
+    init(path: String) throws {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        handle = db
+        guard rc == SQLITE_OK else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            handle = nil
+            throw StoreError(code: rc, message: "cannot open database \(path): \(message)")
+        }
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, 5000)
+    }
+
+    func close() {
+        for statement in statements.values { statement.finalize() }
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+        handle = nil
+    }
+
+    func execute(_ sql: String) throws {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        if rc != SQLITE_OK {
+            let message = errorMessage.map { String(cString: $0) } ?? "error \(rc)"
+            sqlite3_free(errorMessage)
+            throw StoreError(code: rc, message: message)
+        }
+    }
+
+    /// A cached prepared statement, reset and with its bindings cleared.
+    func prepare(_ sql: String) throws -> Statement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        var raw: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        guard rc == SQLITE_OK, let raw else { throw error(rc) }
+        let statement = Statement(raw, connection: self)
+        statements[sql] = statement
+        return statement
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    func error(_ rc: Int32) -> StoreError {
+        StoreError(code: rc, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "database closed")
+    }
+
+    /// Runs `body` in one IMMEDIATE transaction (the write lock is taken up front), rolling back on error.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try prepare("BEGIN IMMEDIATE").run()
+        do {
+            let value = try body()
+            try prepare("COMMIT").run()
+            return value
+        } catch {
+            try? prepare("ROLLBACK").run()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import CSQLite
+
+/// A value bound to a statement parameter or read from a column.
+enum SQLValue {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+/// A prepared statement. Parameters bind by position, starting at 1, in the order given.
+final class Statement {
+    private let raw: OpaquePointer
+    private unowned let connection: SQLiteConnection
+
+    init(_ raw: OpaquePointer, connection: SQLiteConnection) {
+        self.raw = raw
+        self.connection = connection
+    }
+
+    func finalize() { sqlite3_finalize(raw) }
+
+    func reset() {
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+    }
+
+    func bind(_ values: [SQLValue]) throws {
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch value {
+            case .null: rc = sqlite3_bind_null(raw, index)
+            case .integer(let v): rc = sqlite3_bind_int64(raw, index, v)
+            case .real(let v): rc = sqlite3_bind_double(raw, index, v)
+            case .text(let v): rc = sqlite3_bind_text(raw, index, v, -1, sqliteTransient)
+            case .blob(let v): rc = v.withUnsafeBytes { sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), sqliteTransient) }
+            }
+            guard rc == SQLITE_OK else { throw connection.error(rc) }
+        }
+    }
+
+    /// Executes a statement that returns no rows.
+    func run(_ values: [SQLValue] = []) throws {
+        try bind(values)
+        defer { sqlite3_reset(raw) }
+        let rc = sqlite3_step(raw)
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw connection.error(rc) }
+    }
+
+    /// Executes a query and maps every row.
+    func query<T>(_ values: [SQLValue] = [], _ map: (Row) throws -> T) throws -> [T] {
+        try bind(values)
+        defer { sqlite3_reset(raw) }
+        var rows: [T] = []
+        while true {
+            let rc = sqlite3_step(raw)
+            if rc == SQLITE_DONE { return rows }
+            guard rc == SQLITE_ROW else { throw connection.error(rc) }
+            rows.append(try map(Row(raw: raw)))
+        }
+    }
+}
+
+/// The current row of a stepping statement; valid only inside the `query` closure.
+struct Row {
+    let raw: OpaquePointer
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
+    func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(raw, column)) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(raw, column) }
+    func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
+    func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : int(column) }
+    func string(_ column: Int32) -> String {
+        guard let text = sqlite3_column_text(raw, column) else { return "" }
+        return String(cString: text)
+    }
+    func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
+    func blob(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(raw, column))
+        guard count > 0, let pointer = sqlite3_column_blob(raw, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+}

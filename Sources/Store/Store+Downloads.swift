@@ -1,0 +1,165 @@
+import DownloadCore
+
+extension Store {
+    /// Inserts a new job, honouring its idempotency key and the one-live-job-per-destination rule atomically.
+    public func insert(_ download: Download, idempotency: IdempotencyRecord?) throws -> InsertOutcome {
+        try withConnection { db in
+            try db.transaction {
+                if let idempotency {
+                    let existing = try db.prepare(
+                        "SELECT body_sha256, download_id FROM idempotency_keys WHERE principal = ? AND key = ?"
+                    ).query([.text(idempotency.principal), .text(idempotency.key)]) { ($0.string(0), $0.string(1)) }.first
+                    if let (bodySHA256, id) = existing {
+                        guard bodySHA256 == idempotency.bodySHA256 else { return .keyMismatch }
+                        if let original = try Self.fetch(db, id: id) { return .replayed(original) }
+                    }
+                }
+                do {
+                    try db.prepare("INSERT INTO downloads (\(DownloadColumns.list)) VALUES (\(DownloadColumns.placeholders))")
+                        .run(DownloadColumns.values(download))
+                } catch let error as StoreError where error.isConstraintViolation {
+                    return .destinationBusy
+                }
+                if let idempotency {
+                    try db.prepare(
+                        "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"
+                    ).run([.text(idempotency.principal), .text(idempotency.key), .text(idempotency.bodySHA256),
+                           .text(download.id), .integer(download.createdAt)])
+                }
+                return .created(download)
+            }
+        }
+    }
+
+    public func download(id: String) throws -> Download? {
+        try withConnection { db in try Self.fetch(db, id: id) }
+    }
+
+    static func fetch(_ db: SQLiteConnection, id: String) throws -> Download? {
+        try db.prepare("SELECT \(DownloadColumns.list) FROM downloads WHERE id = ?").query([.text(id)], DownloadColumns.download).first
+    }
+
+    /// Newest first; the cursor is the id of the last item of the previous page (ids sort by creation).
+    public func list(state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage {
+        try withConnection { db in
+            var conditions: [String] = []
+            var values: [SQLValue] = []
+            if let state { conditions.append("state = ?"); values.append(.text(state.rawValue)) }
+            if let session { conditions.append("session = ?"); values.append(.text(session)) }
+            if let cursor { conditions.append("id < ?"); values.append(.text(cursor)) }
+            let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+            values.append(.integer(Int64(limit + 1)))
+            var items = try db.prepare("SELECT \(DownloadColumns.list) FROM downloads \(filter) ORDER BY id DESC LIMIT ?")
+                .query(values, DownloadColumns.download)
+            var next: String?
+            if items.count > limit {
+                items.removeLast()
+                next = items.last?.id
+            }
+            return DownloadPage(items: items, nextCursor: next)
+        }
+    }
+
+    /// Writes `download` if the stored job is still in one of `expecting` (compare-and-set), together with
+    /// its events. When the write makes the job terminal and leaves its session with no live job,
+    /// `sessionFinished` is asked for the events that announce it, in the same transaction.
+    /// Returns false, writing nothing, if the stored state was not one expected.
+    public func update(
+        _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent] = [],
+        sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil
+    ) throws -> Bool {
+        try withConnection { db in
+            try db.transaction {
+                let states = expecting.map { "'\($0.rawValue)'" }.sorted().joined(separator: ",")
+                let assignments = DownloadColumns.list.split(separator: ",").dropFirst()
+                    .map { "\($0.trimmingCharacters(in: .whitespacesAndNewlines)) = ?" }.joined(separator: ", ")
+                var values = Array(DownloadColumns.values(download).dropFirst())
+                values.append(.text(download.id))
+                try db.prepare("UPDATE downloads SET \(assignments) WHERE id = ? AND state IN (\(states))").run(values)
+                guard db.changes == 1 else { return false }
+                var allEvents = events
+                if download.state.isTerminal, let sessionFinished,
+                   let snapshot = try Self.finishedSession(db, session: download.session) {
+                    allEvents += sessionFinished(snapshot)
+                }
+                try Self.record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
+                return true
+            }
+        }
+    }
+
+    /// Progress is not a state change: it is written only while the job is still live.
+    public func updateProgress(id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?) throws {
+        try withConnection { db in
+            try db.prepare(
+                "UPDATE downloads SET bytes_received = ?, bytes_expected = COALESCE(?, bytes_expected), validator = COALESCE(?, validator) WHERE id = ? AND state IN ('running','paused','queued')"
+            ).run([.integer(bytesReceived), bytesExpected.map(SQLValue.integer) ?? .null,
+                   validator.map(SQLValue.text) ?? .null, .text(id)])
+        }
+    }
+
+    /// Queued jobs that are due, best first: normal before discretionary, then priority, then age.
+    public func dueJobs(now: Int64, limit: Int) throws -> [Download] {
+        try withConnection { db in
+            try db.prepare(
+                "SELECT \(DownloadColumns.list) FROM downloads WHERE state = 'queued' AND run_at <= ? ORDER BY discretionary, priority DESC, id LIMIT ?"
+            ).query([.integer(now), .integer(Int64(limit))], DownloadColumns.download)
+        }
+    }
+
+    /// When the next queued job that is not yet due becomes due.
+    public func nextRunAt(after now: Int64) throws -> Int64? {
+        try withConnection { db in
+            try db.prepare("SELECT MIN(run_at) FROM downloads WHERE state = 'queued' AND run_at > ?")
+                .query([.integer(now)]) { $0.optionalInt64(0) }.first ?? nil
+        }
+    }
+
+    /// Jobs that were running when fetchd stopped (or crashed).
+    public func jobs(in state: DownloadState) throws -> [Download] {
+        try withConnection { db in
+            try db.prepare("SELECT \(DownloadColumns.list) FROM downloads WHERE state = ?")
+                .query([.text(state.rawValue)], DownloadColumns.download)
+        }
+    }
+
+    public func counts(session: String? = nil) throws -> [DownloadState: Int] {
+        try withConnection { db in
+            let rows: [(String, Int)]
+            if let session {
+                rows = try db.prepare("SELECT state, COUNT(*) FROM downloads WHERE session = ? GROUP BY state")
+                    .query([.text(session)]) { ($0.string(0), $0.int(1)) }
+            } else {
+                rows = try db.prepare("SELECT state, COUNT(*) FROM downloads GROUP BY state").query { ($0.string(0), $0.int(1)) }
+            }
+            return Self.countsByState(rows)
+        }
+    }
+
+    static func countsByState(_ rows: [(String, Int)]) -> [DownloadState: Int] {
+        var counts = Dictionary(uniqueKeysWithValues: DownloadState.allCases.map { ($0, 0) })
+        for (state, count) in rows { if let state = DownloadState(rawValue: state) { counts[state] = count } }
+        return counts
+    }
+
+    static func finishedSession(_ db: SQLiteConnection, session: String) throws -> SessionSnapshot? {
+        let counts = countsByState(try db.prepare("SELECT state, COUNT(*) FROM downloads WHERE session = ? GROUP BY state")
+            .query([.text(session)]) { ($0.string(0), $0.int(1)) })
+        guard DownloadState.nonTerminal.allSatisfy({ counts[$0, default: 0] == 0 }) else { return nil }
+        let urls = try db.prepare("SELECT DISTINCT webhook_url FROM downloads WHERE session = ? AND webhook_url IS NOT NULL")
+            .query([.text(session)]) { $0.string(0) }
+        return SessionSnapshot(session: session, counts: counts, webhookURLs: urls.sorted())
+    }
+}
+
+extension Store {
+    /// The body digest and the job an idempotency key made, if the key is known.
+    public func idempotentDownload(principal: String, key: String) throws -> (String, Download)? {
+        try withConnection { db in
+            guard let (digest, id) = try db.prepare("SELECT body_sha256, download_id FROM idempotency_keys WHERE principal = ? AND key = ?")
+                .query([.text(principal), .text(key)], { ($0.string(0), $0.string(1)) }).first,
+                let download = try Self.fetch(db, id: id) else { return nil }
+            return (digest, download)
+        }
+    }
+}

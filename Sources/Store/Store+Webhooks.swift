@@ -1,0 +1,55 @@
+import DownloadCore
+
+extension Store {
+    static func record(_ db: SQLiteConnection, events: [WebhookEvent], now: Int64) throws {
+        for event in events where !event.urls.isEmpty {
+            try db.prepare("INSERT INTO webhook_events (id, type, payload, created_at) VALUES (?, ?, ?, ?)")
+                .run([.text(event.id), .text(event.type), .blob(event.payload), .integer(now)])
+            for url in Set(event.urls) {
+                try db.prepare(
+                    "INSERT INTO webhook_deliveries (event_id, url, state, next_attempt_at, updated_at) VALUES (?, ?, 'pending', ?, ?)"
+                ).run([.text(event.id), .text(url), .integer(now), .integer(now)])
+            }
+        }
+    }
+
+    /// Pending deliveries that are due, oldest first, leaving out those already in flight.
+    public func dueDeliveries(now: Int64, limit: Int, excluding inFlight: Set<String>) throws -> [WebhookDelivery] {
+        try withConnection { db in
+            let rows = try db.prepare("""
+                SELECT d.event_id, d.url, e.type, e.payload, d.attempts FROM webhook_deliveries d
+                JOIN webhook_events e ON e.id = d.event_id
+                WHERE d.state = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at LIMIT ?
+                """).query([.integer(now), .integer(Int64(limit + inFlight.count))]) {
+                WebhookDelivery(eventID: $0.string(0), url: $0.string(1), type: $0.string(2), payload: $0.blob(3), attempts: $0.int(4))
+            }
+            return Array(rows.filter { !inFlight.contains($0.key) }.prefix(limit))
+        }
+    }
+
+    /// When the next pending delivery that is not yet due becomes due.
+    public func nextDeliveryAt(after now: Int64) throws -> Int64? {
+        try withConnection { db in
+            try db.prepare("SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at > ?")
+                .query([.integer(now)]) { $0.optionalInt64(0) }.first ?? nil
+        }
+    }
+
+    /// Records the outcome of one attempt: `retryAt` nil and `delivered` false means given up for good.
+    public func recordDeliveryAttempt(_ delivery: WebhookDelivery, delivered: Bool, retryAt: Int64?, status: Int?,
+                                      error: String?, now: Int64) throws {
+        let state = delivered ? "delivered" : (retryAt == nil ? "failed" : "pending")
+        try withConnection { db in
+            try db.prepare("""
+                UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_status = ?,
+                last_error = ?, updated_at = ? WHERE event_id = ? AND url = ? AND state = 'pending'
+                """).run([.text(state), .integer(retryAt ?? now), status.map { .integer(Int64($0)) } ?? .null,
+                          error.map(SQLValue.text) ?? .null, .integer(now), .text(delivery.eventID), .text(delivery.url)])
+        }
+    }
+}
+
+extension WebhookDelivery {
+    /// Identifies one delivery (an event to one URL).
+    public var key: String { eventID + " " + url }
+}

@@ -1,0 +1,389 @@
+import CCurl
+import Dispatch
+import Logging
+
+/// One attempt: a curl easy handle set up from a `TransferRequest`, the C callbacks that feed its
+/// `ResponseReceiver`, the stall and progress clock, and the result at the end.
+/// Lives on the engine queue from creation to `finish`.
+final class EasyTransfer {
+    enum Outcome {
+        /// curl finished the transfer with this code.
+        case curl(CURLcode)
+        /// The engine ended it (cancel, or a failure to start).
+        case failed(TransferFailure)
+    }
+
+    let id: TransferID
+    let handle: UnsafeMutableRawPointer
+    private let request: TransferRequest
+    private let receiver: ResponseReceiver
+    private let sockets: SocketRegistry
+    private let logger: Logger
+    private let onProgress: @Sendable (TransferProgress) -> Void
+    private let onComplete: @Sendable (TransferResult) -> Void
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private var requestHeaders: UnsafeMutablePointer<curl_slist>?
+    /// The last address the policy refused: if connecting then fails, that is why.
+    private var refusedAddress: String?
+
+    /// Uptime of the last sign of life (a header, body bytes, upload progress, a new connection).
+    private var lastActivity = DispatchTime.now().uptimeNanoseconds
+    /// The stall clock runs only once connected; before that the connect timeout applies.
+    private var isConnected = false
+    private var uploaded: curl_off_t = 0
+    private var lastProgressReport: UInt64 = 0
+    private var lastProgress: TransferProgress?
+
+    private static let progressInterval: UInt64 = 250_000_000
+
+    init(id: TransferID, request: TransferRequest, sockets: SocketRegistry, logger: Logger,
+         onProgress: @escaping @Sendable (TransferProgress) -> Void,
+         onComplete: @escaping @Sendable (TransferResult) -> Void) throws(TransferFailure) {
+        var file: FileSink?
+        var resume: (offset: Int64, validator: String)?
+        var memoryLimit = 0
+        switch request.sink {
+        case .file(let path, let validator):
+            let sink = try FileSink(path: path, keepExisting: validator != nil)
+            if let validator, sink.length > 0 { resume = (sink.length, validator) }
+            file = sink
+        case .memory(let limit):
+            memoryLimit = max(0, limit)
+        }
+        guard let handle = curl_easy_init() else {
+            file?.abandon {}
+            throw .network("curl_easy_init failed")
+        }
+        self.id = id
+        self.handle = handle
+        self.request = request
+        self.sockets = sockets
+        self.logger = logger
+        self.onProgress = onProgress
+        self.onComplete = onComplete
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(to: 0)
+        receiver = ResponseReceiver(
+            file: file, memoryLimit: memoryLimit, resumeOffset: resume?.offset,
+            maxBytes: request.maxBytes, followRedirects: request.followRedirects)
+        do {
+            try configure(resume: resume)
+        } catch {
+            release()
+            file?.abandon {}
+            throw error
+        }
+    }
+
+    /// The transfer whose handle this is (CURLOPT_PRIVATE).
+    static func owning(_ handle: UnsafeMutableRawPointer) -> EasyTransfer? {
+        var pointer: UnsafeMutableRawPointer?
+        guard fetchd_easy_getinfo_ptr(handle, CURLINFO_PRIVATE, &pointer) == CURLE_OK, let pointer else { return nil }
+        return Unmanaged<EasyTransfer>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    // MARK: - Options
+
+    private func configure(resume: (offset: Int64, validator: String)?) throws(TransferFailure) {
+        try set(CURLOPT_URL, request.url)
+        try set(CURLOPT_NOSIGNAL, 1)
+        try set(CURLOPT_PROTOCOLS_STR, "http,https")
+        try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        try set(CURLOPT_FOLLOWLOCATION, request.followRedirects ? 1 : 0)
+        try set(CURLOPT_MAXREDIRS, request.maxRedirects)
+        try set(CURLOPT_USERAGENT, "fetchd/0.1")
+        // Proxy environment variables must not redirect fetchd's traffic (or its address checks).
+        try set(CURLOPT_PROXY, "")
+        try set(CURLOPT_BUFFERSIZE, Self.bufferSize(throttledTo: request.maxSpeedBytesPerSecond))
+        try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout))
+        try set(CURLOPT_LOW_SPEED_LIMIT, 1)
+        try set(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stallTimeout.rounded(.up))))
+        if let total = request.totalTimeout { try set(CURLOPT_TIMEOUT_MS, Self.milliseconds(total)) }
+        if let maxBytes = request.maxBytes { try set(CURLOPT_MAXFILESIZE_LARGE, offset: maxBytes) }
+        if let speed = request.maxSpeedBytesPerSecond { try set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: speed) }
+        try set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
+        try set(CURLOPT_PRIVATE, pointer: Unmanaged.passUnretained(self).toOpaque())
+
+        var headers = request.headers
+        if let resume {
+            headers.append(("Range", "bytes=\(resume.offset)-"))
+            headers.append(("If-Range", resume.validator))
+        }
+        if request.method == .post {
+            try set(CURLOPT_POST, 1)
+            try set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(request.body.count))
+            if request.body.isEmpty {
+                try set(CURLOPT_COPYPOSTFIELDS, "")
+            } else {
+                // COPYPOSTFIELDS copies, so the body need not outlive this call.
+                let code = request.body.withUnsafeBytes { body in
+                    fetchd_easy_setopt_ptr(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress))
+                }
+                try check(code, CURLOPT_COPYPOSTFIELDS)
+            }
+            // An empty value removes the header curl would add for larger bodies.
+            headers.append(("Expect", ""))
+        }
+        for (name, value) in headers {
+            guard Self.isSafeHeader(name, value) else {
+                logger.warning("request header dropped: CR, LF or NUL in it", metadata: ["transfer.id": "\(id)"])
+                continue
+            }
+            guard let list = curl_slist_append(requestHeaders, "\(name): \(value)") else {
+                throw .network("out of memory building request headers")
+            }
+            requestHeaders = list
+        }
+        try check(fetchd_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, requestHeaders), CURLOPT_HTTPHEADER)
+
+        try installCallbacks()
+    }
+
+    private func installCallbacks() throws(TransferFailure) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        try set(CURLOPT_WRITEDATA, pointer: me)
+        try check(fetchd_easy_setopt_write(handle, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
+            guard let userdata else { return 0 }
+            let transfer = Unmanaged<EasyTransfer>.fromOpaque(userdata).takeUnretainedValue()
+            return transfer.received(body: UnsafeRawBufferPointer(start: data, count: size * count))
+        }, CURLOPT_WRITEFUNCTION)
+
+        try set(CURLOPT_HEADERDATA, pointer: me)
+        try check(fetchd_easy_setopt_write(handle, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
+            guard let userdata else { return 0 }
+            let transfer = Unmanaged<EasyTransfer>.fromOpaque(userdata).takeUnretainedValue()
+            return transfer.received(header: UnsafeRawBufferPointer(start: data, count: size * count))
+        }, CURLOPT_HEADERFUNCTION)
+
+        try set(CURLOPT_NOPROGRESS, 0)
+        try set(CURLOPT_XFERINFODATA, pointer: me)
+        try check(fetchd_easy_setopt_xferinfo(handle, CURLOPT_XFERINFOFUNCTION) { userdata, _, _, _, uploaded in
+            guard let userdata else { return 1 }
+            return Unmanaged<EasyTransfer>.fromOpaque(userdata).takeUnretainedValue().tick(uploaded: uploaded) ? 0 : 1
+        }, CURLOPT_XFERINFOFUNCTION)
+
+        try set(CURLOPT_PREREQDATA, pointer: me)
+        try check(fetchd_easy_setopt_prereq(handle, CURLOPT_PREREQFUNCTION) { userdata, primaryIP, _, _, _ in
+            guard let userdata, let primaryIP else { return CURL_PREREQFUNC_ABORT }
+            let transfer = Unmanaged<EasyTransfer>.fromOpaque(userdata).takeUnretainedValue()
+            return transfer.connected(to: String(cString: primaryIP)) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
+        }, CURLOPT_PREREQFUNCTION)
+
+        try set(CURLOPT_OPENSOCKETDATA, pointer: me)
+        try check(fetchd_easy_setopt_opensocket(handle, CURLOPT_OPENSOCKETFUNCTION) { userdata, purpose, address in
+            guard let userdata, let address else { return CURL_SOCKET_BAD }
+            let transfer = Unmanaged<EasyTransfer>.fromOpaque(userdata).takeUnretainedValue()
+            return transfer.openSocket(purpose: purpose, address: address)
+        }, CURLOPT_OPENSOCKETFUNCTION)
+
+        // Connections outlive easy handles in curl's cache, so closing goes to the registry,
+        // which outlives the multi handle.
+        try set(CURLOPT_CLOSESOCKETDATA, pointer: Unmanaged.passUnretained(sockets).toOpaque())
+        try check(fetchd_easy_setopt_closesocket(handle, CURLOPT_CLOSESOCKETFUNCTION) { userdata, socket in
+            guard let userdata else { return 1 }
+            Unmanaged<SocketRegistry>.fromOpaque(userdata).takeUnretainedValue().closeSocket(socket)
+            return 0
+        }, CURLOPT_CLOSESOCKETFUNCTION)
+    }
+
+    private func set(_ option: CURLoption, _ value: Int) throws(TransferFailure) {
+        try check(fetchd_easy_setopt_long(handle, option, value), option)
+    }
+
+    private func set(_ option: CURLoption, offset value: Int64) throws(TransferFailure) {
+        try check(fetchd_easy_setopt_off(handle, option, curl_off_t(value)), option)
+    }
+
+    /// curl copies string options.
+    private func set(_ option: CURLoption, _ value: String) throws(TransferFailure) {
+        try check(fetchd_easy_setopt_cstr(handle, option, value), option)
+    }
+
+    private func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer) throws(TransferFailure) {
+        try check(fetchd_easy_setopt_ptr(handle, option, value), option)
+    }
+
+    private func check(_ code: CURLcode, _ option: CURLoption) throws(TransferFailure) {
+        guard code == CURLE_OK else {
+            throw .network("libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(code)))")
+        }
+    }
+
+    /// 256 KiB for throughput. But libcurl 7.88 checks the receive speed limit only between
+    /// socket events, and reads up to 100 buffers per event while the socket stays readable, so a
+    /// throttled transfer gets a buffer small enough to keep those bursts to about 1/10 s (but
+    /// not under 1 KiB, curl's minimum).
+    private static func bufferSize(throttledTo speed: Int64?) -> Int {
+        let full = 256 * 1024
+        guard let speed else { return full }
+        return Int(min(Int64(full), max(1024, speed / 1000)))
+    }
+
+    private static func milliseconds(_ seconds: Double) -> Int {
+        Int((max(0, seconds) * 1000).rounded(.up))
+    }
+
+    private static func isSafeHeader(_ name: String, _ value: String) -> Bool {
+        !name.isEmpty && !(name + value).utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
+    }
+
+    // MARK: - Callbacks (inside curl_multi_socket_action, on the engine queue)
+
+    private func received(body: UnsafeRawBufferPointer) -> Int {
+        lastActivity = DispatchTime.now().uptimeNanoseconds
+        return receiver.receiveBody(body) ? body.count : Int(CURL_WRITEFUNC_ERROR)
+    }
+
+    private func received(header: UnsafeRawBufferPointer) -> Int {
+        lastActivity = DispatchTime.now().uptimeNanoseconds
+        return receiver.receiveHeaderLine(header) ? header.count : Int(CURL_WRITEFUNC_ERROR)
+    }
+
+    /// CURLOPT_PREREQFUNCTION: a connection is ready and the request is about to go. A connection
+    /// reused from curl's cache skipped `openSocket`, and may have been opened for a transfer with a
+    /// looser policy: check its address again. False stops the transfer.
+    private func connected(to address: String) -> Bool {
+        guard let target = IPAddress(address), request.addressPolicy.permits(target) else {
+            refuse(address)
+            receiver.stop(.blockedAddress(address))
+            return false
+        }
+        isConnected = true
+        lastActivity = DispatchTime.now().uptimeNanoseconds
+        return true
+    }
+
+    /// CURLOPT_XFERINFOFUNCTION, called often and at least once a second (curl re-checks the
+    /// low-speed limit that often): the stall check and the progress report. False stops the transfer.
+    private func tick(uploaded: curl_off_t) -> Bool {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if uploaded != self.uploaded {
+            self.uploaded = uploaded
+            lastActivity = now
+        }
+        if isConnected, Double(now - lastActivity) > request.stallTimeout * 1e9 {
+            receiver.stop(.timeout("no data received for \(request.stallTimeout) s"))
+            return false
+        }
+        if now - lastProgressReport >= Self.progressInterval {
+            lastProgressReport = now
+            let progress = TransferProgress(bytesOnDisk: receiver.bytesOnDisk, bytesExpected: receiver.plan?.bytesExpected)
+            if progress != lastProgress {
+                lastProgress = progress
+                onProgress(progress)
+            }
+        }
+        return true
+    }
+
+    /// CURLOPT_OPENSOCKETFUNCTION: the one place every connection attempt passes, with the
+    /// address about to be connected to (after DNS, on every redirect hop, for every address tried).
+    private func openSocket(purpose: curlsocktype, address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        guard purpose == CURLSOCKTYPE_IPCXN else { return CURL_SOCKET_BAD }
+        let target = IPAddress(socketAddress: fetchd_sockaddr_address(address), length: Int(address.pointee.addrlen))
+        guard let target, request.addressPolicy.permits(target) else {
+            refuse(target?.description ?? "an address of family \(address.pointee.family)")
+            return CURL_SOCKET_BAD
+        }
+        return sockets.openSocket(family: address.pointee.family, type: address.pointee.socktype,
+                                  protocol: address.pointee.protocol)
+    }
+
+    private func refuse(_ address: String) {
+        refusedAddress = address
+        logger.info("connection refused by the address policy", metadata: ["transfer.id": "\(id)", "address": "\(address)"])
+    }
+
+    // MARK: - Finishing
+
+    /// Builds the result, frees the easy handle (already removed from the multi handle), and calls
+    /// `onComplete` on `queue`: at once, or after the file is hashed and synced off the queue.
+    /// `work` covers that off-queue part.
+    func finish(_ outcome: Outcome, queue: DispatchQueue, work: DispatchGroup) {
+        var result = TransferResult()
+        var status = 0
+        if fetchd_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK, status > 0 {
+            result.httpStatus = status
+        }
+        var url: UnsafeMutablePointer<CChar>?
+        if fetchd_easy_getinfo_cstr(handle, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url {
+            result.effectiveURL = String(cString: url)
+        }
+        result.failure = failure(for: outcome)
+        release()
+
+        let plan = receiver.plan
+        result.validator = receiver.head?.validator
+        result.retryAfter = receiver.head?.retryAfter()
+        result.bytesExpected = plan?.bytesExpected
+        result.bytesThisAttempt = receiver.bytesThisAttempt
+        result.responseBody = receiver.memory
+        logger.debug("transfer finished", metadata: [
+            "transfer.id": "\(id)", "http.status": "\(status)", "transfer.failure": "\(result.failure.map { "\($0)" } ?? "none")",
+        ])
+
+        guard let file = receiver.file else {
+            onComplete(result)
+            return
+        }
+        result.bytesOnDisk = file.length
+        let isComplete: Bool
+        switch plan?.action {
+        case .writeFile:
+            if result.failure == nil, let expected = plan?.bytesExpected, file.length != expected {
+                // A 206 may legally carry less than asked for; the rest is still missing.
+                result.failure = .network("the response ended at byte \(file.length) of \(expected)")
+            }
+            isComplete = result.failure == nil
+        case .alreadyComplete:
+            isComplete = result.failure == nil
+        default:
+            isComplete = false
+        }
+
+        work.enter()
+        guard isComplete else {
+            file.abandon { work.leave() }
+            onComplete(result)
+            return
+        }
+        let onComplete = onComplete
+        let unhashed = result
+        file.finish { digest in
+            var hashed = unhashed
+            switch digest {
+            case .success(let hex): hashed.sha256 = hex
+            case .failure(let failure): hashed.failure = failure
+            }
+            let result = hashed
+            queue.async {
+                onComplete(result)
+                work.leave()
+            }
+        }
+    }
+
+    private func failure(for outcome: Outcome) -> TransferFailure? {
+        switch outcome {
+        case .failed(let failure):
+            return failure
+        case .curl(let code):
+            switch receiver.stopReason {
+            case .failed(let failure): return failure
+            case .bodyNotNeeded: return nil
+            case nil: break
+            }
+            guard code != CURLE_OK else { return nil }
+            let message = errorBuffer.pointee != 0
+                ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+            return TransferFailure(curlCode: code, message: message, refusedAddress: refusedAddress)
+        }
+    }
+
+    private func release() {
+        curl_easy_cleanup(handle)
+        curl_slist_free_all(requestHeaders)
+        requestHeaders = nil
+        errorBuffer.deallocate()
+    }
+}

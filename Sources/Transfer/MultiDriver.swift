@@ -1,0 +1,141 @@
+import CCurl
+import Dispatch
+import Logging
+
+/// Drives one curl multi handle from one serial queue: sockets through `SocketRegistry`, curl's
+/// timeout through one DispatchSourceTimer, and finished transfers through curl_multi_info_read.
+/// Nothing runs while nothing is in flight: no polling, the timer is parked.
+final class MultiDriver: @unchecked Sendable {
+    // @unchecked: apart from the two `let`s below, which are thread-safe, every property is used
+    // only on `queue` (which also owns every easy handle).
+    let queue = DispatchQueue(label: "fetchd.transfer.engine")
+    /// Live DispatchSources and file work still running off the queue; `shutdown` waits for it.
+    let pendingWork = DispatchGroup()
+
+    private let logger: Logger
+    private let multi: UnsafeMutableRawPointer
+    private let timer: DispatchSourceTimer
+    private var sockets: SocketRegistry?
+    private var transfers: [TransferID: EasyTransfer] = [:]
+    private var isShutDown = false
+
+    init(logger: Logger) {
+        _ = Self.curlInitialized
+        guard let multi = curl_multi_init() else {
+            // Only fails when malloc does; nothing sensible is left to do.
+            fatalError("curl_multi_init failed")
+        }
+        self.logger = logger
+        self.multi = multi
+        timer = DispatchSource.makeTimerSource(queue: queue)
+        sockets = SocketRegistry(queue: queue, liveSourcesGroup: pendingWork, logger: logger) {
+            [weak self] socket, events in self?.socketAction(socket, events)
+        }
+
+        let unmanagedSelf = Unmanaged.passUnretained(self).toOpaque()
+        fetchd_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, unmanagedSelf)
+        fetchd_multi_setopt_socketfn(multi, CURLMOPT_SOCKETFUNCTION) { _, socket, what, userdata, _ in
+            guard let userdata else { return -1 }
+            Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().sockets?.update(socket, what: what)
+            return 0
+        }
+        fetchd_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, unmanagedSelf)
+        fetchd_multi_setopt_timerfn(multi, CURLMOPT_TIMERFUNCTION) { _, milliseconds, userdata in
+            guard let userdata else { return -1 }
+            Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().armTimer(milliseconds)
+            return 0
+        }
+        // The caller limits concurrency; curl must not queue transfers behind a connection cap.
+        fetchd_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0)
+
+        timer.setEventHandler { [weak self] in self?.socketAction(CURL_SOCKET_TIMEOUT, 0) }
+        timer.schedule(deadline: .distantFuture)
+        timer.resume()
+    }
+
+    /// curl_global_init is not safe to race with other curl calls: do it once, before any.
+    private static let curlInitialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+
+    /// Starts a transfer; on the queue.
+    func start(_ id: TransferID, _ request: TransferRequest,
+               onProgress: @escaping @Sendable (TransferProgress) -> Void,
+               onComplete: @escaping @Sendable (TransferResult) -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !isShutDown, let sockets else {
+            onComplete(TransferResult(failure: .cancelled))
+            return
+        }
+        let transfer: EasyTransfer
+        do {
+            transfer = try EasyTransfer(
+                id: id, request: request, sockets: sockets, logger: logger,
+                onProgress: onProgress, onComplete: onComplete)
+        } catch {
+            onComplete(TransferResult(failure: error))
+            return
+        }
+        let code = curl_multi_add_handle(multi, transfer.handle)
+        guard code == CURLM_OK else {
+            transfer.finish(.failed(.network(String(cString: curl_multi_strerror(code)))),
+                            queue: queue, work: pendingWork)
+            return
+        }
+        transfers[id] = transfer
+        logger.debug("transfer started", metadata: ["transfer.id": "\(id)"])
+    }
+
+    /// Stops a transfer, which completes with `.cancelled`; on the queue.
+    func cancel(_ id: TransferID) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let transfer = transfers.removeValue(forKey: id) else { return }
+        curl_multi_remove_handle(multi, transfer.handle)
+        transfer.finish(.failed(.cancelled), queue: queue, work: pendingWork)
+    }
+
+    /// Cancels everything and frees the multi handle; on the queue. Sockets close once their
+    /// sources' cancel handlers ran: wait for `pendingWork` (off the queue) to know they did.
+    func shutdown() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !isShutDown else { return }
+        isShutDown = true
+        for id in Array(transfers.keys) { cancel(id) }
+        // Closes cached connections through CURLOPT_CLOSESOCKETFUNCTION, so the registry is still needed.
+        curl_multi_cleanup(multi)
+        timer.cancel()
+        sockets?.shutdown()
+        sockets = nil
+    }
+
+    /// CURLMOPT_TIMERFUNCTION: -1 parks the timer, anything else arms it. curl must not be called
+    /// from inside its callbacks, so even 0 goes through the timer.
+    private func armTimer(_ milliseconds: Int) {
+        if milliseconds < 0 {
+            timer.schedule(deadline: .distantFuture)
+        } else {
+            timer.schedule(deadline: .now() + .milliseconds(milliseconds), leeway: .milliseconds(1))
+        }
+    }
+
+    private func socketAction(_ socket: curl_socket_t, _ events: Int32) {
+        guard !isShutDown else { return }
+        var running: Int32 = 0
+        let code = curl_multi_socket_action(multi, socket, events, &running)
+        if code != CURLM_OK {
+            logger.error("curl_multi_socket_action failed", metadata: ["curl.error": "\(String(cString: curl_multi_strerror(code)))"])
+        }
+        completeFinishedTransfers()
+    }
+
+    private func completeFinishedTransfers() {
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle else { continue }
+            // The message is curl's and dies with remove_handle: copy first.
+            let code = message.pointee.data.result
+            guard let transfer = EasyTransfer.owning(handle), transfers.removeValue(forKey: transfer.id) != nil
+            else { continue }
+            curl_multi_remove_handle(multi, handle)
+            transfer.finish(.curl(code), queue: queue, work: pendingWork)
+        }
+    }
+}

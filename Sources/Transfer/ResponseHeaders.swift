@@ -1,0 +1,103 @@
+import CCurl
+import Glibc
+
+/// The head of one HTTP response, collected from curl's header callback line by line.
+/// Every response of an attempt (1xx, each redirect hop, the final one) starts a fresh value.
+struct ResponseHeaders {
+    private(set) var status: Int
+    private(set) var contentLength: Int64?
+    private(set) var contentRange: ContentRange?
+    private(set) var contentRangeText: String?
+    private(set) var etag: String?
+    private(set) var lastModified: String?
+    private(set) var retryAfterText: String?
+    private(set) var location: String?
+
+    /// "HTTP/1.1 206 Partial Content" or "HTTP/2 200".
+    init?(statusLine: String) {
+        let fields = statusLine.split(separator: " ", maxSplits: 2)
+        guard fields.count >= 2, fields[0].hasPrefix("HTTP/"), fields[1].count == 3,
+              let status = Int(fields[1])
+        else { return nil }
+        self.status = status
+    }
+
+    /// One "Name: value" line, without its line ending.
+    mutating func add(line: String) {
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].lowercased()
+        let value = line[line.index(after: colon)...].trimmingHTTPWhitespace()
+        switch name {
+        case "content-length": contentLength = Int64(value).flatMap { $0 >= 0 ? $0 : nil }
+        case "content-range":
+            contentRangeText = value
+            contentRange = ContentRange(value)
+        case "etag": etag = value
+        case "last-modified": lastModified = value
+        case "retry-after": retryAfterText = value
+        case "location": location = value
+        default: break
+        }
+    }
+
+    /// What to send as If-Range next time: the ETag, else Last-Modified.
+    var validator: String? { etag ?? lastModified }
+
+    /// Seconds to wait before retrying, from Retry-After as delta-seconds or an HTTP-date;
+    /// a date in the past means 0.
+    func retryAfter(now: time_t = time(nil)) -> Double? {
+        guard let text = retryAfterText, !text.isEmpty else { return nil }
+        if text.allSatisfy({ $0.isASCII && $0.isNumber }) {
+            return Double(text)
+        }
+        // curl_getdate understands the three date formats HTTP allows (RFC 9110 §5.6.7).
+        let date = curl_getdate(text, nil)
+        guard date != -1 else { return nil }
+        return Double(max(0, date - now))
+    }
+}
+
+/// A Content-Range header value (RFC 9110 §14.4).
+enum ContentRange: Equatable {
+    /// "bytes first-last/total", total nil for "*".
+    case bytes(first: Int64, last: Int64, total: Int64?)
+    /// "bytes */total", sent with 416.
+    case unsatisfied(total: Int64)
+
+    init?(_ text: String) {
+        guard text.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = text.dropFirst("bytes ".count).trimmingHTTPWhitespace()
+        let parts = spec.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let total = parts[1] == "*" ? nil : Self.number(parts[1])
+        if parts[0] == "*" {
+            guard let total else { return nil }
+            self = .unsatisfied(total: total)
+            return
+        }
+        let bounds = parts[0].split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = Self.number(bounds[0]), let last = Self.number(bounds[1]),
+              first <= last
+        else { return nil }
+        if parts[1] != "*" {
+            guard let total, last < total else { return nil }
+        }
+        self = .bytes(first: first, last: last, total: total)
+    }
+
+    private static func number(_ text: Substring) -> Int64? {
+        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return Int64(text)
+    }
+}
+
+extension StringProtocol {
+    /// Without leading and trailing spaces and tabs (the only whitespace HTTP allows around values).
+    func trimmingHTTPWhitespace() -> String {
+        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let start = firstIndex(where: { !isBlank($0) }),
+              let end = lastIndex(where: { !isBlank($0) })
+        else { return "" }
+        return String(self[start...end])
+    }
+}

@@ -1,0 +1,122 @@
+/// Where the bytes of one attempt go. Collects each response head as curl delivers it, decides
+/// what the final response's body is for (`ResponsePlan`), then writes, keeps or discards the body.
+/// Returning false from `receiveHeaderLine` or `receiveBody` asks curl to stop; `stopReason` says why.
+final class ResponseReceiver {
+    enum StopReason: Equatable {
+        case failed(TransferFailure)
+        /// The rest of the body is of no use (memory limit reached, or enough of a discarded body
+        /// read): the response still counts as received.
+        case bodyNotNeeded
+    }
+
+    /// A discarded body (an error page) is read up to this much, so that the connection can be
+    /// reused, then the transfer stops: a huge or endless error page must not hold the slot.
+    static let discardLimit: Int64 = 1 << 20
+
+    let file: FileSink?
+    private let memoryLimit: Int
+    private let resumeOffset: Int64?
+    private let maxBytes: Int64?
+    private let followRedirects: Bool
+
+    /// The head of the latest response: after the attempt, the final one's.
+    private(set) var head: ResponseHeaders?
+    /// Set once the latest response's head is complete.
+    private(set) var plan: ResponsePlan?
+    private(set) var stopReason: StopReason?
+    private(set) var bytesThisAttempt: Int64 = 0
+    private(set) var memory: [UInt8] = []
+    private var bytesThisResponse: Int64 = 0
+
+    init(file: FileSink?, memoryLimit: Int, resumeOffset: Int64?, maxBytes: Int64?, followRedirects: Bool) {
+        self.file = file
+        self.memoryLimit = memoryLimit
+        self.resumeOffset = resumeOffset
+        self.maxBytes = maxBytes
+        self.followRedirects = followRedirects
+    }
+
+    var bytesOnDisk: Int64 { file?.length ?? Int64(memory.count) }
+
+    /// Records why the transfer is being stopped from outside (a stall, say).
+    func stop(_ failure: TransferFailure) {
+        stopReason = .failed(failure)
+    }
+
+    /// One header line as curl passes it, with its line ending: a status line, a field, or the
+    /// empty line that ends a head (trailers after a chunked body come the same way).
+    func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var end = bytes.count
+        while end > 0, bytes[end - 1] == UInt8(ascii: "\n") || bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)
+
+        if line.hasPrefix("HTTP/") {
+            head = ResponseHeaders(statusLine: line)
+            plan = nil
+            bytesThisResponse = 0
+            return true
+        }
+        guard plan == nil, head != nil else { return true }  // trailers, or garbage before a status line
+        if line.isEmpty { return headComplete() }
+        head?.add(line: line)
+        return true
+    }
+
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let count = Int64(bytes.count)
+        bytesThisAttempt += count
+        bytesThisResponse += count
+        switch plan?.action {
+        case .keepInMemory:
+            if let maxBytes, bytesThisResponse > maxBytes { return stop(.failed(.tooLarge)) }
+            memory.append(contentsOf: bytes.prefix(memoryLimit - memory.count))
+            return memory.count < memoryLimit ? true : stop(.bodyNotNeeded)
+        case .writeFile:
+            guard let file else { return stop(.failed(.fileError("no file to write to"))) }
+            if let maxBytes, file.length + count > maxBytes { return stop(.failed(.tooLarge)) }
+            do {
+                try file.write(bytes)
+            } catch {
+                return stop(.failed(error))
+            }
+            return true
+        case .fail:
+            return false
+        case .discard, .alreadyComplete, nil:
+            return bytesThisResponse <= Self.discardLimit ? true : stop(.bodyNotNeeded)
+        }
+    }
+
+    private func headComplete() -> Bool {
+        guard let head else { return true }
+        // An interim 1xx response: the real head follows.
+        if head.status < 200 { return true }
+        // A hop curl is about to follow: its body (which curl skips anyway) is nobody's.
+        if followRedirects, (300..<400).contains(head.status), head.location != nil {
+            plan = ResponsePlan(action: .discard, bytesExpected: nil)
+            return true
+        }
+        let decided = ResponsePlan.decide(
+            for: head, resumeOffset: resumeOffset, isFile: file != nil, maxBytes: maxBytes)
+        plan = decided
+        do {
+            switch decided.action {
+            case .fail(let failure, let truncate):
+                if truncate { try file?.startOver() }
+                return stop(.failed(failure))
+            case .writeFile(startOver: true):
+                try file?.startOver()
+            case .writeFile(startOver: false), .keepInMemory, .discard, .alreadyComplete:
+                break
+            }
+        } catch {
+            return stop(.failed(error))
+        }
+        return true
+    }
+
+    private func stop(_ reason: StopReason) -> Bool {
+        stopReason = reason
+        return false
+    }
+}

@@ -1,0 +1,46 @@
+import Dispatch
+import Logging
+import Synchronization
+
+/// Runs HTTP transfers with libcurl: many at once, on one queue, one multi handle.
+///
+/// `onProgress` and `onComplete` are called on the engine's queue: keep them cheap (hop to your
+/// own queue). `onComplete` is called exactly once per `start`.
+public final class TransferEngine: Sendable {
+    private let driver: MultiDriver
+    private let lastID = Atomic<UInt64>(0)
+
+    public init(logger: Logger) {
+        driver = MultiDriver(logger: logger)
+    }
+
+    public func start(
+        _ request: TransferRequest,
+        onProgress: @escaping @Sendable (TransferProgress) -> Void,
+        onComplete: @escaping @Sendable (TransferResult) -> Void
+    ) -> TransferID {
+        let id = TransferID(rawValue: lastID.add(1, ordering: .relaxed).newValue)
+        let driver = driver
+        driver.queue.async {
+            driver.start(id, request, onProgress: onProgress, onComplete: onComplete)
+        }
+        return id
+    }
+
+    /// Stops the transfer, which completes with `.cancelled`; its file is left as it is.
+    /// Does nothing for a transfer that already completed.
+    public func cancel(_ id: TransferID) {
+        let driver = driver
+        driver.queue.async { driver.cancel(id) }
+    }
+
+    /// Cancels every transfer, frees libcurl's handles, and returns once every socket and file is
+    /// closed and every `onComplete` has run. Later `start`s complete at once with `.cancelled`.
+    /// Must not be called from `onProgress` or `onComplete`.
+    public func shutdown() {
+        dispatchPrecondition(condition: .notOnQueue(driver.queue))
+        let driver = driver
+        driver.queue.sync { driver.shutdown() }
+        driver.pendingWork.wait()
+    }
+}

@@ -1,0 +1,47 @@
+/// One HTTP attempt for the engine to run: where to fetch from, where the body goes, and the limits.
+public struct TransferRequest: Sendable {
+    public enum Method: Sendable {
+        case get
+        case post
+    }
+
+    public enum Sink: Sendable {
+        /// Download into this file. If it already has N > 0 bytes and `resumeValidator` is set, send
+        /// `Range: bytes=N-` and `If-Range: <validator>`; a 206 whose Content-Range starts at N appends;
+        /// a 200 truncates and starts over; a 206 with any other Content-Range fails with `.rangeMismatch`
+        /// and truncates the file (so the next attempt starts clean); a 416 with `Content-Range: bytes */N`
+        /// means the file was already complete.
+        /// Without a validator, an existing partial file is truncated (no Range sent).
+        case file(path: String, resumeValidator: String?)
+        /// Keep the response body in memory (webhook responses); bodies over `limit` are truncated,
+        /// not an error.
+        case memory(limit: Int)
+    }
+
+    public var url: String
+    public var method: Method = .get
+    /// Extra request headers.
+    public var headers: [(String, String)] = []
+    /// POST body, sent with Content-Length and without `Expect: 100-continue`.
+    public var body: [UInt8] = []
+    public var sink: Sink
+    public var followRedirects = true
+    /// CURLOPT_MAXREDIRS (libcurl 7.88 defaults to unlimited).
+    public var maxRedirects = 10
+    /// Cap on the total size of the file (or of a memory body): fails with `.tooLarge`.
+    public var maxBytes: Int64? = nil
+    /// Seconds allowed for connecting.
+    public var connectTimeout: Double = 30
+    /// Once connected, receiving nothing for this many seconds fails with `.timeout`.
+    public var stallTimeout: Double = 30
+    /// Seconds allowed for the whole attempt (used for webhooks).
+    public var totalTimeout: Double? = nil
+    public var addressPolicy: AddressPolicy = .publicOnly
+    /// CURLOPT_MAX_RECV_SPEED_LARGE; tests and benchmarks use it to throttle.
+    public var maxSpeedBytesPerSecond: Int64? = nil
+
+    public init(url: String, sink: Sink) {
+        self.url = url
+        self.sink = sink
+    }
+}

@@ -1,0 +1,83 @@
+/// Identifies a transfer started on a `TransferEngine`, for `cancel(_:)`.
+public struct TransferID: Hashable, Sendable, CustomStringConvertible {
+    let rawValue: UInt64
+
+    public var description: String { "transfer-\(rawValue)" }
+}
+
+/// Reported while a transfer runs, at most about four times a second.
+public struct TransferProgress: Sendable, Equatable {
+    public var bytesOnDisk: Int64
+    /// Total size of the representation (Content-Length plus the resume offset, or the
+    /// Content-Range total), when the origin said.
+    public var bytesExpected: Int64?
+
+    public init(bytesOnDisk: Int64, bytesExpected: Int64?) {
+        self.bytesOnDisk = bytesOnDisk
+        self.bytesExpected = bytesExpected
+    }
+}
+
+/// Why an attempt did not finish at the HTTP level.
+public enum TransferFailure: Error, Sendable, Equatable {
+    /// Connect refused or reset, DNS, TLS, a body cut short, receive errors; curl's message.
+    case network(String)
+    /// Connect timeout, stall, or total timeout.
+    case timeout(String)
+    /// `maxBytes` exceeded.
+    case tooLarge
+    /// The address curl was about to connect to, refused by the `AddressPolicy`.
+    case blockedAddress(String)
+    /// ENOSPC or EDQUOT while writing the file.
+    case diskFull
+    /// Any other error opening, writing or syncing the file.
+    case fileError(String)
+    /// A scheme other than http or https, at the start or on a redirect.
+    case unsupportedScheme(String)
+    case tooManyRedirects
+    /// A 206 whose Content-Range does not continue the partial file.
+    case rangeMismatch(String)
+    case cancelled
+}
+
+/// The outcome of one attempt, delivered once to `onComplete`.
+public struct TransferResult: Sendable {
+    /// Final status (after redirects); nil if no response arrived.
+    public var httpStatus: Int?
+    /// nil when the transfer finished at the HTTP level, whatever the status (4xx and 5xx included).
+    public var failure: TransferFailure?
+    /// File sink: the file's length after the attempt.
+    public var bytesOnDisk: Int64
+    /// Body bytes received in this attempt, written or discarded.
+    public var bytesThisAttempt: Int64
+    public var bytesExpected: Int64?
+    /// File sink, after a 2xx (or a 416 that found the file complete) only: lowercase hex SHA-256
+    /// of the whole file.
+    public var sha256: String?
+    /// ETag if the response had one, else Last-Modified.
+    public var validator: String?
+    /// Seconds from now, from Retry-After (delta-seconds or HTTP-date).
+    public var retryAfter: Double?
+    /// Memory sink: the body, truncated to the sink's limit.
+    public var responseBody: [UInt8]
+    public var effectiveURL: String?
+
+    /// Public so that callers can build results for their own tests.
+    public init(
+        httpStatus: Int? = nil, failure: TransferFailure? = nil, bytesOnDisk: Int64 = 0,
+        bytesThisAttempt: Int64 = 0, bytesExpected: Int64? = nil, sha256: String? = nil,
+        validator: String? = nil, retryAfter: Double? = nil, responseBody: [UInt8] = [],
+        effectiveURL: String? = nil
+    ) {
+        self.httpStatus = httpStatus
+        self.failure = failure
+        self.bytesOnDisk = bytesOnDisk
+        self.bytesThisAttempt = bytesThisAttempt
+        self.bytesExpected = bytesExpected
+        self.sha256 = sha256
+        self.validator = validator
+        self.retryAfter = retryAfter
+        self.responseBody = responseBody
+        self.effectiveURL = effectiveURL
+    }
+}

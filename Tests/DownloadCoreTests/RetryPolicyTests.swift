@@ -1,0 +1,51 @@
+import DownloadCore
+import Testing
+
+@Suite struct RetryPolicyTests {
+    let policy = RetryPolicy(maxAttempts: 3, baseDelay: 1)
+
+    @Test(arguments: [408, 429, 500, 502, 503, 599])
+    func transientStatusesAreRetried(status: Int) {
+        guard case .retry = policy.decide(.http(status: status), attempts: 1, retryAfter: nil, jitter: 0.5) else {
+            Issue.record("\(status) should be retried")
+            return
+        }
+    }
+
+    @Test(arguments: [400, 401, 403, 404, 410, 451])
+    func otherClientErrorsFailAtOnce(status: Int) {
+        #expect(policy.decide(.http(status: status), attempts: 1, retryAfter: nil, jitter: 0.5)
+            == .fail(DownloadError(code: "http_status", message: "the origin answered \(status)")))
+    }
+
+    @Test func transientFailuresStopAfterMaxAttempts() {
+        guard case .fail(let error) = policy.decide(.network("reset"), attempts: 3, retryAfter: nil, jitter: 0.5) else {
+            Issue.record("expected failure after the last attempt")
+            return
+        }
+        #expect(error.code == "network")
+    }
+
+    @Test func permanentOutcomesHaveTheirCodes() {
+        let codes: [(AttemptOutcome, String)] = [
+            (.tooLarge, "too_large"), (.blockedAddress("127.0.0.1"), "blocked_address"), (.diskFull, "disk_full"),
+            (.unsupportedScheme("ftp"), "unsupported_scheme"),
+        ]
+        for (outcome, code) in codes {
+            guard case .fail(let error) = policy.decide(outcome, attempts: 1, retryAfter: nil, jitter: 0.5) else {
+                Issue.record("\(outcome) should fail")
+                continue
+            }
+            #expect(error.code == code)
+        }
+    }
+
+    @Test func backoffDoublesWithJitterAndHonoursRetryAfter() {
+        #expect(policy.delay(afterAttempt: 1, retryAfter: nil, jitter: 0.5) == 1)
+        #expect(policy.delay(afterAttempt: 3, retryAfter: nil, jitter: 0.5) == 4)
+        #expect(policy.delay(afterAttempt: 3, retryAfter: nil, jitter: 0) == 3)
+        #expect(policy.delay(afterAttempt: 3, retryAfter: nil, jitter: 1) == 5)
+        #expect(policy.delay(afterAttempt: 1, retryAfter: 30, jitter: 0.5) == 30)
+        #expect(RetryPolicy(maxAttempts: 99, baseDelay: 1, maxDelay: 60).delay(afterAttempt: 40, retryAfter: nil, jitter: 0.5) == 60)
+    }
+}

@@ -1,0 +1,49 @@
+import DownloadService
+import Testing
+
+@Suite struct ConfigurationTests {
+    @Test func defaultsNeedNothing() throws {
+        let configuration = try Configuration(values: [:])
+        #expect(configuration.listenHost == "127.0.0.1")
+        #expect(configuration.listenPort == 8080)
+        #expect(configuration.maxTransfers == 16)
+        #expect(configuration.retryBaseDelay == 1)
+        #expect(configuration.webhookRetrySchedule == [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400])
+        #expect(configuration.diskReserve == 1 << 30)
+        #expect(configuration.retention == 7 * 86400)
+    }
+
+    @Test func parsesUnits() throws {
+        let configuration = try Configuration(values: [
+            "listen": "[::1]:0", "retry-base-delay": "200ms", "max-download-bytes": "10MiB", "stall-timeout": "2",
+        ])
+        #expect(configuration.listenHost == "::1")
+        #expect(configuration.listenPort == 0)
+        #expect(configuration.retryBaseDelay == 0.2)
+        #expect(configuration.maxDownloadBytes == 10 << 20)
+        #expect(configuration.stallTimeout == 2)
+    }
+
+    @Test(arguments: [
+        ("listen", "nowhere", "FETCHD_LISTEN"),
+        ("listen", "127.0.0.1:70000", "FETCHD_LISTEN"),
+        ("max-transfers", "0", "FETCHD_MAX_TRANSFERS"),
+        ("max-transfers", "many", "FETCHD_MAX_TRANSFERS"),
+        ("retry-base-delay", "5 parsecs", "FETCHD_RETRY_BASE_DELAY"),
+        ("webhook-secret", "whsec_***", "FETCHD_WEBHOOK_SECRET"),
+        ("webhook-url", "ftp://example.com/", "FETCHD_WEBHOOK_URL"),
+        ("webhook-retry-schedule", "0,soon", "FETCHD_WEBHOOK_RETRY_SCHEDULE"),
+        ("allow-private-networks", "perhaps", "FETCHD_ALLOW_PRIVATE_NETWORKS"),
+        ("allow-networks", "10.0.0.0/33", "FETCHD_ALLOW_NETWORKS"),
+        ("disk-reserve", "1 lot", "FETCHD_DISK_RESERVE"),
+        ("log-format", "xml", "FETCHD_LOG_FORMAT"),
+    ])
+    func badValuesNameTheSetting(flag: String, value: String, env: String) {
+        #expect {
+            try Configuration(values: [flag: value])
+        } throws: { error in
+            let message = "\(error)"
+            return message.contains(env) && message.contains("--\(flag)") && !message.contains("\n")
+        }
+    }
+}

@@ -1,0 +1,73 @@
+@testable import HTTPServer
+import Logging
+import Synchronization
+
+let quietLogger = Logger(label: "http-server-tests") { _ in SwiftLogNoOpLogHandler() }
+
+/// A server on a free loopback port with `routes`; stopped when `body` returns or throws.
+func withServer(
+    configure: (inout HTTPServerConfiguration) -> Void = { _ in },
+    routes: (inout Router) -> Void = { _ in },
+    _ body: (HTTPServer, Int) async throws -> Void
+) async throws {
+    var configuration = HTTPServerConfiguration()
+    configuration.port = 0
+    configure(&configuration)
+    var router = Router()
+    router.add("GET", "/hello") { _, _ in .json(200, Array(#"{"hello":"world"}"#.utf8)) }
+    router.add("POST", "/echo") { request, _ in HTTPResponse(status: 200, body: .bytes(request.body)) }
+    routes(&router)
+    let server = HTTPServer(configuration: configuration, router: router, logger: quietLogger)
+    let port = try server.start()
+    do {
+        try await body(server, port)
+    } catch {
+        await server.shutdown(timeout: 1)
+        throw error
+    }
+    await server.shutdown(timeout: 1)
+}
+
+/// Polls `condition` every few milliseconds until it holds or `seconds` pass.
+func eventually(within seconds: Double = 5, _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return await condition()
+}
+
+/// A one-shot signal that tasks can wait for.
+final class Gate: Sendable {
+    private let state = Mutex<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.isOpen = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
+
+    var isOpen: Bool { state.withLock { $0.isOpen } }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let proceed = state.withLock { state in
+                if state.isOpen { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if proceed { continuation.resume() }
+        }
+    }
+}
+
+func request(_ method: String = "GET", _ target: String, headers: [String] = [], body: String = "") -> String {
+    var text = "\(method) \(target) HTTP/1.1\r\nHost: test\r\n"
+    for header in headers { text += header + "\r\n" }
+    if !body.isEmpty { text += "Content-Length: \(body.utf8.count)\r\n" }
+    return text + "\r\n" + body
+}

@@ -1,0 +1,168 @@
+import CSQLite
+import DownloadCore
+import Foundation
+import Store
+import Testing
+
+/// A store in a fresh temporary directory, removed afterwards.
+final class TemporaryStore {
+    let directory: String
+    let path: String
+    let store: Store
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        path = directory + "/fetchd.sqlite"
+        store = try Store(path: path)
+    }
+
+    deinit {
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+func makeDownload(_ id: String, destination: String? = nil, session: String = "default", priority: Double = 0.5,
+                  runAt: Int64 = 0, createdAt: Int64 = 0) -> Download {
+    var submission = NewDownload(url: "http://example.com/\(id)", parsedURL: HTTPURL(scheme: "http", host: "example.com", port: 80),
+                                 destination: destination ?? "files/\(id)")
+    submission.session = session
+    submission.priority = priority
+    var download = submission.makeDownload(id: id, now: createdAt)
+    download.runAt = runAt
+    return download
+}
+
+@Suite struct StoreTests {
+    @Test func insertsAndReadsBackEveryField() throws {
+        let db = try TemporaryStore()
+        var download = makeDownload("01A")
+        download.headers = [OriginHeader(name: "X-Key", value: "v")]
+        download.expectedSHA256 = String(repeating: "a", count: 64)
+        download.earliestBeginDate = 1234
+        #expect(try db.store.insert(download, idempotency: nil) == .created(download))
+        #expect(try db.store.download(id: "01A") == download)
+        #expect(try db.store.download(id: "nope") == nil)
+    }
+
+    @Test func aLiveDestinationHasOneOwner() throws {
+        let db = try TemporaryStore()
+        _ = try db.store.insert(makeDownload("01A", destination: "same"), idempotency: nil)
+        #expect(try db.store.insert(makeDownload("01B", destination: "same"), idempotency: nil) == .destinationBusy)
+        var first = try #require(try db.store.download(id: "01A"))
+        first.state = .cancelled
+        #expect(try db.store.update(first, expecting: [.queued]))
+        #expect(try db.store.insert(makeDownload("01C", destination: "same"), idempotency: nil) == .created(makeDownload("01C", destination: "same")))
+    }
+
+    @Test func updatesAreCompareAndSetOnTheExpectedState() throws {
+        let db = try TemporaryStore()
+        var download = makeDownload("01A")
+        _ = try db.store.insert(download, idempotency: nil)
+        download.state = .running
+        #expect(try db.store.update(download, expecting: [.paused]) == false)
+        #expect(try db.store.download(id: "01A")?.state == .queued)
+        #expect(try db.store.update(download, expecting: [.queued]))
+        #expect(try db.store.download(id: "01A")?.state == .running)
+    }
+
+    @Test func idempotencyKeysReplayOrMismatch() throws {
+        let db = try TemporaryStore()
+        let record = IdempotencyRecord(principal: "anonymous", key: "k1", bodySHA256: "h1")
+        let first = makeDownload("01A")
+        #expect(try db.store.insert(first, idempotency: record) == .created(first))
+        #expect(try db.store.insert(makeDownload("01B"), idempotency: record) == .replayed(first))
+        #expect(try db.store.insert(makeDownload("01C"), idempotency: IdempotencyRecord(principal: "anonymous", key: "k1", bodySHA256: "h2")) == .keyMismatch)
+        // Keys are scoped per principal.
+        let other = makeDownload("01D")
+        #expect(try db.store.insert(other, idempotency: IdempotencyRecord(principal: "token:x", key: "k1", bodySHA256: "h1")) == .created(other))
+    }
+
+    @Test func listsNewestFirstWithCursorAndFilters() throws {
+        let db = try TemporaryStore()
+        for i in 0..<5 { _ = try db.store.insert(makeDownload("01A\(i)", session: i % 2 == 0 ? "even" : "odd"), idempotency: nil) }
+        let page1 = try db.store.list(state: nil, session: nil, limit: 2, cursor: nil)
+        #expect(page1.items.map(\.id) == ["01A4", "01A3"])
+        let page2 = try db.store.list(state: nil, session: nil, limit: 2, cursor: page1.nextCursor)
+        #expect(page2.items.map(\.id) == ["01A2", "01A1"])
+        let page3 = try db.store.list(state: nil, session: nil, limit: 2, cursor: page2.nextCursor)
+        #expect(page3.items.map(\.id) == ["01A0"])
+        #expect(page3.nextCursor == nil)
+        #expect(try db.store.list(state: nil, session: "even", limit: 10, cursor: nil).items.map(\.id) == ["01A4", "01A2", "01A0"])
+        #expect(try db.store.list(state: .running, session: nil, limit: 10, cursor: nil).items.isEmpty)
+    }
+
+    @Test func dueJobsComeByPriorityThenAge() throws {
+        let db = try TemporaryStore()
+        _ = try db.store.insert(makeDownload("01A", priority: 0.1), idempotency: nil)
+        _ = try db.store.insert(makeDownload("01B", priority: 0.9), idempotency: nil)
+        _ = try db.store.insert(makeDownload("01C", priority: 0.9), idempotency: nil)
+        _ = try db.store.insert(makeDownload("01D", priority: 1.0, runAt: 5000), idempotency: nil)
+        #expect(try db.store.dueJobs(now: 1000, limit: 10).map(\.id) == ["01B", "01C", "01A"])
+        #expect(try db.store.nextRunAt(after: 1000) == 5000)
+        #expect(try db.store.dueJobs(now: 5000, limit: 1).map(\.id) == ["01D"])
+    }
+
+    @Test func terminalTransitionsRecordTheirEventsAndFinishTheSession() throws {
+        let db = try TemporaryStore()
+        _ = try db.store.insert(makeDownload("01A", session: "s"), idempotency: nil)
+        var done = try #require(try db.store.download(id: "01A"))
+        done.state = .cancelled
+        done.finishedAt = 10
+        var snapshots: [SessionSnapshot] = []
+        let event = WebhookEvent(id: "msg_1", type: "download.cancelled", payload: Array("{}".utf8), urls: ["http://a/", "http://b/"])
+        #expect(try db.store.update(done, expecting: [.queued], events: [event]) { snapshot in
+            snapshots.append(snapshot)
+            return [WebhookEvent(id: "msg_2", type: "session.finished", payload: Array("{}".utf8), urls: ["http://a/"])]
+        })
+        #expect(snapshots.map(\.session) == ["s"])
+        #expect(snapshots.first?.counts[.cancelled] == 1)
+        let due = try db.store.dueDeliveries(now: 10, limit: 10, excluding: [])
+        #expect(Set(due.map(\.key)) == ["msg_1 http://a/", "msg_1 http://b/", "msg_2 http://a/"])
+    }
+
+    @Test func deliveriesAreRetriedThenDelivered() throws {
+        let db = try TemporaryStore()
+        _ = try db.store.insert(makeDownload("01A"), idempotency: nil)
+        var done = try #require(try db.store.download(id: "01A"))
+        done.state = .cancelled
+        let event = WebhookEvent(id: "msg_1", type: "download.cancelled", payload: Array("{}".utf8), urls: ["http://a/"])
+        _ = try db.store.update(done, expecting: [.queued], events: [event])
+        let delivery = try #require(try db.store.dueDeliveries(now: 0, limit: 10, excluding: []).first)
+        try db.store.recordDeliveryAttempt(delivery, delivered: false, retryAt: 500, status: 500, error: "answered 500", now: 0)
+        #expect(try db.store.dueDeliveries(now: 499, limit: 10, excluding: []).isEmpty)
+        #expect(try db.store.nextDeliveryAt(after: 0) == 500)
+        let retry = try #require(try db.store.dueDeliveries(now: 500, limit: 10, excluding: []).first)
+        #expect(retry.attempts == 1)
+        #expect(try db.store.dueDeliveries(now: 500, limit: 10, excluding: [retry.key]).isEmpty)
+        try db.store.recordDeliveryAttempt(retry, delivered: true, retryAt: nil, status: 200, error: nil, now: 500)
+        #expect(try db.store.dueDeliveries(now: 10_000, limit: 10, excluding: []).isEmpty)
+    }
+
+    @Test func theStateColumnRejectsUnknownStates() throws {
+        let db = try TemporaryStore()
+        _ = try db.store.insert(makeDownload("01A"), idempotency: nil)
+        var handle: OpaquePointer?
+        #expect(sqlite3_open(db.path, &handle) == SQLITE_OK)
+        defer { sqlite3_close(handle) }
+        #expect(sqlite3_exec(handle, "UPDATE downloads SET state = 'exploded'", nil, nil, nil) == SQLITE_CONSTRAINT)
+    }
+
+    @Test func aDatabaseFromANewerFetchdIsRefused() throws {
+        let directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/fetchd.sqlite"
+        try Store(path: path).close()
+        var handle: OpaquePointer?
+        #expect(sqlite3_open(path, &handle) == SQLITE_OK)
+        #expect(sqlite3_exec(handle, "UPDATE schema_version SET version = 999", nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(handle)
+        #expect {
+            try Store(path: path)
+        } throws: { error in
+            "\(error)".contains("newer fetchd")
+        }
+    }
+}

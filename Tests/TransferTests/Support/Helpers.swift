@@ -1,0 +1,72 @@
+import Crypto
+import Foundation
+import Logging
+import Transfer
+
+func makeEngine() -> TransferEngine {
+    TransferEngine(logger: Logger(label: "transfer-tests"))
+}
+
+extension TransferEngine {
+    /// Runs one transfer to completion.
+    func run(_ request: TransferRequest,
+             onProgress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async -> TransferResult {
+        await withCheckedContinuation { continuation in
+            _ = start(request, onProgress: onProgress, onComplete: { continuation.resume(returning: $0) })
+        }
+    }
+}
+
+/// A download into `path` from a loopback origin (which the default policy would refuse).
+func download(_ url: String, to path: String, validator: String? = nil) -> TransferRequest {
+    var request = TransferRequest(url: url, sink: .file(path: path, resumeValidator: validator))
+    request.addressPolicy = .allowAll
+    return request
+}
+
+/// A directory of its own for each test, removed at the end.
+final class TemporaryDirectory: Sendable {
+    let path: String
+
+    init() throws {
+        path = NSTemporaryDirectory() + "transfer-tests-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+}
+
+func randomBytes(_ count: Int) -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    var bytes = [UInt8](repeating: 0, count: count)
+    bytes.withUnsafeMutableBytes { buffer in
+        for index in stride(from: 0, to: count - count % 8, by: 8) {
+            buffer.storeBytes(of: generator.next() as UInt64, toByteOffset: index, as: UInt64.self)
+        }
+    }
+    for index in (count - count % 8)..<count { bytes[index] = UInt8.random(in: 0...255) }
+    return bytes
+}
+
+func sha256Hex(_ bytes: [UInt8]) -> String {
+    SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+}
+
+func contents(_ path: String) -> [UInt8] {
+    FileManager.default.contents(atPath: path).map { Array($0) } ?? []
+}
+
+func write(_ bytes: [UInt8], to path: String) {
+    _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+}
+
+/// Seconds elapsed while running `body`.
+func measure<T>(_ body: () async throws -> T) async rethrows -> (T, Double) {
+    let start = DispatchTime.now().uptimeNanoseconds
+    let value = try await body()
+    return (value, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+}

@@ -1,0 +1,83 @@
+"""Fixtures for the end-to-end suite: `fetchd` (a factory for processes of the built
+binary), `origin` (a real HTTP/1.1 origin) and `receiver` (a real Standard Webhooks
+receiver). Run with `python3 -m pytest -q Tests/e2e` after `swift build`; set FETCHD_BIN
+to test another binary."""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e_support import Fetchd, FetchdFactory, Origin, WebhookReceiver, fetchd_binary
+
+
+@pytest.fixture(scope="session")
+def fetchd_bin():
+    path = fetchd_binary()
+    if not path.is_file():
+        pytest.fail(f"fetchd binary not found at {path}: run `swift build` first or set FETCHD_BIN",
+                    pytrace=False)
+    return path
+
+
+@pytest.fixture
+def fetchd(fetchd_bin, tmp_path):
+    """Factory: `fetchd(env={...})` starts the binary in a fresh data dir and download root
+    and returns a `Fetchd` (base_url, data_dir, root, api, stop(sig), kill(), restart())."""
+    factory = FetchdFactory(fetchd_bin, tmp_path)
+    yield factory
+    factory.close()
+
+
+@pytest.fixture(scope="module")
+def shared_fetchd(fetchd_bin, tmp_path_factory):
+    """One fetchd for a whole module of tests that do not interfere with each other. At the
+    end it must still be alive (no request may crash it) and stop cleanly on SIGTERM."""
+    factory = FetchdFactory(fetchd_bin, tmp_path_factory.mktemp("shared"))
+    fd = factory()
+    yield fd
+    try:
+        assert fd.running, f"fetchd died during the module:\n{fd.log_text()}"
+        code = fd.stop()
+        assert code == 0, f"SIGTERM exit code {code}:\n{fd.log_text()}"
+    finally:
+        factory.close()
+
+
+@pytest.fixture
+def origin():
+    o = Origin()
+    o.start()
+    yield o
+    o.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_origin():
+    o = Origin()
+    o.start()
+    yield o
+    o.stop()
+
+
+@pytest.fixture
+def receiver():
+    r = WebhookReceiver()
+    r.start()
+    yield r
+    r.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On failure, attach the stderr of every fetchd the test used."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        seen = set()
+        for value in getattr(item, "funcargs", {}).values():
+            instances = value.instances if isinstance(value, FetchdFactory) else [value] if isinstance(value, Fetchd) else []
+            for fd in instances:
+                if id(fd) in seen:
+                    continue
+                seen.add(id(fd))
+                report.sections.append((f"fetchd stderr: {fd.name}", fd.log_text()))

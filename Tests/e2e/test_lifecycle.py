@@ -1,0 +1,82 @@
+"""Process lifecycle: health endpoints, SIGTERM, restarts that keep scheduled work."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import time
+
+from e2e_support import parse_rfc3339, rfc3339, sha256_hex, wait_for
+
+
+def test_healthz_and_readyz_are_200(fetchd):
+    fd = fetchd()
+    assert fd.api.get("/healthz").status == 200
+    assert fd.api.get("/readyz").status == 200
+
+
+def test_sigterm_exits_0_within_5_seconds_when_idle(fetchd):
+    fd = fetchd()
+    started = time.monotonic()
+    assert fd.stop(signal.SIGTERM, timeout=5) == 0
+    assert time.monotonic() - started < 5
+
+
+def test_sigterm_during_a_transfer_exits_0_within_5_seconds_and_the_job_resumes(fetchd, origin):
+    fd = fetchd()
+    body = os.urandom(1_000_000)
+    url = origin.add("/term.bin", body, rate=100_000)
+    job = fd.api.submit({"url": url, "destination": "term.bin"})
+    wait_for(lambda: fd.api.job(job["id"])["bytesReceived"] > 0, timeout=15, message="bytes to arrive")
+
+    started = time.monotonic()
+    assert fd.stop(signal.SIGTERM, timeout=5) == 0
+    assert time.monotonic() - started < 5
+
+    origin.resources["/term.bin"].rate = None
+    fd.start()
+    done = fd.api.wait_state(job["id"], "completed", timeout=30)
+    assert fd.dest("term.bin").read_bytes() == body
+    assert done["sha256"] == sha256_hex(body)
+
+
+def test_sigint_exits_0(fetchd):
+    fd = fetchd()
+    assert fd.stop(signal.SIGINT, timeout=5) == 0
+
+
+def test_earliest_begin_date_survives_a_restart_and_no_request_comes_before_it(fetchd, origin):
+    fd = fetchd()
+    body = os.urandom(20_000)
+    url = origin.add("/scheduled.bin", body)
+    begin = math.ceil(time.time()) + 3
+    job = fd.api.submit({"url": url, "destination": "scheduled.bin", "earliestBeginDate": rfc3339(begin)})
+    assert job["state"] == "queued"
+    assert job["waitingFor"] == "earliestBeginDate"
+    assert parse_rfc3339(job["earliestBeginDate"]) == begin
+
+    assert fd.stop(signal.SIGTERM) == 0
+    fd.start()
+    assert time.time() < begin, "restart took too long for this test to mean anything"
+    assert fd.api.job(job["id"])["state"] == "queued"
+
+    done = fd.api.wait_state(job["id"], "completed", timeout=20)
+
+    requests = origin.requests_for("/scheduled.bin")
+    assert requests, "the origin never saw the download"
+    early = [r.time - begin for r in requests if r.time < begin]
+    assert not early, f"origin saw requests before earliestBeginDate (seconds early: {early})"
+    assert parse_rfc3339(done["startedAt"]) >= begin
+    assert fd.dest("scheduled.bin").read_bytes() == body
+
+
+def test_bad_configuration_value_exits_2_naming_the_setting(fetchd_bin, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FETCHD_")}
+    env.update({"FETCHD_LISTEN": "127.0.0.1:0", "FETCHD_DATA_DIR": str(tmp_path / "d"),
+                "FETCHD_DOWNLOAD_ROOT": str(tmp_path / "r"), "FETCHD_MAX_TRANSFERS": "lots"})
+    proc = subprocess.run([str(fetchd_bin)], env=env, capture_output=True, timeout=20)
+    out = (proc.stdout + proc.stderr).decode(errors="replace")
+    assert proc.returncode == 2, out
+    assert "MAX_TRANSFERS" in out.upper().replace("-", "_"), out
