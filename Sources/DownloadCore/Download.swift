@@ -94,14 +94,14 @@ public struct Download: Sendable, Equatable {
     /// `bytesExpected` of the API: the origin's size once known, else the client's hint.
     public var bytesExpected: Int64? { bytesExpectedFromOrigin ?? expectedBytesToReceive }
 
-    /// Why a queued job waits, derived from its times; `slotsFree` tells whether a slot would be free for it.
-    public func waitingFor(now: Int64, slotsFree: Bool) -> WaitingFor? {
+    /// Why a queued job waits: its own times first, then the capacity it needs.
+    public func waitingFor(now: Int64, hostFull: Bool) -> WaitingFor? {
         guard state == .queued else { return nil }
         if runAt > now {
             if let next = nextAttemptAt, next > now { return .retry }
             return .earliestBeginDate
         }
-        return slotsFree ? .hostLimit : .slot
+        return hostFull ? .hostLimit : .slot
     }
 }
 

@@ -5,6 +5,12 @@ public struct HTTPURL: Sendable, Equatable {
     public var host: String
     public var port: Int
 
+    public init(scheme: String, host: String, port: Int) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+    }
+
     /// "host:port", the key of per-host limits.
     public var hostKey: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 

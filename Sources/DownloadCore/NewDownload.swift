@@ -14,6 +14,12 @@ public struct NewDownload: Sendable, Equatable {
     public var sha256: String?
     public var overwrite = false
 
+    public init(url: String, parsedURL: HTTPURL, destination: String) {
+        self.url = url
+        self.parsedURL = parsedURL
+        self.destination = destination
+    }
+
     /// The queued job this submission becomes.
     public func makeDownload(id: String, now: Int64) -> Download {
         Download(

@@ -207,8 +207,8 @@ struct DownloadsAPI: Sendable {
 
     private func write(_ download: Download, now: Int64, into json: inout JSONWriter) {
         let live = download.state == .running ? scheduler.liveBytes.withLock { $0[download.id] } : nil
-        let slotsFull = scheduler.runningCount.load(ordering: .relaxed) >= configuration.maxTransfers
-        DownloadJSON.write(download, waitingFor: download.waitingFor(now: now, slotsFree: !slotsFull), liveBytes: live, into: &json)
+        let hostFull = !scheduler.isFull() && scheduler.isHostFull(download.hostKey)
+        DownloadJSON.write(download, waitingFor: download.waitingFor(now: now, hostFull: hostFull), liveBytes: live, into: &json)
     }
 
     static func invalid(_ errors: [FieldError]) -> HTTPResponse {

@@ -32,9 +32,10 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// Bytes on disk of running transfers, for API reads between persisted updates.
     let liveBytes = Mutex<[String: Int64]>([:])
     let runningCount = Atomic<Int>(0)
+    /// Running transfers per "host:port"; written on `queue`, read by the API to explain waits.
+    let perHost = Mutex<[String: Int]>([:])
 
     private var active: [String: Active] = [:]
-    private var perHost: [String: Int] = [:]
     private var timer: DispatchSourceTimer?
     private var stopping = false
     private var drained: CheckedContinuation<Void, Never>?
@@ -54,6 +55,14 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         self.logger = logger
         self.policy = RetryPolicy(maxAttempts: configuration.maxAttempts, baseDelay: configuration.retryBaseDelay)
         self.onEventsRecorded = onEventsRecorded
+    }
+
+    func isHostFull(_ hostKey: String) -> Bool {
+        perHost.withLock { $0[hostKey, default: 0] } >= configuration.maxTransfersPerHost
+    }
+
+    func isFull() -> Bool {
+        runningCount.load(ordering: .relaxed) >= configuration.maxTransfers
     }
 
     func poke() {
@@ -106,8 +115,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             if free > 0 {
                 // Ask for more than the free slots: some candidates may wait for their host.
                 for candidate in try store.dueJobs(now: now, limit: free * 4 + 32) where free > 0 {
-                    guard active[candidate.id] == nil,
-                          perHost[candidate.hostKey, default: 0] < configuration.maxTransfersPerHost else { continue }
+                    guard active[candidate.id] == nil, !isHostFull(candidate.hostKey) else { continue }
                     var job = candidate
                     job.state = .running
                     job.attempts += 1
@@ -146,7 +154,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         request.stallTimeout = configuration.stallTimeout
         request.addressPolicy = configuration.addressPolicy
         active[id] = Active(download: job, transferID: nil, stopReason: nil, persistedAt: now)
-        perHost[job.hostKey, default: 0] += 1
+        perHost.withLock { $0[job.hostKey, default: 0] += 1 }
         runningCount.add(1, ordering: .relaxed)
         logger.info("transfer started", metadata: ["download.id": "\(id)", "attempt": "\(job.attempts)", "resume.offset": "\(resumeFrom)"])
         let transferID = engine.start(
@@ -172,8 +180,10 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     private func finished(_ id: String, _ result: TransferResult) {
         guard let running = active.removeValue(forKey: id) else { return }
-        perHost[running.download.hostKey, default: 1] -= 1
-        if perHost[running.download.hostKey] == 0 { perHost[running.download.hostKey] = nil }
+        perHost.withLock { counts in
+            let remaining = counts[running.download.hostKey, default: 1] - 1
+            counts[running.download.hostKey] = remaining > 0 ? remaining : nil
+        }
         runningCount.subtract(1, ordering: .relaxed)
         liveBytes.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(scheduler: self, job: running.download, result: result, now: clock.now())

@@ -164,6 +164,7 @@ final class Connection: @unchecked Sendable {
         streamWaiter?.resume(returning: false)
         streamWaiter = nil
         output = []
+        outputOffset = 0
         timer?.cancel()
         timer = nil
         // A suspended source never runs its cancel handler (and must not be released), so resume first.

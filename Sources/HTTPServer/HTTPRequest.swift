@@ -41,19 +41,23 @@ struct RequestTarget {
     var path: Substring
     var query: Substring?
 
+    /// Scans UTF-8 code units rather than Characters: the delimiters are ASCII, and this runs
+    /// for every request.
     init(_ target: String) {
-        var rest = target[...]
+        let utf8 = target.utf8
+        var pathStart = utf8.startIndex
         // absolute-form ("http://host/path"): the path starts after the authority.
-        if !rest.hasPrefix("/"), let colon = rest.firstIndex(of: ":"), rest[colon...].hasPrefix("://"),
-           equalsIgnoringASCIICase(String(rest[..<colon]), "http") || equalsIgnoringASCIICase(String(rest[..<colon]), "https") {
-            let authority = rest[rest.index(colon, offsetBy: 3)...]
-            rest = authority[(authority.firstIndex { $0 == "/" || $0 == "?" } ?? authority.endIndex)...]
+        if utf8.first != UInt8(ascii: "/"), let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
+           utf8[colon...].starts(with: "://".utf8),
+           equalsIgnoringASCIICase(String(target[..<colon]), "http") || equalsIgnoringASCIICase(String(target[..<colon]), "https") {
+            let authority = utf8.index(colon, offsetBy: 3)
+            pathStart = utf8[authority...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? utf8.endIndex
         }
-        if let mark = rest.firstIndex(of: "?") {
-            path = rest[..<mark]
-            query = rest[rest.index(after: mark)...]
+        if let mark = utf8[pathStart...].firstIndex(of: UInt8(ascii: "?")) {
+            path = target[pathStart..<mark]
+            query = target[utf8.index(after: mark)...]
         } else {
-            path = rest
+            path = target[pathStart...]
             query = nil
         }
         if path.isEmpty { path = "/" }

@@ -55,7 +55,9 @@ public final class HTTPServer: Sendable {
             throw error
         }
         let spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        state.withLock { state in
+        let stopped = state.withLock { state in
+            // A shutdown that overtook this start leaves nothing to cancel these sources.
+            guard !state.draining else { return true }
             // Made under the lock so that they belong to the state from the start.
             for fd in descriptors {
                 let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
@@ -69,6 +71,11 @@ public final class HTTPServer: Sendable {
             }
             state.openListeners = descriptors.count
             state.spareDescriptor = spare
+            return false
+        }
+        if stopped {
+            (descriptors + [spare]).filter { $0 >= 0 }.forEach { _ = Glibc.close($0) }
+            throw HTTPServerError("the server was shut down while starting")
         }
         logger.info("HTTP server listening", metadata: ["http.host": "\(configuration.host)", "http.port": "\(port)"])
         return port
@@ -88,8 +95,9 @@ public final class HTTPServer: Sendable {
         }
         connections.forEach { $0.beginShutdown() }
         if await !waitUntilDrained(timeout: timeout) {
-            logger.warning("HTTP shutdown timed out; closing remaining connections")
-            state.withLock { Array($0.connections.values) }.forEach { $0.forceClose() }
+            let remaining = state.withLock { Array($0.connections.values) }
+            logger.warning("HTTP shutdown timed out; closing remaining connections", metadata: ["http.connections": "\(remaining.count)"])
+            remaining.forEach { $0.forceClose() }
             // Closing is prompt now: only cancel handlers are left to run.
             _ = await waitUntilDrained(timeout: 5)
         }

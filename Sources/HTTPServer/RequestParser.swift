@@ -34,11 +34,15 @@ struct RequestParser {
         case rejected
     }
 
-    /// The head of the request whose body is being read.
-    private struct Head {
+    private struct RequestLine {
         var method: String
         var target: String
         var version: String
+    }
+
+    /// The head of the request whose body is being read.
+    private struct Head {
+        var requestLine: RequestLine
         var headers: HTTPHeaders
         var keepAlive: Bool
     }
@@ -56,7 +60,7 @@ struct RequestParser {
     private var scanFrom = 0
     private var lineStart = 0
     private var headerSectionStart: Int?
-    private var requestLine: (method: String, target: String, version: String)?
+    private var requestLine: RequestLine?
     private var fields = HTTPHeaders()
 
     private var head: Head?
@@ -194,7 +198,7 @@ struct RequestParser {
             return RequestRejection(400, "Malformed request target.")
         }
         // A 1.x recipient treats a higher minor version as the highest it implements (RFC 9110 §2.5).
-        requestLine = (methodString, targetString, minor == 0 ? "HTTP/1.0" : "HTTP/1.1")
+        requestLine = RequestLine(method: methodString, target: targetString, version: minor == 0 ? "HTTP/1.0" : "HTTP/1.1")
         return nil
     }
 
@@ -238,11 +242,9 @@ struct RequestParser {
     /// Applies the message-framing and connection rules once the whole head is in
     /// (RFC 9112 §6, §9.6; RFC 9110 §7.2, §10.1.1).
     private mutating func finishHead(end: Int) -> Action? {
-        guard let (method, target, version) = requestLine.map({ ($0.method, $0.target, $0.version) }) else {
-            return reject(400, "Malformed request line.")
-        }
+        guard let requestLine else { return reject(400, "Malformed request line.") }
         start = end
-        let isHTTP11 = version == "HTTP/1.1"
+        let isHTTP11 = requestLine.version == "HTTP/1.1"
 
         var hostCount = 0
         var contentLengths: [String] = []
@@ -273,7 +275,7 @@ struct RequestParser {
         if isHTTP11 && hostCount == 0 { return reject(400, "The Host header field is missing.") }
         if hostCount > 1 { return reject(400, "More than one Host header field.") }
 
-        enum Framing { case none, length(Int), chunked }
+        enum Framing: Equatable { case none, length(Int), chunked }
         var framing = Framing.none
         if hasTransferEncoding {
             if !contentLengths.isEmpty { return reject(400, "Both Content-Length and Transfer-Encoding are present.") }
@@ -298,11 +300,11 @@ struct RequestParser {
             guard expectations.allSatisfy({ equalsIgnoringASCIICase(String($0), "100-continue") }) else {
                 return reject(417, "Only the 100-continue expectation is supported.")
             }
-            if case .none = framing {} else { sendContinue = start == buffer.count }
+            sendContinue = framing != .none && start == buffer.count
         }
 
         let keepAlive = !connectionClose && (isHTTP11 || connectionKeepAlive)
-        head = Head(method: method, target: target, version: version, headers: fields, keepAlive: keepAlive)
+        head = Head(requestLine: requestLine, headers: fields, keepAlive: keepAlive)
         fields = HTTPHeaders()
         switch framing {
         case .none:
@@ -351,9 +353,9 @@ struct RequestParser {
         self.head = nil
         state = .idle
         let request = HTTPRequest(
-            method: head.method,
-            target: head.target,
-            version: head.version,
+            method: head.requestLine.method,
+            target: head.requestLine.target,
+            version: head.requestLine.version,
             headers: head.headers,
             body: body,
             remoteAddress: remoteAddress

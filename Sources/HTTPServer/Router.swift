@@ -9,6 +9,9 @@ public struct PathParameters: Sendable {
     public subscript(_ name: String) -> String? { values[name] }
 }
 
+/// Answers one request. It runs in a task whose executor preference is the connection's serial
+/// queue (so the response is written without a thread hop); child tasks inherit that, so
+/// CPU-heavy work that should run in parallel belongs in a detached task or on an actor.
 public typealias HTTPHandler = @Sendable (HTTPRequest, PathParameters) async -> HTTPResponse
 
 /// Maps method and path to a handler.
@@ -116,6 +119,14 @@ public struct Router: Sendable {
 /// Splits a raw path into its segments, each still percent-encoded: "/a/b" → ["a", "b"],
 /// "/" → [""]. Splitting before decoding keeps an encoded "/" (%2F) inside its segment.
 private func splitPath(_ path: Substring) -> [Substring] {
-    guard path.hasPrefix("/") else { return [path] }
-    return path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+    let utf8 = path.utf8
+    guard utf8.first == UInt8(ascii: "/") else { return [path] }
+    var segments: [Substring] = []
+    var segmentStart = utf8.index(after: utf8.startIndex)
+    while let slash = utf8[segmentStart...].firstIndex(of: UInt8(ascii: "/")) {
+        segments.append(path[segmentStart..<slash])
+        segmentStart = utf8.index(after: slash)
+    }
+    segments.append(path[segmentStart...])
+    return segments
 }

@@ -280,6 +280,8 @@ final class EasyTransfer {
     /// address about to be connected to (after DNS, on every redirect hop, for every address tried).
     private func openSocket(purpose: curlsocktype, address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         guard purpose == CURLSOCKTYPE_IPCXN else { return CURL_SOCKET_BAD }
+        // Connecting (again, on a redirect to another host) is the connect timeout's business.
+        isConnected = false
         let target = IPAddress(socketAddress: fetchd_sockaddr_address(address), length: Int(address.pointee.addrlen))
         guard let target, request.addressPolicy.permits(target) else {
             refuse(target?.description ?? "an address of family \(address.pointee.family)")

@@ -5,7 +5,7 @@ import Synchronization
 
 /// The SHA-256 of a file that is being written, computed on a queue of its own by reading back
 /// what the writer has written (from the page cache). The writer never waits for the hash, a
-/// resumed prefix is hashed while the transfer connects, and nothing is copied or buffered.
+/// resumed prefix is hashed while the transfer connects, and nothing is buffered in memory.
 ///
 /// The writer (the engine queue) only publishes how far the file is written and when it starts
 /// over; everything else happens on `queue`, which is also where the file descriptor is closed.
@@ -49,13 +49,21 @@ final class FileDigest: @unchecked Sendable {
         generation.add(1, ordering: .sequentiallyConsistent)
     }
 
-    /// Hashes whatever is left, then runs `body` on the digest queue with the lowercase hex digest
-    /// (nil after a read error), then closes the file. The writer must be done with the file.
-    func finish(then body: @escaping @Sendable (_ hexDigest: String?, _ fd: Int32) -> Void) {
+    /// Hashes whatever is left while fsyncing the file (one is CPU, the other I/O), closes the file,
+    /// then calls `completion` on the digest queue with the lowercase hex digest (nil after a read
+    /// error) and fsync's errno (0 for success). The writer must be done with the file.
+    func finishAndSync(then completion: @escaping @Sendable (_ hexDigest: String?, _ syncErrno: Int32) -> Void) {
         queue.async {
+            let fd = self.fd
+            let syncErrno = Atomic<Int32>(0)
+            let syncing = DispatchGroup()
+            DispatchQueue.global(qos: .utility).async(group: syncing) {
+                if fsync(fd) != 0 { syncErrno.store(errno, ordering: .sequentiallyConsistent) }
+            }
             let complete = self.catchUp()
-            body(complete ? Self.hex(self.hasher.finalize()) : nil, self.fd)
-            close(self.fd)
+            syncing.wait()
+            close(fd)
+            completion(complete ? Self.hex(self.hasher.finalize()) : nil, syncErrno.load(ordering: .sequentiallyConsistent))
         }
     }
 

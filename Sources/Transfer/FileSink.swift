@@ -60,16 +60,14 @@ final class FileSink {
     /// lowercase hex SHA-256 of the whole file, and runs on the digest queue.
     func finish(completion: @escaping @Sendable (Result<String, TransferFailure>) -> Void) {
         let path = path
-        digest.finish { hexDigest, fd in
-            guard fsync(fd) == 0 else {
-                completion(.failure(Self.failure(errno, "fsync", path)))
-                return
+        digest.finishAndSync { hexDigest, syncErrno in
+            if syncErrno != 0 {
+                completion(.failure(Self.failure(syncErrno, "fsync", path)))
+            } else if let hexDigest {
+                completion(.success(hexDigest))
+            } else {
+                completion(.failure(.fileError("reading \(path) back to hash it failed")))
             }
-            guard let hexDigest else {
-                completion(.failure(.fileError("read \(path) to hash it failed")))
-                return
-            }
-            completion(.success(hexDigest))
         }
     }
 

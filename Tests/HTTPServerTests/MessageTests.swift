@@ -70,6 +70,26 @@ import Testing
         }
     }
 
+    @Test func largeBodiesCrossManyReadsAndPartialWrites() async throws {
+        // Far larger than the socket buffers (the client's is fixed at 256 KiB, the server's
+        // send buffer grows to 4 MiB at most), so the response meets EAGAIN and the write source.
+        let download = [UInt8](unsafeUninitializedCapacity: 16 * 1024 * 1024) { buffer, count in
+            for index in buffer.indices { buffer[index] = UInt8(truncatingIfNeeded: index % 251) }
+            count = buffer.count
+        }
+        try await withServer(routes: { router in
+            router.add("GET", "/big") { _, _ in HTTPResponse(status: 200, body: .bytes(download)) }
+        }) { _, port in
+            let client = try RawClient.connect(port: port, receiveBuffer: 256 * 1024)
+            let upload = String(repeating: "0123456789", count: 100_000)
+            try await client.send(request("POST", "/echo", body: upload) + request("GET", "/big"))
+            #expect(try await client.readResponse().text == upload)
+            let big = try await client.readResponse()
+            #expect(big.body.count == download.count)
+            #expect(big.body == download)
+        }
+    }
+
     @Test func handlerSeesTheRemoteAddress() async throws {
         try await withServer(routes: { router in
             router.add("GET", "/whoami") { request, _ in HTTPResponse(status: 200, body: .bytes(Array(request.remoteAddress.utf8))) }

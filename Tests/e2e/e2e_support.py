@@ -635,7 +635,7 @@ class _ReceiverHandler(http.server.BaseHTTPRequestHandler):
             payload = json.loads(body)
         except ValueError:
             payload = None
-        status = receiver._next_status(verified)
+        status = receiver._next_status(verified, payload)
         receiver._record(Delivery(time.time(), self.path, headers, body, status, verified, error, payload))
         reply = b"ok\n" if 200 <= status < 300 else b"nope\n"
         self.send_response(status)
@@ -658,19 +658,25 @@ class WebhookReceiver(_ServerThread):
         self._lock = threading.Lock()
         self._fail_remaining = 0
         self._fail_status = 500
+        self._fail_type: str | None = None
 
     @property
     def url(self) -> str:
         return self.base_url + "/hooks"
 
-    def fail_next(self, n: int, status: int = 500) -> None:
+    def fail_next(self, n: int, status: int = 500, type: str | None = None) -> None:
+        """Answer `status` to the next `n` deliveries (only those of event `type`, if given:
+        other events, such as session.finished, go to the same URL and must not use up the
+        failures)."""
         with self._lock:
             self._fail_remaining = n
             self._fail_status = status
+            self._fail_type = type
 
-    def _next_status(self, verified: bool) -> int:
+    def _next_status(self, verified: bool, payload: Any) -> int:
+        event_type = payload.get("type") if isinstance(payload, dict) else None
         with self._lock:
-            if self._fail_remaining > 0:
+            if self._fail_remaining > 0 and self._fail_type in (None, event_type):
                 self._fail_remaining -= 1
                 return self._fail_status
         return 200 if verified else 401

@@ -147,20 +147,35 @@ def test_delete_failed_job_is_409(fetchd, origin):
     assert fd.api.job(job["id"])["state"] == "failed"
 
 
+def _kill_mid_transfer_and_restart(fd, origin, path: str) -> tuple[dict, bytes]:
+    body = os.urandom(1_000_000)
+    url = origin.add(path, body, rate=100_000)
+    job = fd.api.submit({"url": url, "destination": path.lstrip("/")})
+    wait_for(lambda: fd.api.job(job["id"])["bytesReceived"] > 0, timeout=15, message="bytes to arrive")
+    assert fd.kill() == -9
+    origin.resources[path].rate = None  # let the next attempt go at full speed
+    fd.start()
+    return fd.api.wait_state(job["id"], "completed", timeout=30), body
+
+
 def test_sigkill_mid_transfer_then_restart_completes_the_file(fetchd, origin):
     fd = fetchd()
-    body = os.urandom(1_000_000)
-    url = origin.add("/crash.bin", body, rate=100_000)
-    job = fd.api.submit({"url": url, "destination": "crash.bin"})
-    wait_for(lambda: fd.api.job(job["id"])["bytesReceived"] > 0, timeout=15, message="bytes to arrive")
-
-    assert fd.kill() == -9
-    origin.resources["/crash.bin"].rate = None  # let the next attempt go at full speed
-    fd.start()
-
-    done = fd.api.wait_state(job["id"], "completed", timeout=30)
+    done, body = _kill_mid_transfer_and_restart(fd, origin, "/crash.bin")
     assert fd.dest("crash.bin").read_bytes() == body
     assert done["sha256"] == sha256_hex(body)
+    assert not fd.partial_path(done["id"]).exists()
+
+
+def test_restart_after_sigkill_resumes_the_partial_data_with_range_and_if_range(fetchd, origin):
+    fd = fetchd()
+    done, body = _kill_mid_transfer_and_restart(fd, origin, "/resume.bin")
+    assert fd.dest("resume.bin").read_bytes() == body
+    requests = origin.requests_for("/resume.bin")
+    assert len(requests) >= 2, requests
+    after_restart = requests[-1].headers
+    assert re.fullmatch(r"bytes=[1-9]\d*-", after_restart.get("range", "")), \
+        f"the request after the restart did not resume (no Range): {after_restart}"
+    assert after_restart.get("if-range") == origin.resources["/resume.bin"].etag, after_restart
 
 
 def test_200_concurrent_small_jobs_complete_with_one_completed_event_each(fetchd, origin, receiver):

@@ -8,6 +8,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from e2e_support import parse_rfc3339, rfc3339, sha256_hex, wait_for
 
 
@@ -47,7 +49,9 @@ def test_sigint_exits_0(fetchd):
     assert fd.stop(signal.SIGINT, timeout=5) == 0
 
 
-def test_earliest_begin_date_survives_a_restart_and_no_request_comes_before_it(fetchd, origin):
+@pytest.mark.parametrize("sig,exit_code", [(signal.SIGTERM, 0), (signal.SIGKILL, -signal.SIGKILL)],
+                         ids=["sigterm", "sigkill"])
+def test_earliest_begin_date_survives_a_restart_and_no_request_comes_before_it(fetchd, origin, sig, exit_code):
     fd = fetchd()
     body = os.urandom(20_000)
     url = origin.add("/scheduled.bin", body)
@@ -57,7 +61,7 @@ def test_earliest_begin_date_survives_a_restart_and_no_request_comes_before_it(f
     assert job["waitingFor"] == "earliestBeginDate"
     assert parse_rfc3339(job["earliestBeginDate"]) == begin
 
-    assert fd.stop(signal.SIGTERM) == 0
+    assert fd.stop(sig) == exit_code
     fd.start()
     assert time.time() < begin, "restart took too long for this test to mean anything"
     assert fd.api.job(job["id"])["state"] == "queued"

@@ -104,7 +104,7 @@ def test_limit_1000_is_accepted(populated):
 
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=1001", "limit=-1", "limit=abc", "limit=",
-                                   "state=bogus", "cursor=%%%not-a-cursor"])
+                                   "state=bogus", "cursor="])
 def test_bad_list_parameters_are_400(populated, query):
     api, _, _ = populated
     resp = api.get(f"/downloads?{query}")

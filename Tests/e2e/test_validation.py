@@ -4,7 +4,6 @@ at the end that it is still alive and stops with exit code 0."""
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest

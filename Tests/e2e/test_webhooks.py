@@ -9,7 +9,7 @@ from e2e_support import WebhookReceiver, holds_for, wait_for
 
 def test_receiver_answering_500_twice_gets_the_event_on_the_third_attempt(fetchd, origin, receiver):
     fd = fetchd()
-    receiver.fail_next(2, status=500)
+    receiver.fail_next(2, status=500, type="download.completed")
     url = origin.add("/retry.bin", os.urandom(4096))
     job = fd.api.submit({"url": url, "destination": "retry.bin", "webhookURL": receiver.url})
 
@@ -26,7 +26,7 @@ def test_receiver_answering_500_twice_gets_the_event_on_the_third_attempt(fetchd
 def test_webhook_id_is_stable_across_every_retry_until_the_schedule_ends(fetchd, origin, receiver):
     # Schedule 0,200ms×4 = 5 attempts; all refused. Every attempt carries the same id.
     fd = fetchd()
-    receiver.fail_next(100, status=503)
+    receiver.fail_next(100, status=503, type="download.completed")
     url = origin.add("/stubborn.bin", b"abc")
     job = fd.api.submit({"url": url, "destination": "stubborn.bin", "webhookURL": receiver.url})
 

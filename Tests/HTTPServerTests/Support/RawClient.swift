@@ -33,12 +33,16 @@ final class RawClient: @unchecked Sendable {
     }
 
     /// Connects to `host` (an IPv4 or IPv6 literal); reads give up after `readTimeout` seconds.
-    static func connect(port: Int, host: String = "127.0.0.1", readTimeout: Double = 5) throws -> RawClient {
+    /// A fixed `receiveBuffer` stops the kernel from growing it, to make the server's writes block.
+    static func connect(port: Int, host: String = "127.0.0.1", readTimeout: Double = 5, receiveBuffer: Int32? = nil) throws -> RawClient {
         let isIPv6 = host.contains(":")
         let fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ClientError(description: "socket: \(errno)") }
         var timeout = timeval(tv_sec: Int(readTimeout), tv_usec: Int((readTimeout - Double(Int(readTimeout))) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var status: Int32
         if isIPv6 {
             var address = sockaddr_in6()
