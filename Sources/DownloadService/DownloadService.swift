@@ -40,16 +40,18 @@ public final class DownloadService: Sendable {
         events = WebhookEvents(globalURL: configuration.webhookURL)
         let dispatcher = WebhookDispatcher(store: store, engine: engine, configuration: configuration, clock: clock, logger: logger)
         self.dispatcher = dispatcher
-        scheduler = Scheduler(store: store, engine: engine, configuration: configuration, events: events, clock: clock,
-                              logger: logger, onEventsRecorded: { dispatcher.poke() })
+        let hub = EventHub(clock: clock)
+        scheduler = Scheduler(store: store, engine: engine, configuration: configuration, events: events, hub: hub,
+                              clock: clock, logger: logger, onEventsRecorded: { dispatcher.poke() })
         var http = HTTPServerConfiguration()
         http.host = configuration.listenHost
         http.port = configuration.listenPort
         http.maxBodyBytes = configuration.maxRequestBody
         http.maxConnections = configuration.maxConnections
+        let downloads = DownloadsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
+                                     files: scheduler.files, configuration: configuration, clock: clock, ids: IDSource())
         server = HTTPServer(configuration: http, router: Self.router(
-            downloads: DownloadsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, events: events,
-                                    files: scheduler.files, configuration: configuration, clock: clock, ids: IDSource()),
+            downloads: downloads, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
             status: StatusAPI(store: store, scheduler: scheduler), authenticator: authenticator), logger: logger)
         if configuration.webhookSecrets.isEmpty {
             logger.warning("no FETCHD_WEBHOOK_SECRET: webhooks are sent unsigned")
@@ -80,7 +82,7 @@ public final class DownloadService: Sendable {
         try authenticator.reload()
     }
 
-    static func router(downloads: DownloadsAPI, status: StatusAPI, authenticator: Authenticator) -> Router {
+    static func router(downloads: DownloadsAPI, events: EventsAPI, status: StatusAPI, authenticator: Authenticator) -> Router {
         var router = Router()
         func guarded(_ handler: @escaping @Sendable (HTTPRequest, PathParameters, String) -> HTTPResponse) -> HTTPHandler {
             { request, parameters in
@@ -94,6 +96,9 @@ public final class DownloadService: Sendable {
         router.add("DELETE", "/downloads/{id}", guarded { _, p, _ in downloads.cancel(p["id"] ?? "") })
         router.add("POST", "/downloads/{id}/pause", guarded { _, p, _ in downloads.pause(p["id"] ?? "") })
         router.add("POST", "/downloads/{id}/resume", guarded { _, p, _ in downloads.resume(p["id"] ?? "") })
+        router.add("GET", "/downloads/{id}/events", guarded { request, p, _ in
+            events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])
+        })
         router.add("GET", "/sessions/{session}", guarded { _, p, _ in status.session(p["session"] ?? "") })
         router.add("GET", "/metrics", guarded { _, _, _ in status.metrics() })
         router.add("GET", "/healthz") { _, _ in status.health() }

@@ -11,6 +11,7 @@ struct DownloadsAPI: Sendable {
     let store: Store
     let scheduler: Scheduler
     let dispatcher: WebhookDispatcher
+    let hub: EventHub
     let events: WebhookEvents
     let files: DestinationFiles
     let configuration: Configuration
@@ -190,6 +191,7 @@ struct DownloadsAPI: Sendable {
             }) else { return Self.unavailable("the change could not be stored") }
             if committed {
                 if !jobEvents.isEmpty { dispatcher.poke() }
+                hub.publish(updated.id, .state(updated))
                 after(updated)
                 return .json(200, encode(updated))
             }
@@ -199,7 +201,7 @@ struct DownloadsAPI: Sendable {
 
     // MARK: - Presentation
 
-    private func encode(_ download: Download) -> [UInt8] {
+    func encode(_ download: Download) -> [UInt8] {
         var json = JSONWriter()
         write(download, now: clock.now(), into: &json)
         return json.bytes

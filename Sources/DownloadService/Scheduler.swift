@@ -22,6 +22,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     let engine: TransferEngine
     let configuration: Configuration
     let events: WebhookEvents
+    let hub: EventHub
     let files: DestinationFiles
     let partials: PartialFiles
     let clock: Clock
@@ -43,8 +44,9 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// How often running jobs' progress is written to the database.
     static let progressPersistInterval: Int64 = 1000
 
-    init(store: Store, engine: TransferEngine, configuration: Configuration, events: WebhookEvents, clock: Clock,
-         logger: Logger, onEventsRecorded: @escaping @Sendable () -> Void) {
+    init(store: Store, engine: TransferEngine, configuration: Configuration, events: WebhookEvents, hub: EventHub,
+         clock: Clock, logger: Logger, onEventsRecorded: @escaping @Sendable () -> Void) {
+        self.hub = hub
         self.store = store
         self.engine = engine
         self.configuration = configuration
@@ -122,6 +124,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                     job.startedAt = job.startedAt ?? now
                     job.nextAttemptAt = nil
                     guard try store.update(job, expecting: [.queued]) else { continue }
+                    hub.publish(job.id, .state(job))
                     start(job, now: now)
                     free -= 1
                 }
@@ -167,6 +170,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private func progressed(_ id: String, _ progress: TransferProgress) {
         guard var running = active[id], running.stopReason == nil else { return }
         liveBytes.withLock { $0[id] = progress.bytesOnDisk }
+        hub.publish(id, .progress(bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected ?? running.download.bytesExpected))
         let now = clock.now()
         guard now - running.persistedAt >= Self.progressPersistInterval else { return }
         running.persistedAt = now

@@ -44,7 +44,7 @@ struct Settlement {
             queued.state = .queued
             queued.runAt = now
             queued.error = job.error
-            save { _ = try store.update(queued, expecting: [.running]) }
+            saveTransition(queued)
         }
     }
 
@@ -89,7 +89,7 @@ struct Settlement {
         logger.info("download will retry", metadata: [
             "download.id": "\(job.id)", "error.code": "\(cause.code)", "retry.in": "\(seconds)s", "http.status": "\(result.httpStatus ?? 0)",
         ])
-        save { _ = try store.update(queued, expecting: [.running]) }
+        saveTransition(queued)
     }
 
     private func fail(_ error: DownloadError) {
@@ -122,8 +122,18 @@ struct Settlement {
                 [events.sessionFinished(snapshot, now: now)]
             }
         }
-        if committed { scheduler.onEventsRecorded() }
+        if committed {
+            scheduler.onEventsRecorded()
+            scheduler.hub.publish(terminal.id, .state(terminal))
+        }
         return committed
+    }
+
+    /// A non-terminal transition from `running` (back to the queue).
+    private func saveTransition(_ download: Download) {
+        save {
+            if try store.update(download, expecting: [.running]) { scheduler.hub.publish(download.id, .state(download)) }
+        }
     }
 
     /// A failed write leaves the job `running`; the next start puts it back in the queue.

@@ -187,7 +187,7 @@ struct RequestParser {
               let minor = digitValue(bytes[version.lowerBound + 7])
         else { return malformed }
         guard major == 1 else {
-            return RequestRejection(505, "Only HTTP/1.0 and HTTP/1.1 are supported.")
+            return RequestRejection(400, "Only HTTP/1.0 and HTTP/1.1 are supported.")
         }
 
         let methodString = string(bytes, method)

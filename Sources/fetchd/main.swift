@@ -42,6 +42,8 @@ let host = configuration.listenHost.contains(":") ? "[\(configuration.listenHost
 logger.info("listening", metadata: ["address": "\(host):\(port)"])
 
 // Signals arrive on a Dispatch source, not in a C handler, so stopping can run ordinary Swift code.
+// The handlers are @Sendable: otherwise they would inherit the main actor of top-level code and
+// trap when Dispatch runs them on the signal queue.
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)
 signal(SIGHUP, SIG_IGN)
@@ -49,7 +51,7 @@ signal(SIGPIPE, SIG_IGN)
 let signalQueue = DispatchQueue(label: "fetchd.signals")
 let stopSources = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: signalQueue) }
 for source in stopSources {
-    source.setEventHandler {
+    source.setEventHandler { @Sendable in
         logger.info("stopping")
         Task {
             await service.shutdown()
@@ -60,7 +62,7 @@ for source in stopSources {
     source.resume()
 }
 let reloadSource = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signalQueue)
-reloadSource.setEventHandler {
+reloadSource.setEventHandler { @Sendable in
     do {
         try service.reloadTokens()
         logger.info("tokens reloaded")

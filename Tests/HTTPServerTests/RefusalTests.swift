@@ -61,8 +61,8 @@ import Testing
         }
     }
 
-    @Test func unsupportedVersionIs505() async throws {
-        try await expectRefusal("GET /hello HTTP/2.0\r\nHost: h\r\n\r\n", status: 505)
+    @Test func unsupportedVersionIs400() async throws {
+        try await expectRefusal("GET /hello HTTP/2.0\r\nHost: h\r\n\r\n", status: 400)
     }
 
     @Test func unknownExpectationIs417() async throws {

@@ -198,9 +198,9 @@ private func rejection(of text: String, _ configure: (inout HTTPServerConfigurat
         #expect(rejection(of: Self.badFraming[name] ?? "") == 400)
     }
 
-    @Test func refusesUnsupportedVersionsWith505() {
-        #expect(rejection(of: "GET / HTTP/2.0\r\nHost: h\r\n\r\n") == 505)
-        #expect(rejection(of: "GET / HTTP/0.9\r\n\r\n") == 505)
+    @Test func refusesUnsupportedVersionsWith400() {
+        #expect(rejection(of: "GET / HTTP/2.0\r\nHost: h\r\n\r\n") == 400)
+        #expect(rejection(of: "GET / HTTP/0.9\r\n\r\n") == 400)
     }
 
     @Test func refusesUnknownExpectationsWith417() {
@@ -216,7 +216,7 @@ private func rejection(of text: String, _ configure: (inout HTTPServerConfigurat
     }
 
     /// Random bytes after a valid start must never crash the parser, and every refusal is a
-    /// 4xx or 505.
+    /// 4xx (the contract allows no 5xx but 503).
     @Test func survivesRandomInput() {
         var generator = SplitMix64(seed: 42)
         let alphabet = Array("GET POST / HTTP/1.1\r\n:Host;chunked Transfer-Encoding Content-Length 0123456789abcdef\t \u{0}\u{7f}".utf8)
@@ -226,7 +226,7 @@ private func rejection(of text: String, _ configure: (inout HTTPServerConfigurat
             let noise = (0..<Int(generator.next() % 200)).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
             harness.feed(prefix + noise, byteAtATime: generator.next() % 2 == 0)
             if let status = harness.rejection?.status {
-                #expect((400..<500).contains(status) || status == 505)
+                #expect((400..<500).contains(status))
             }
         }
     }
