@@ -36,7 +36,11 @@ let package = Package(
         ]),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "TransferTests", dependencies: ["Transfer"]),
+        .testTarget(name: "TransferTests", dependencies: [
+            "Transfer",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "DownloadCoreTests", dependencies: ["DownloadCore"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "DownloadCore", "CSQLite"]),
         .testTarget(name: "DownloadServiceTests", dependencies: ["DownloadService", "DownloadCore", "Store", "HTTPServer"]),

@@ -37,7 +37,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     let perHost = Mutex<[String: Int]>([:])
 
     private var active: [String: Active] = [:]
-    private var timer: DispatchSourceTimer?
+    private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(5)) { [unowned self] in self.schedule() }
     private var stopping = false
     private var drained: CheckedContinuation<Void, Never>?
 
@@ -89,8 +89,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {
                 self.stopping = true
-                self.timer?.cancel()
-                self.timer = nil
+                self.timer.cancel()
                 guard !self.active.isEmpty else { return continuation.resume() }
                 self.drained = continuation
                 for (id, running) in self.active {
@@ -129,23 +128,13 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                     free -= 1
                 }
             }
-            armTimer(for: try store.nextRunAt(after: now), now: now)
+            timer.arm(at: try store.nextRunAt(after: now), now: now)
         } catch {
             logger.error("scheduling failed", metadata: ["error": "\(error)"])
-            armTimer(for: now + 1000, now: now)
+            timer.arm(at: now + 1000, now: now)
         }
     }
 
-    private func armTimer(for deadline: Int64?, now: Int64) {
-        timer?.cancel()
-        timer = nil
-        guard let deadline else { return }
-        let source = DispatchSource.makeTimerSource(queue: queue)
-        source.schedule(deadline: .now() + .milliseconds(Int(max(0, deadline - now))), leeway: .milliseconds(5))
-        source.setEventHandler { [weak self] in self?.schedule() }
-        source.resume()
-        timer = source
-    }
 
     private func start(_ job: Download, now: Int64) {
         let id = job.id
@@ -169,14 +158,20 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     private func progressed(_ id: String, _ progress: TransferProgress) {
         guard var running = active[id], running.stopReason == nil else { return }
+        // The first time a validator is seen it is saved at once: a crash from here on must resume with it.
+        let newValidator = progress.validator != running.download.validator ? progress.validator : nil
+        if let newValidator { running.download.validator = newValidator }
         liveBytes.withLock { $0[id] = progress.bytesOnDisk }
         hub.publish(id, .progress(bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected ?? running.download.bytesExpected))
         let now = clock.now()
-        guard now - running.persistedAt >= Self.progressPersistInterval else { return }
+        guard newValidator != nil || now - running.persistedAt >= Self.progressPersistInterval else {
+            active[id] = running
+            return
+        }
         running.persistedAt = now
         active[id] = running
         do {
-            try store.updateProgress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected, validator: nil)
+            try store.updateProgress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected, validator: newValidator)
         } catch {
             logger.warning("progress not saved", metadata: ["download.id": "\(id)", "error": "\(error)"])
         }

@@ -21,7 +21,7 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     static let timeout = 30.0
 
     private var inFlight: Set<String> = []
-    private var timer: DispatchSourceTimer?
+    private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(10)) { [unowned self] in self.deliverDue() }
     private var stopping = false
 
     init(store: Store, engine: TransferEngine, configuration: Configuration, clock: Clock, logger: Logger) {
@@ -41,8 +41,7 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     func stop() {
         queue.sync {
             stopping = true
-            timer?.cancel()
-            timer = nil
+            timer.cancel()
         }
     }
 
@@ -57,10 +56,10 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
                 }
             }
             // Due deliveries left over (all slots busy) are picked up when one finishes; the timer is for later ones.
-            armTimer(for: try store.nextDeliveryAt(after: now), now: now)
+            timer.arm(at: try store.nextDeliveryAt(after: now), now: now)
         } catch {
             logger.error("webhook delivery scan failed", metadata: ["error": "\(error)"])
-            armTimer(for: now + 1000, now: now)
+            timer.arm(at: now + 1000, now: now)
         }
     }
 
@@ -116,14 +115,4 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
         deliverDue()
     }
 
-    private func armTimer(for deadline: Int64?, now: Int64) {
-        timer?.cancel()
-        timer = nil
-        guard let deadline else { return }
-        let source = DispatchSource.makeTimerSource(queue: queue)
-        source.schedule(deadline: .now() + .milliseconds(Int(max(0, deadline - now))), leeway: .milliseconds(10))
-        source.setEventHandler { [weak self] in self?.deliverDue() }
-        source.resume()
-        timer = source
-    }
 }

@@ -267,7 +267,10 @@ final class EasyTransfer {
         }
         if now - lastProgressReport >= Self.progressInterval {
             lastProgressReport = now
-            let progress = TransferProgress(bytesOnDisk: receiver.bytesOnDisk, bytesExpected: receiver.plan?.bytesExpected)
+            var writing = false
+            if case .writeFile? = receiver.plan?.action { writing = true }
+            let progress = TransferProgress(bytesOnDisk: receiver.bytesOnDisk, bytesExpected: receiver.plan?.bytesExpected,
+                                            validator: writing ? receiver.head?.validator : nil)
             if progress != lastProgress {
                 lastProgress = progress
                 onProgress(progress)
@@ -314,14 +317,14 @@ final class EasyTransfer {
         result.failure = failure(for: outcome)
         release()
 
-        let plan = receiver.plan
         result.validator = receiver.head?.validator
         result.retryAfter = receiver.head?.retryAfter()
-        result.bytesExpected = plan?.bytesExpected
+        result.bytesExpected = receiver.plan?.bytesExpected
         result.bytesThisAttempt = receiver.bytesThisAttempt
         result.responseBody = receiver.memory
         logger.debug("transfer finished", metadata: [
-            "transfer.id": "\(id)", "http.status": "\(status)", "transfer.failure": "\(result.failure.map { "\($0)" } ?? "none")",
+            "transfer.id": "\(id)", "http.status": "\(status)",
+            "transfer.failure": .string(result.failure.map(String.init(describing:)) ?? "none"),
         ])
 
         guard let file = receiver.file else {
@@ -329,22 +332,8 @@ final class EasyTransfer {
             return
         }
         result.bytesOnDisk = file.length
-        let isComplete: Bool
-        switch plan?.action {
-        case .writeFile:
-            if result.failure == nil, let expected = plan?.bytesExpected, file.length != expected {
-                // A 206 may legally carry less than asked for; the rest is still missing.
-                result.failure = .network("the response ended at byte \(file.length) of \(expected)")
-            }
-            isComplete = result.failure == nil
-        case .alreadyComplete:
-            isComplete = result.failure == nil
-        default:
-            isComplete = false
-        }
-
         work.enter()
-        guard isComplete else {
+        guard checkComplete(&result, file: file) else {
             file.abandon { work.leave() }
             onComplete(result)
             return
@@ -362,6 +351,24 @@ final class EasyTransfer {
                 onComplete(result)
                 work.leave()
             }
+        }
+    }
+
+    /// Whether the file now holds the whole representation (so it gets a digest and an fsync).
+    private func checkComplete(_ result: inout TransferResult, file: FileSink) -> Bool {
+        guard result.failure == nil else { return false }
+        switch receiver.plan?.action {
+        case .writeFile:
+            if let expected = receiver.plan?.bytesExpected, file.length != expected {
+                // A 206 may legally carry less than asked for; the rest is still missing.
+                result.failure = .network("the response ended at byte \(file.length) of \(expected)")
+                return false
+            }
+            return true
+        case .alreadyComplete:
+            return true
+        default:
+            return false
         }
     }
 

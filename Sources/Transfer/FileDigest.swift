@@ -49,21 +49,15 @@ final class FileDigest: @unchecked Sendable {
         generation.add(1, ordering: .sequentiallyConsistent)
     }
 
-    /// Hashes whatever is left while fsyncing the file (one is CPU, the other I/O), closes the file,
-    /// then calls `completion` on the digest queue with the lowercase hex digest (nil after a read
-    /// error) and fsync's errno (0 for success). The writer must be done with the file.
+    /// Hashes whatever is left, fsyncs and closes the file, then calls `completion` on the digest
+    /// queue with the lowercase hex digest (nil after a read error) and fsync's errno (0 for
+    /// success). The writer must be done with the file.
     func finishAndSync(then completion: @escaping @Sendable (_ hexDigest: String?, _ syncErrno: Int32) -> Void) {
         queue.async {
-            let fd = self.fd
-            let syncErrno = Atomic<Int32>(0)
-            let syncing = DispatchGroup()
-            DispatchQueue.global(qos: .utility).async(group: syncing) {
-                if fsync(fd) != 0 { syncErrno.store(errno, ordering: .sequentiallyConsistent) }
-            }
             let complete = self.catchUp()
-            syncing.wait()
-            close(fd)
-            completion(complete ? Self.hex(self.hasher.finalize()) : nil, syncErrno.load(ordering: .sequentiallyConsistent))
+            let syncErrno = fsync(self.fd) == 0 ? 0 : errno
+            close(self.fd)
+            completion(complete ? Self.hex(self.hasher.finalize()) : nil, syncErrno)
         }
     }
 

@@ -11,10 +11,14 @@ public struct TransferProgress: Sendable, Equatable {
     /// Total size of the representation (Content-Length plus the resume offset, or the
     /// Content-Range total), when the origin said.
     public var bytesExpected: Int64?
+    /// ETag (else Last-Modified) of the representation being written to the file, once its
+    /// headers arrived: what a resume after a crash must send as If-Range.
+    public var validator: String?
 
-    public init(bytesOnDisk: Int64, bytesExpected: Int64?) {
+    public init(bytesOnDisk: Int64, bytesExpected: Int64?, validator: String? = nil) {
         self.bytesOnDisk = bytesOnDisk
         self.bytesExpected = bytesExpected
+        self.validator = validator
     }
 }
 

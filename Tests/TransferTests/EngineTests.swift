@@ -209,6 +209,31 @@ import Transfer
         #expect(calls.load(ordering: .relaxed) == 1)
     }
 
+    @Test func shutdownClosesKeptAliveConnections() async throws {
+        let origin = try TestOrigin { _ in OriginResponse(body: [1]) }
+        defer { origin.stop() }
+        let engine = makeEngine()
+
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    var request = TransferRequest(url: origin.url("/"), sink: .memory(limit: 10))
+                    request.addressPolicy = .allowAll
+                    _ = await engine.run(request)
+                }
+            }
+        }
+        #expect(origin.connectionsOpen > 0)
+        engine.shutdown()
+
+        // The origin notices the closes on its own threads; give it a moment.
+        let deadline = DispatchTime.now() + .seconds(5)
+        while origin.connectionsOpen > 0, DispatchTime.now() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(origin.connectionsOpen == 0)
+    }
+
     @Test func shutdownCancelsWhatIsRunningAndLaterStartsFailAtOnce() async throws {
         let origin = try TestOrigin { _ in OriginResponse(body: randomBytes(1_000_000), behaviour: .stallAfter(1000)) }
         defer { origin.stop() }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import Transfer
 
@@ -215,6 +216,20 @@ import Transfer
             Issue.record("expected unsupportedScheme, got \(String(describing: result.failure))")
             return
         }
+    }
+
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/full"), "needs /dev/full"))
+    func aFullDiskIsDiskFull() async throws {
+        let origin = try TestOrigin { _ in OriginResponse(body: randomBytes(100_000)) }
+        defer { origin.stop() }
+        let engine = makeEngine()
+        defer { engine.shutdown() }
+
+        // Every write to /dev/full fails with ENOSPC.
+        let result = await engine.run(download(origin.url("/"), to: "/dev/full"))
+
+        #expect(result.failure == .diskFull)
+        #expect(result.httpStatus == 200)
     }
 
     @Test func anUnwritableFileIsAFileError() async throws {

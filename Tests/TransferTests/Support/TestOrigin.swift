@@ -74,6 +74,7 @@ final class TestOrigin: Sendable {
     private let listener: Int32
     private let handler: @Sendable (OriginRequest) -> OriginResponse
     private let connections = Atomic<Int>(0)
+    private let openConnections = Atomic<Int>(0)
     private let bodyBytes = Atomic<Int>(0)
     private let received = Mutex<[OriginRequest]>([])
 
@@ -103,6 +104,8 @@ final class TestOrigin: Sendable {
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
     var connectionsAccepted: Int { connections.load(ordering: .sequentiallyConsistent) }
+    /// Connections the client has not closed yet.
+    var connectionsOpen: Int { openConnections.load(ordering: .sequentiallyConsistent) }
     var bodyBytesServed: Int { bodyBytes.load(ordering: .sequentiallyConsistent) }
     var requests: [OriginRequest] { received.withLock { $0 } }
 
@@ -120,6 +123,7 @@ final class TestOrigin: Sendable {
                 return
             }
             connections.add(1, ordering: .sequentiallyConsistent)
+            openConnections.add(1, ordering: .sequentiallyConsistent)
             let thread = Thread { [self] in serve(client) }
             thread.start()
         }
@@ -127,7 +131,10 @@ final class TestOrigin: Sendable {
 
     private func serve(_ client: Int32) {
         var pending: [UInt8] = []
-        defer { close(client) }
+        defer {
+            close(client)
+            openConnections.subtract(1, ordering: .sequentiallyConsistent)
+        }
         while let request = readRequest(client, &pending) {
             received.withLock { $0.append(request) }
             let response = handler(request)
