@@ -35,6 +35,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // `make fuzz`: libFuzzer over the request parser; built plainly, it replays a corpus.
+        .executableTarget(name: "RequestParserFuzz", dependencies: ["HTTPServer"], path: "Fuzz/RequestParserFuzz"),
+
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "TransferTests", dependencies: [
             "Transfer",

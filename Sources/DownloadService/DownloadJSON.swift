@@ -19,15 +19,7 @@ enum DownloadJSON {
         json.field("bytesExpected", d.bytesExpected)
         json.field("attempts", d.attempts)
         json.field("httpStatus", d.httpStatus)
-        json.key("error")
-        if let error = d.error {
-            json.beginObject()
-            json.field("code", error.code)
-            json.field("message", error.message)
-            json.endObject()
-        } else {
-            json.value(nil as String?)
-        }
+        writeError(d.error, into: &json)
         json.field("sha256", d.sha256 ?? d.expectedSHA256)
         json.field("webhookURL", d.webhookURL)
         json.field("overwrite", d.overwrite)
@@ -35,6 +27,16 @@ enum DownloadJSON {
         json.field("startedAt", d.startedAt.map(RFC3339.format))
         json.field("finishedAt", d.finishedAt.map(RFC3339.format))
         json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
+        json.endObject()
+    }
+
+    /// `"error": {"code", "message"}` or `"error": null`.
+    static func writeError(_ error: DownloadError?, into json: inout JSONWriter) {
+        json.key("error")
+        guard let error else { return json.value(nil as String?) }
+        json.beginObject()
+        json.field("code", error.code)
+        json.field("message", error.message)
         json.endObject()
     }
 

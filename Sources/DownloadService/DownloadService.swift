@@ -18,6 +18,7 @@ public final class DownloadService: Sendable {
     let events: WebhookEvents
     let authenticator: Authenticator
     let server: HTTPServer
+    let lock: DataDirectoryLock
 
     public init(configuration: Configuration, logger: Logger, clock: Clock = .system) throws {
         self.configuration = configuration
@@ -34,6 +35,7 @@ public final class DownloadService: Sendable {
                 throw Configuration.Invalid(description: "cannot create directory \(directory): \(error.localizedDescription)")
             }
         }
+        lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         authenticator = try Authenticator(tokens: configuration.apiTokens, tokensFile: configuration.apiTokensFile)
         store = try Store(path: configuration.databasePath)
         engine = TransferEngine(logger: logger)
@@ -96,6 +98,7 @@ public final class DownloadService: Sendable {
         router.add("DELETE", "/downloads/{id}", guarded { _, p, _ in downloads.cancel(p["id"] ?? "") })
         router.add("POST", "/downloads/{id}/pause", guarded { _, p, _ in downloads.pause(p["id"] ?? "") })
         router.add("POST", "/downloads/{id}/resume", guarded { _, p, _ in downloads.resume(p["id"] ?? "") })
+        router.add("GET", "/downloads/{id}/attempts", guarded { _, p, _ in downloads.attempts(p["id"] ?? "") })
         router.add("GET", "/downloads/{id}/events", guarded { request, p, _ in
             events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])
         })

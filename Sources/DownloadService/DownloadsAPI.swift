@@ -105,6 +105,31 @@ struct DownloadsAPI: Sendable {
         return .json(200, encode(download))
     }
 
+    /// `GET /downloads/{id}/attempts`: every attempt so far, oldest first.
+    func attempts(_ id: String) -> HTTPResponse {
+        guard (try? store.download(id: id)) != nil else { return Self.notFound(id) }
+        guard let records = try? store.attempts(of: id) else { return Self.unavailable("the attempts could not be read") }
+        var json = JSONWriter(capacity: 200 * records.count + 16)
+        json.beginObject()
+        json.key("items")
+        json.beginArray()
+        for record in records {
+            json.beginObject()
+            json.field("number", record.number)
+            json.field("startedAt", RFC3339.format(record.startedAt))
+            json.field("endedAt", RFC3339.format(record.endedAt))
+            json.field("outcome", record.outcome)
+            DownloadJSON.writeError(record.error, into: &json)
+            json.field("httpStatus", record.httpStatus)
+            json.field("bytesTransferred", record.bytesTransferred)
+            json.field("bytesOnDisk", record.bytesOnDisk)
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        return .json(200, json.bytes)
+    }
+
     func list(_ request: HTTPRequest) -> HTTPResponse {
         var errors: [FieldError] = []
         var state: DownloadState?

@@ -15,6 +15,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         var transferID: TransferID?
         var stopReason: StopReason?
         var persistedAt: Int64
+        var attemptStartedAt: Int64
     }
 
     let queue = DispatchQueue(label: "fetchd.scheduler")
@@ -145,7 +146,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         request.maxBytes = configuration.maxDownloadBytes
         request.stallTimeout = configuration.stallTimeout
         request.addressPolicy = configuration.addressPolicy
-        active[id] = Active(download: job, transferID: nil, stopReason: nil, persistedAt: now)
+        active[id] = Active(download: job, transferID: nil, stopReason: nil, persistedAt: now, attemptStartedAt: now)
         perHost.withLock { $0[job.hostKey, default: 0] += 1 }
         runningCount.add(1, ordering: .relaxed)
         logger.info("transfer started", metadata: ["download.id": "\(id)", "attempt": "\(job.attempts)", "resume.offset": "\(resumeFrom)"])
@@ -185,7 +186,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         }
         runningCount.subtract(1, ordering: .relaxed)
         liveBytes.withLock { _ = $0.removeValue(forKey: id) }
-        let outcome = Settlement(scheduler: self, job: running.download, result: result, now: clock.now())
+        let outcome = Settlement(scheduler: self, job: running.download, result: result, startedAt: running.attemptStartedAt, now: clock.now())
         if let reason = running.stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {
             outcome.stopped(reason)
         } else {

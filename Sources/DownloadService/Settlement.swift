@@ -9,6 +9,7 @@ struct Settlement {
     let scheduler: Scheduler
     let job: Download
     let result: TransferResult
+    let startedAt: Int64
     let now: Int64
 
     private var store: Store { scheduler.store }
@@ -37,14 +38,18 @@ struct Settlement {
         switch reason {
         case .cancel:
             scheduler.partials.remove(job.id)
+            save { try store.record(attempt("cancelled"), of: job.id) }
         case .pause:
-            save { try store.updateProgress(id: job.id, bytesReceived: result.bytesOnDisk, bytesExpected: result.bytesExpected, validator: result.validator) }
+            save {
+                try store.updateProgress(id: job.id, bytesReceived: result.bytesOnDisk, bytesExpected: result.bytesExpected, validator: result.validator)
+                try store.record(attempt("paused"), of: job.id)
+            }
         case .shutdown:
             var queued = attemptRecorded()
             queued.state = .queued
             queued.runAt = now
             queued.error = job.error
-            saveTransition(queued)
+            saveTransition(queued, attempt: attempt("interrupted"))
         }
     }
 
@@ -70,7 +75,7 @@ struct Settlement {
         done.bytesExpectedFromOrigin = done.bytesExpectedFromOrigin ?? result.bytesOnDisk
         done.error = nil
         done.finishedAt = now
-        if commit(done) {
+        if commit(done, attempt: attempt("completed")) {
             scheduler.partials.remove(job.id)
             logger.info("download completed", metadata: ["download.id": "\(job.id)", "bytes": "\(result.bytesOnDisk)"])
         } else {
@@ -89,7 +94,7 @@ struct Settlement {
         logger.info("download will retry", metadata: [
             "download.id": "\(job.id)", "error.code": "\(cause.code)", "retry.in": "\(seconds)s", "http.status": "\(result.httpStatus ?? 0)",
         ])
-        saveTransition(queued)
+        saveTransition(queued, attempt: attempt("retry", error: cause))
     }
 
     private func fail(_ error: DownloadError) {
@@ -98,8 +103,15 @@ struct Settlement {
         failed.error = error
         failed.finishedAt = now
         logger.info("download failed", metadata: ["download.id": "\(job.id)", "error.code": "\(error.code)", "http.status": "\(result.httpStatus ?? 0)"])
-        _ = commit(failed)
+        // The data is of no use now; removing it first frees the space a full disk needs for the commit.
         scheduler.partials.remove(job.id)
+        failed.bytesReceived = 0
+        _ = commit(failed, attempt: attempt("failed", error: error))
+    }
+
+    private func attempt(_ outcome: String, error: DownloadError? = nil) -> AttemptRecord {
+        AttemptRecord(number: job.attempts, startedAt: startedAt, endedAt: now, outcome: outcome, error: error,
+                      httpStatus: result.httpStatus, bytesTransferred: result.bytesThisAttempt, bytesOnDisk: result.bytesOnDisk)
     }
 
     /// The job with what this attempt learned: status, sizes and the validator of the partial data.
@@ -113,12 +125,13 @@ struct Settlement {
     }
 
     /// A terminal transition with its webhook event (and `session.finished` if it was the session's last live job).
-    private func commit(_ terminal: Download) -> Bool {
+    private func commit(_ terminal: Download, attempt: AttemptRecord) -> Bool {
         let events = scheduler.events
         let now = self.now
         var committed = false
         save {
-            committed = try store.update(terminal, expecting: [.running], events: [events.terminal(terminal, now: now)]) { snapshot in
+            committed = try store.update(terminal, expecting: [.running], events: [events.terminal(terminal, now: now)],
+                                         attempt: attempt) { snapshot in
                 [events.sessionFinished(snapshot, now: now)]
             }
         }
@@ -130,9 +143,9 @@ struct Settlement {
     }
 
     /// A non-terminal transition from `running` (back to the queue).
-    private func saveTransition(_ download: Download) {
+    private func saveTransition(_ download: Download, attempt: AttemptRecord) {
         save {
-            if try store.update(download, expecting: [.running]) { scheduler.hub.publish(download.id, .state(download)) }
+            if try store.update(download, expecting: [.running], attempt: attempt) { scheduler.hub.publish(download.id, .state(download)) }
         }
     }
 

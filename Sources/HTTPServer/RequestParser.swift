@@ -6,8 +6,11 @@ import Glibc
 /// until it gets something other than `.needMore`. Bytes past the end of a request stay
 /// buffered for the next one (pipelining). After `.reject` the parser stops: the framing of
 /// the rest of the stream can no longer be trusted.
-struct RequestParser {
-    enum Action {
+///
+/// `package` rather than internal so that the fuzz target (Fuzz/RequestParserFuzz) drives it
+/// exactly as the connection does.
+package struct RequestParser {
+    package enum Action {
         /// Read more bytes.
         case needMore
         /// Write "HTTP/1.1 100 Continue" (the client waits for it before sending the body),
@@ -67,14 +70,14 @@ struct RequestParser {
     private var chunked: ChunkedDecoder
     private var body: [UInt8] = []
 
-    init(configuration: HTTPServerConfiguration, remoteAddress: String) {
+    package init(configuration: HTTPServerConfiguration, remoteAddress: String) {
         self.configuration = configuration
         self.remoteAddress = remoteAddress
         chunked = ChunkedDecoder(maxBodyBytes: configuration.maxBodyBytes, maxTrailerBytes: configuration.maxHeaderBytes)
     }
 
     /// Bytes received but not yet consumed by a request.
-    var bufferedByteCount: Int { buffer.count - start }
+    package var bufferedByteCount: Int { buffer.count - start }
 
     var phase: Phase {
         switch state {
@@ -85,11 +88,11 @@ struct RequestParser {
         }
     }
 
-    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
         buffer.append(contentsOf: bytes)
     }
 
-    mutating func next() -> Action {
+    package mutating func next() -> Action {
         switch state {
         case .idle:
             compact()

@@ -71,6 +71,22 @@ enum Migrations {
             PRIMARY KEY (principal, key)
         ) WITHOUT ROWID;
         """,
+        // 2: the history of every attempt, for clients asking why a job is where it is.
+        """
+        CREATE TABLE download_attempts (
+            download_id TEXT NOT NULL REFERENCES downloads(id) ON DELETE CASCADE,
+            number INTEGER NOT NULL,
+            started_at INTEGER NOT NULL,
+            ended_at INTEGER NOT NULL,
+            outcome TEXT NOT NULL,
+            error_code TEXT,
+            error_message TEXT,
+            http_status INTEGER,
+            bytes_transferred INTEGER NOT NULL,
+            bytes_on_disk INTEGER NOT NULL,
+            PRIMARY KEY (download_id, number)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

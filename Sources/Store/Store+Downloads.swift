@@ -65,7 +65,7 @@ extension Store {
     /// `sessionFinished` is asked for the events that announce it, in the same transaction.
     /// Returns false, writing nothing, if the stored state was not one expected.
     public func update(
-        _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent] = [],
+        _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent] = [], attempt: AttemptRecord? = nil,
         sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil
     ) throws -> Bool {
         try withConnection { db in
@@ -77,6 +77,7 @@ extension Store {
                 values.append(.text(download.id))
                 try db.prepare("UPDATE downloads SET \(assignments) WHERE id = ? AND state IN (\(states))").run(values)
                 guard db.changes == 1 else { return false }
+                if let attempt { try Self.record(db, attempt: attempt, of: download.id) }
                 var allEvents = events
                 if download.state.isTerminal, let sessionFinished,
                    let snapshot = try Self.finishedSession(db, session: download.session) {
@@ -86,6 +87,37 @@ extension Store {
                 return true
             }
         }
+    }
+
+    /// The attempts of a job, oldest first.
+    public func attempts(of id: String) throws -> [AttemptRecord] {
+        try withConnection { db in
+            try db.prepare("""
+                SELECT number, started_at, ended_at, outcome, error_code, error_message, http_status, bytes_transferred, bytes_on_disk
+                FROM download_attempts WHERE download_id = ? ORDER BY number
+                """).query([.text(id)]) { row in
+                AttemptRecord(
+                    number: row.int(0), startedAt: row.int64(1), endedAt: row.int64(2), outcome: row.string(3),
+                    error: row.optionalString(4).map { DownloadError(code: $0, message: row.optionalString(5) ?? "") },
+                    httpStatus: row.optionalInt(6), bytesTransferred: row.int64(7), bytesOnDisk: row.int64(8))
+            }
+        }
+    }
+
+    /// Records an attempt that ended without a state change of its own (a pause or cancel stopped it).
+    public func record(_ attempt: AttemptRecord, of id: String) throws {
+        try withConnection { db in try Self.record(db, attempt: attempt, of: id) }
+    }
+
+    static func record(_ db: SQLiteConnection, attempt: AttemptRecord, of id: String) throws {
+        try db.prepare("""
+            INSERT OR REPLACE INTO download_attempts (download_id, number, started_at, ended_at, outcome, error_code,
+            error_message, http_status, bytes_transferred, bytes_on_disk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).run([
+            .text(id), .integer(Int64(attempt.number)), .integer(attempt.startedAt), .integer(attempt.endedAt),
+            .text(attempt.outcome), attempt.error.map { .text($0.code) } ?? .null, attempt.error.map { .text($0.message) } ?? .null,
+            attempt.httpStatus.map { .integer(Int64($0)) } ?? .null, .integer(attempt.bytesTransferred), .integer(attempt.bytesOnDisk),
+        ])
     }
 
     /// Progress is not a state change: it is written only while the job is still live.

@@ -58,3 +58,30 @@ public struct SessionSnapshot: Sendable {
     public var counts: [DownloadState: Int]
     public var webhookURLs: [String]
 }
+
+/// How one attempt of a job went.
+public struct AttemptRecord: Sendable, Equatable {
+    public var number: Int
+    public var startedAt: Int64
+    public var endedAt: Int64
+    /// `completed`, `retry`, `failed`, `paused`, `cancelled` or `interrupted` (fetchd stopped).
+    public var outcome: String
+    public var error: DownloadError?
+    public var httpStatus: Int?
+    /// Body bytes received in this attempt.
+    public var bytesTransferred: Int64
+    /// The partial file's length when the attempt ended.
+    public var bytesOnDisk: Int64
+
+    public init(number: Int, startedAt: Int64, endedAt: Int64, outcome: String, error: DownloadError?, httpStatus: Int?,
+                bytesTransferred: Int64, bytesOnDisk: Int64) {
+        self.number = number
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.outcome = outcome
+        self.error = error
+        self.httpStatus = httpStatus
+        self.bytesTransferred = bytesTransferred
+        self.bytesOnDisk = bytesOnDisk
+    }
+}

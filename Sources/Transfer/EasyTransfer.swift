@@ -333,12 +333,19 @@ final class EasyTransfer {
         }
         result.bytesOnDisk = file.length
         work.enter()
+        let onComplete = onComplete
         guard checkComplete(&result, file: file) else {
-            file.abandon { work.leave() }
-            onComplete(result)
+            // Report only once the file is closed: the caller may delete it, and a deleted file
+            // that is still open keeps its space, so a full disk would stay full.
+            let closed = result
+            file.abandon {
+                queue.async {
+                    onComplete(closed)
+                    work.leave()
+                }
+            }
             return
         }
-        let onComplete = onComplete
         let unhashed = result
         file.finish { digest in
             var hashed = unhashed

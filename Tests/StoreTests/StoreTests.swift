@@ -140,6 +140,27 @@ func makeDownload(_ id: String, destination: String? = nil, session: String = "d
         #expect(try db.store.dueDeliveries(now: 10_000, limit: 10, excluding: []).isEmpty)
     }
 
+    @Test func attemptsAreRecordedWithTheTransitionThatEndsThem() throws {
+        let db = try TemporaryStore()
+        var job = makeDownload("01A")
+        _ = try db.store.insert(job, idempotency: nil)
+        job.state = .running
+        job.attempts = 1
+        #expect(try db.store.update(job, expecting: [.queued]))
+        job.state = .queued
+        let retry = AttemptRecord(number: 1, startedAt: 10, endedAt: 20, outcome: "retry",
+                                  error: DownloadError(code: "http_status", message: "503"), httpStatus: 503,
+                                  bytesTransferred: 0, bytesOnDisk: 0)
+        // A failed compare-and-set records nothing.
+        #expect(try db.store.update(job, expecting: [.paused], attempt: retry) == false)
+        #expect(try db.store.attempts(of: "01A").isEmpty)
+        #expect(try db.store.update(job, expecting: [.running], attempt: retry))
+        let paused = AttemptRecord(number: 2, startedAt: 30, endedAt: 40, outcome: "paused", error: nil, httpStatus: 200,
+                                   bytesTransferred: 5, bytesOnDisk: 5)
+        try db.store.record(paused, of: "01A")
+        #expect(try db.store.attempts(of: "01A") == [retry, paused])
+    }
+
     @Test func theStateColumnRejectsUnknownStates() throws {
         let db = try TemporaryStore()
         _ = try db.store.insert(makeDownload("01A"), idempotency: nil)

@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -445,6 +446,19 @@ def _read_body(handler: http.server.BaseHTTPRequestHandler) -> bytes:
 
 
 @dataclass
+class Fault:
+    """One misbehaviour, used up by one GET: answer `status` (with `headers`) instead of the
+    body, or send the body but reset the connection (`reset_after`) or go silent for
+    `stall_seconds` (`stall_after`) once that many body bytes are out."""
+    status: Optional[int] = None
+    headers: dict[str, str] = field(default_factory=dict)
+    reset_after: Optional[int] = None
+    stall_after: Optional[int] = None
+    stall_seconds: float = 0.0
+    after: Optional[Callable[[], None]] = None  # run once the fault is done (e.g. change the resource)
+
+
+@dataclass
 class Resource:
     body: bytes = b""
     status: int = 200
@@ -452,6 +466,8 @@ class Resource:
     rate: Optional[int] = None  # bytes per second; None = as fast as possible
     headers: dict[str, str] = field(default_factory=dict)
     ranges: bool = True
+    content_length: bool = True  # False: no Content-Length, the body ends when the connection closes
+    faults: list[Fault] = field(default_factory=list)  # consumed one per GET, first to last
 
 
 @dataclass
@@ -478,11 +494,24 @@ class _OriginHandler(http.server.BaseHTTPRequestHandler):
     def _serve(self, head: bool):
         origin: Origin = self.server.owner
         path = self.path.split("?")[0]
+        origin._track(path, +1)
+        try:
+            self._respond(origin, path, head)
+        finally:
+            origin._track(path, -1)
+
+    def _respond(self, origin: "Origin", path: str, head: bool):
         origin._record(OriginRequest(time.time(), self.command, path,
                                      {k.lower(): v for k, v in self.headers.items()}))
         res = origin.resources.get(path)
         if res is None:
             self._send_simple(404, b"no such resource\n")
+            return
+        fault = res.faults.pop(0) if res.faults and not head else None
+        if fault is not None and fault.status is not None:
+            self._send_simple(fault.status, b"origin says %d\n" % fault.status, fault.headers)
+            if fault.after:
+                fault.after()
             return
         if res.status != 200:
             self._send_simple(res.status, b"origin says %d\n" % res.status, res.headers)
@@ -512,7 +541,10 @@ class _OriginHandler(http.server.BaseHTTPRequestHandler):
         chunk = body[start:end + 1]
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(chunk)))
+        if res.content_length:
+            self.send_header("Content-Length", str(len(chunk)))
+        else:
+            self.close_connection = True
         if res.ranges:
             self.send_header("Accept-Ranges", "bytes")
         if res.etag:
@@ -524,24 +556,46 @@ class _OriginHandler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if head:
             return
+        if fault is not None and fault.reset_after is not None:
+            self._write_throttled(chunk[:fault.reset_after], res)
+            self._reset()
+            if fault.after:
+                fault.after()
+            return
+        if fault is not None and fault.stall_after is not None:
+            self._write_throttled(chunk[:fault.stall_after], res)
+            origin.stopping.wait(fault.stall_seconds)
+            self.close_connection = True
+            return
         self._write_throttled(chunk, res)
 
+    def _reset(self):
+        """Abort the connection with a TCP RST (SO_LINGER 0), as a crashed origin would, after
+        giving the client a moment to read what was sent (a RST discards unread data)."""
+        self.wfile.flush()
+        time.sleep(0.2)
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
+
     def _write_throttled(self, data: bytes, res: Resource):
+        """Write `data` at the resource's rate (which may change meanwhile, e.g. lifted for a
+        resume), counting what reaches the socket."""
         origin: Origin = self.server.owner
+        path = self.path.split("?")[0]
+        tick = 0.05
         try:
-            if not res.rate:
-                self.wfile.write(data)
-                return
-            tick = 0.05
-            step = max(1, int(res.rate * tick))
-            for off in range(0, len(data), step):
+            off = 0
+            while off < len(data):
                 if origin.stopping.is_set():
                     self.close_connection = True
                     return
-                self.wfile.write(data[off:off + step])
+                step = max(1, int(res.rate * tick)) if res.rate else len(data) - off
+                piece = data[off:off + step]
+                self.wfile.write(piece)
                 self.wfile.flush()
-                # The rate may change while a transfer runs (e.g. lifted for a resume).
-                if res.rate:
+                origin._count(path, len(piece))
+                off += len(piece)
+                if res.rate and off < len(data):
                     time.sleep(tick)
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
@@ -566,15 +620,36 @@ class Origin(_ServerThread):
         super().__init__()
         self.resources: dict[str, Resource] = {}
         self.requests: list[OriginRequest] = []
+        self.body_bytes: dict[str, int] = {}  # body bytes handed to the socket, per path
+        self.responding: dict[str, int] = {}  # responses being written, per path
         self._lock = threading.Lock()
 
     def add(self, path: str, body: bytes = b"", *, status: int = 200, rate: int | None = None,
-            etag: str | None = "auto", headers: dict[str, str] | None = None, ranges: bool = True) -> str:
+            etag: str | None = "auto", headers: dict[str, str] | None = None, ranges: bool = True,
+            content_length: bool = True, faults: list[Fault] | None = None) -> str:
         if etag == "auto":
             etag = '"' + sha256_hex(body)[:20] + '"'
         self.resources[path] = Resource(body=body, status=status, etag=etag, rate=rate,
-                                        headers=headers or {}, ranges=ranges)
+                                        headers=headers or {}, ranges=ranges,
+                                        content_length=content_length, faults=list(faults or []))
         return self.url(path)
+
+    def _track(self, path: str, delta: int):
+        with self._lock:
+            self.responding[path] = self.responding.get(path, 0) + delta
+
+    def busy(self, path: str) -> bool:
+        """True while a response for `path` is still being written."""
+        with self._lock:
+            return self.responding.get(path, 0) > 0
+
+    def _count(self, path: str, n: int):
+        with self._lock:
+            self.body_bytes[path] = self.body_bytes.get(path, 0) + n
+
+    def served(self, path: str) -> int:
+        with self._lock:
+            return self.body_bytes.get(path, 0)
 
     def url(self, path: str) -> str:
         return self.base_url + path

@@ -1,0 +1,1 @@
+"""Shared helpers of the fetchd benchmark suite: processes, origin, fetchd client, wrk, table."""

@@ -1,0 +1,99 @@
+"""The origin every tool downloads from: nginx on loopback serving generated files.
+
+`/files/...` is served at full speed, `/slow/...` the same files at `limit_rate` per connection.
+"""
+import os
+import socket
+import subprocess
+import time
+
+from . import procs
+
+CONFIG = """
+user root root;
+worker_processes 2;
+worker_rlimit_nofile 16384;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 8192; }}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+    client_body_temp_path {prefix}/tmp;
+    default_type application/octet-stream;
+    server {{
+        listen 127.0.0.1:{port};
+        location /files/ {{ alias {root}/; }}
+        location /slow/ {{ alias {root}/; limit_rate {limit_rate}; }}
+    }}
+}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def accepting(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:port."""
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+def make_file(path: str, size: int):
+    """A file of `size` random bytes, kept if it already has that size."""
+    if os.path.exists(path) and os.path.getsize(path) == size:
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    chunk = 1 << 20
+    with open(path + ".tmp", "wb") as f:
+        left = size
+        while left > 0:
+            f.write(os.urandom(min(chunk, left)))
+            left -= chunk
+    os.rename(path + ".tmp", path)
+
+
+def make_small_files(directory: str, count: int, size: int) -> list[str]:
+    """`count` distinct files f0..f{count-1}.bin of `size` bytes; returns their names."""
+    os.makedirs(directory, exist_ok=True)
+    names = [f"f{i}.bin" for i in range(count)]
+    for name in names:
+        path = os.path.join(directory, name)
+        if not (os.path.exists(path) and os.path.getsize(path) == size):
+            with open(path, "wb") as f:
+                f.write(os.urandom(size))
+    return names
+
+
+class Origin:
+    def __init__(self, workdir: str, root: str, limit_rate: str = "100k"):
+        self.prefix = os.path.join(workdir, "nginx")
+        os.makedirs(os.path.join(self.prefix, "tmp"), exist_ok=True)
+        self.port = free_port()
+        conf = os.path.join(self.prefix, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(CONFIG.format(prefix=self.prefix, port=self.port, root=root, limit_rate=limit_rate))
+        self.proc = procs.spawn(["nginx", "-p", self.prefix, "-c", conf, "-g", "daemon off;"],
+                                stderr=subprocess.PIPE)
+        procs.wait_until(self._accepting, 10, what="nginx to listen")
+
+    def _accepting(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError("nginx exited: " + self.proc.stderr.read().decode(errors="replace"))
+        return accepting(self.port)
+
+    def url(self, name: str, slow: bool = False) -> str:
+        return f"http://127.0.0.1:{self.port}/{'slow' if slow else 'files'}/{name}"
+
+    def stop(self):
+        procs.stop(self.proc, timeout=5)
+        time.sleep(0.05)

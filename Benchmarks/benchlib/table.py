@@ -1,0 +1,78 @@
+"""Results: one row per figure, fetchd's median beside a peer's, the ratio and the target."""
+import statistics
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Row:
+    scenario: str
+    metric: str
+    unit: str
+    fetchd: list[float]                  # one value per round
+    peer: str = ""                       # e.g. "curl -o"
+    peer_values: list[float] = field(default_factory=list)
+    target: str = ""                     # e.g. "ratio >= 0.95", "<= 150"
+    note: str = ""
+
+    @property
+    def value(self) -> float:
+        return statistics.median(self.fetchd)
+
+    @property
+    def peer_value(self) -> float | None:
+        return statistics.median(self.peer_values) if self.peer_values else None
+
+    @property
+    def ratio(self) -> float | None:
+        peer = self.peer_value
+        return self.value / peer if peer else None
+
+    @property
+    def spread(self) -> str:
+        """(max - min) / median of fetchd's rounds: how noisy this figure was."""
+        if len(self.fetchd) < 2 or not self.value:
+            return ""
+        return f"±{(max(self.fetchd) - min(self.fetchd)) / self.value / 2:.0%}"
+
+    @property
+    def met(self) -> bool | None:
+        if not self.target:
+            return None
+        subject, op, bound = self.target.split()
+        value = self.ratio if subject == "ratio" else self.value
+        if value is None:
+            return None
+        return value >= float(bound) if op == ">=" else value <= float(bound)
+
+
+def fmt(value: float | None) -> str:
+    if value is None:
+        return ""
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    if abs(value) >= 0.1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def render(rows: list[Row]) -> str:
+    """A Markdown table (readable as plain text too)."""
+    head = ["scenario", "metric", "fetchd", "spread", "peer", "peer value", "fetchd/peer", "target", "met"]
+    lines = [head]
+    for r in rows:
+        met = {True: "yes", False: "**NO**", None: ""}[r.met]
+        unit = f" {r.unit}" if r.unit else ""
+        lines.append([r.scenario, r.metric + (f" ({r.note})" if r.note else ""), fmt(r.value) + unit, r.spread,
+                      r.peer, fmt(r.peer_value) + (unit if r.peer_values else ""), fmt(r.ratio),
+                      r.target.replace("value ", ""), met])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    out = []
+    for n, line in enumerate(lines):
+        out.append("| " + " | ".join(cell.ljust(w) for cell, w in zip(line, widths)) + " |")
+        if n == 0:
+            out.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(out)

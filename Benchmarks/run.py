@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""fetchd's benchmark suite: fetchd beside curl and aria2 on loopback, one table at the end.
+
+    python3 Benchmarks/run.py [--quick] [--only single,small,intake,queue,concurrency]
+                              [--rounds N] [--profile DIR] [--fetchd PATH] [--json FILE]
+
+`make bench` and `make bench-quick` install nginx-light, aria2 and wrk, build fetchd in release
+mode and run this. See Benchmarks/README.md for what each scenario measures and how.
+"""
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from benchlib import procs  # noqa: E402
+from benchlib.context import Context  # noqa: E402
+from benchlib.table import render  # noqa: E402
+from scenarios import concurrency, intake, queue, single, small  # noqa: E402
+
+SCENARIOS = {"single": single, "small": small, "intake": intake, "queue": queue, "concurrency": concurrency}
+TOOLS = ["nginx", "aria2c", "wrk", "curl"]
+
+
+def main() -> int:
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller queue and shorter runs: under 3 minutes")
+    parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per scenario (median reported)")
+    parser.add_argument("--profile", metavar="DIR", help="sample fetchd with perf during each measurement")
+    parser.add_argument("--fetchd", default=os.environ.get("FETCHD_BIN", os.path.join(repo, ".build/release/fetchd")))
+    parser.add_argument("--json", metavar="FILE", help="also write every round's figures as JSON")
+    parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fetchd-bench-files"),
+                        help="where generated origin files are kept between runs")
+    args = parser.parse_args()
+
+    missing = [tool for tool in TOOLS if not shutil.which(tool)]
+    if missing or not os.access(args.fetchd, os.X_OK):
+        sys.exit(f"missing: {' '.join(missing + ([args.fetchd] if not os.access(args.fetchd, os.X_OK) else []))} "
+                 "(make bench installs and builds them)")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+
+    workdir = tempfile.mkdtemp(prefix="fetchd-bench-")
+    ctx = Context(os.path.abspath(args.fetchd), workdir, args.cache, args.quick, args.rounds,
+                  os.path.abspath(args.profile) if args.profile else None)
+    header = describe(repo, args)
+    started = time.perf_counter()
+    rows = []
+    try:
+        for name in args.only.split(","):
+            ctx.log(f"scenario {name}")
+            rows += SCENARIOS[name].run(ctx)
+    finally:
+        procs.stop_all()
+        shutil.rmtree(workdir, ignore_errors=True)
+    header += f", took {time.perf_counter() - started:.0f} s, load average after {os.getloadavg()[0]:.1f}"
+    print(f"\n{header}\n\n{render(rows)}\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"header": header, "rows": [vars(r) for r in rows]}, f, indent=1)
+    print(f"targets met: {sum(r.met is True for r in rows)} of {sum(r.met is not None for r in rows)}")
+    return 0
+
+
+def describe(repo: str, args) -> str:
+    commit = subprocess.run(["git", "-C", repo, "describe", "--always", "--dirty"], capture_output=True,
+                            text=True).stdout.strip()
+    mode = "quick" if args.quick else "full"
+    return (f"fetchd {commit or '?'}, {mode}, {args.rounds} rounds, {time.strftime('%Y-%m-%d %H:%M %Z')}, "
+            f"nproc {os.cpu_count()}, Linux {platform.release()}, load average before {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per benchmark scenario; each has run(ctx) -> list[Row]."""

@@ -1,0 +1,50 @@
+"""3. intake: POST /downloads per second with wrk at 64 connections (unique destinations, a far-future
+earliestBeginDate so nothing downloads) vs aria2's JSON-RPC aria2.addUri with pause=true.
+Each round starts both services afresh, so every round meets an empty queue."""
+import os
+
+from benchlib import procs, wrk
+from benchlib.fetchd import Fetchd
+from benchlib.origin import accepting, free_port
+from benchlib.table import Row
+from .common import FAR_FUTURE, alternating
+
+CONNECTIONS = 64
+ORIGIN = "http://127.0.0.1:9/never-fetched.bin"
+
+
+def run(ctx) -> list[Row]:
+    seconds = 5 if ctx.quick else 10
+
+    def with_fetchd(r):
+        fetchd = Fetchd(ctx.fetchd_bin, ctx.fresh("intake-fetchd"))
+        with ctx.profiled(fetchd.pid, f"intake-r{r}"):
+            result = wrk.run(fetchd.base + "/downloads", CONNECTIONS, duration=seconds,
+                             script=wrk.lua("post_downloads.lua"), script_args=[ORIGIN, f"r{r}", "intake", FAR_FUTURE])
+        fetchd.stop()
+        return result
+
+    def with_aria2(r):
+        port = free_port()
+        aria2 = procs.spawn(["aria2c", "--enable-rpc", f"--rpc-listen-port={port}", "--rpc-listen-all=false",
+                             "-d", ctx.fresh("intake-aria2"), "--console-log-level=error", "-q"])
+        procs.wait_until(lambda: accepting(port), 10, what="aria2 RPC")
+        result = wrk.run(f"http://127.0.0.1:{port}/jsonrpc", CONNECTIONS, duration=seconds,
+                         script=wrk.lua("aria2_adduri.lua"), script_args=[ORIGIN, f"r{r}"])
+        procs.stop(aria2)
+        return result
+
+    tools = {"fetchd": with_fetchd, "aria2": with_aria2}
+    rps = {name: [] for name in tools}
+    failed = {name: 0 for name in tools}
+    for r, name in alternating(list(tools), ctx.rounds):
+        result = tools[name](r)
+        rps[name].append(result["rps"])
+        failed[name] += result["failed"]
+        ctx.log(f"intake round {r + 1} {name}: {result['rps']:.0f} req/s, {result['failed']} failed")
+    note = f"{CONNECTIONS} conns, {seconds} s"
+    if failed["fetchd"] or failed["aria2"]:
+        note += f"; failed: fetchd {failed['fetchd']}, aria2 {failed['aria2']}"
+    return [Row("3 intake", "POST /downloads", "req/s", rps["fetchd"], "aria2.addUri", rps["aria2"],
+                "ratio >= 5", note)]
+

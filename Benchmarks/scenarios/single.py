@@ -1,0 +1,57 @@
+"""1. single: one large file from nginx on loopback to disk; fetchd vs curl -o vs aria2c.
+
+fetchd also computes SHA-256 while downloading and fsyncs before it reports `completed`;
+the `curl | tee | sha256sum; sync FILE` row does the same work with standard tools.
+"""
+import os
+
+from benchlib import procs
+from benchlib.origin import make_file
+from benchlib.table import Row
+from .common import alternating, aria2c, empty_dir, settle_disk, start_pair, timed
+
+SIZE = 512 << 20
+
+
+def run(ctx) -> list[Row]:
+    files = os.path.join(ctx.cache, "single")
+    make_file(os.path.join(files, "big.bin"), SIZE)
+    origin, fetchd = start_pair(ctx, "single", files)
+    url = origin.url("big.bin")
+    out = empty_dir(os.path.join(ctx.workdir, "single-out"))
+    target = os.path.join(out, "big.bin")
+
+    def with_fetchd(r):
+        job = fetchd.api.submit({"url": url, "destination": f"single/r{r}.bin"})
+        job = fetchd.api.wait_terminal(job["id"])
+        if job["state"] != "completed":
+            raise RuntimeError(f"single: fetchd job ended {job['state']}: {job.get('error')}")
+        os.remove(os.path.join(fetchd.root, "single", f"r{r}.bin"))
+
+    tools = {
+        "fetchd": with_fetchd,
+        "curl -o": lambda r: procs.run(["curl", "-sS", "--fail", "-o", target, url]),
+        "curl|tee|sha256sum; sync": lambda r: procs.run(
+            ["bash", "-c", 'set -o pipefail; curl -sS --fail "$1" | tee "$2" | sha256sum >/dev/null && sync "$2"',
+             "-", url, target]),
+        "aria2c": lambda r: procs.run(aria2c("-d", out, "-o", "big.bin", url)),
+    }
+    mib_s = {name: [] for name in tools}
+    with ctx.profiled(fetchd.pid, "single"):
+        for r, name in alternating(list(tools), ctx.rounds):
+            seconds = timed(lambda: tools[name](r))
+            mib_s[name].append(SIZE / (1 << 20) / seconds)
+            ctx.log(f"single round {r + 1} {name}: {mib_s[name][-1]:.0f} MiB/s")
+            if os.path.exists(target):
+                os.remove(target)
+            settle_disk()
+    fetchd.stop()
+    origin.stop()
+    note = "fetchd: SHA-256 + fsync"
+    return [
+        Row("1 single 512 MiB", "throughput", "MiB/s", mib_s["fetchd"], "curl -o", mib_s["curl -o"],
+            "ratio >= 0.95", note),
+        Row("1 single 512 MiB", "throughput", "MiB/s", mib_s["fetchd"], "curl + sha256sum + fsync",
+            mib_s["curl|tee|sha256sum; sync"], note=note),
+        Row("1 single 512 MiB", "throughput", "MiB/s", mib_s["fetchd"], "aria2c", mib_s["aria2c"], note=note),
+    ]
