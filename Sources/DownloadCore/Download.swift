@@ -93,16 +93,6 @@ public struct Download: Sendable, Equatable {
 
     /// `bytesExpected` of the API: the origin's size once known, else the client's hint.
     public var bytesExpected: Int64? { bytesExpectedFromOrigin ?? expectedBytesToReceive }
-
-    /// Why a queued job waits: its own times first, then the capacity it needs.
-    public func waitingFor(now: Int64, hostFull: Bool) -> WaitingFor? {
-        guard state == .queued else { return nil }
-        if runAt > now {
-            if let next = nextAttemptAt, next > now { return .retry }
-            return .earliestBeginDate
-        }
-        return hostFull ? .hostLimit : .slot
-    }
 }
 
 public struct OriginHeader: Sendable, Equatable, Codable {

@@ -28,9 +28,3 @@ public enum Units {
         return value * scale
     }
 }
-
-extension String {
-    var trimmingSpaces: String {
-        String(drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
-    }
-}

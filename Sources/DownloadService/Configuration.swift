@@ -20,7 +20,7 @@ public struct Configuration: Sendable {
     public var webhookSecrets: [String]
     public var webhookRetrySchedule: [Double]
     public var addressPolicy: AddressPolicy
-    public var discretionaryWindow: String?
+    public var discretionaryWindow: DailyWindow?
     public var discretionaryMaxShare: Double
     public var discretionaryMaxDelay: Double
     public var maxDownloadBytes: Int64?
@@ -74,7 +74,10 @@ public struct Configuration: Sendable {
             return cidr
         }
         addressPolicy = AddressPolicy(allowPrivate: allowPrivate, allowedNetworks: networks)
-        discretionaryWindow = reader.optional("discretionary-window")
+        discretionaryWindow = try reader.optional("discretionary-window").map { text throws(Invalid) in
+            guard let window = DailyWindow(text) else { throw reader.invalid("discretionary-window", text, "expected a UTC window like 01:00-06:00") }
+            return window
+        }
         discretionaryMaxShare = try reader.fraction("discretionary-max-share")
         discretionaryMaxDelay = try reader.duration("discretionary-max-delay")
         maxDownloadBytes = try reader.optional("max-download-bytes").map { text throws(Invalid) in try reader.size("max-download-bytes", text) }
@@ -98,6 +101,12 @@ public struct Configuration: Sendable {
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty else { return nil }
         return (host, port)
+    }
+
+    public var capacity: Capacity {
+        Capacity(maxTransfers: maxTransfers, maxTransfersPerHost: maxTransfersPerHost, discretionaryMaxShare: discretionaryMaxShare,
+                 discretionaryMaxDelay: Int64(discretionaryMaxDelay * 1000), discretionaryWindow: discretionaryWindow,
+                 diskReserve: diskReserve)
     }
 
     public var isLoopbackListener: Bool {

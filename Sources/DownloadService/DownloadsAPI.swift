@@ -155,12 +155,11 @@ struct DownloadsAPI: Sendable {
         guard let page = try? store.list(state: state, session: session, limit: limit, cursor: cursor) else {
             return Self.unavailable("the list could not be read")
         }
-        let now = clock.now()
         var json = JSONWriter(capacity: 600 * page.items.count + 64)
         json.beginObject()
         json.key("items")
         json.beginArray()
-        for download in page.items { write(download, now: now, into: &json) }
+        for download in page.items { write(download, into: &json) }
         json.endArray()
         json.field("nextCursor", page.nextCursor)
         json.endObject()
@@ -228,14 +227,13 @@ struct DownloadsAPI: Sendable {
 
     func encode(_ download: Download) -> [UInt8] {
         var json = JSONWriter()
-        write(download, now: clock.now(), into: &json)
+        write(download, into: &json)
         return json.bytes
     }
 
-    private func write(_ download: Download, now: Int64, into json: inout JSONWriter) {
+    private func write(_ download: Download, into json: inout JSONWriter) {
         let live = download.state == .running ? scheduler.liveBytes.withLock { $0[download.id] } : nil
-        let hostFull = !scheduler.isFull() && scheduler.isHostFull(download.hostKey)
-        DownloadJSON.write(download, waitingFor: download.waitingFor(now: now, hostFull: hostFull), liveBytes: live, into: &json)
+        DownloadJSON.write(download, waitingFor: scheduler.waitingFor(download), liveBytes: live, into: &json)
     }
 
     static func invalid(_ errors: [FieldError]) -> HTTPResponse {

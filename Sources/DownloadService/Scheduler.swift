@@ -6,7 +6,7 @@ import Synchronization
 import Transfer
 
 /// Decides which queued jobs run, starts their transfers and settles how each attempt ended.
-/// One timer for the next due job; nothing polls while idle.
+/// One timer for the next change of the queue; nothing polls while idle.
 final class Scheduler: @unchecked Sendable {  // all mutable state below is touched only on `queue`
     enum StopReason { case cancel, pause, shutdown }
 
@@ -16,6 +16,10 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         var stopReason: StopReason?
         var persistedAt: Int64
         var attemptStartedAt: Int64
+        /// Holds one of the discretionary share of slots.
+        var discretionary: Bool
+        /// Bytes it still expects to write, counted against free disk space.
+        var remainingBytes: Int64
     }
 
     let queue = DispatchQueue(label: "fetchd.scheduler")
@@ -26,50 +30,62 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     let hub: EventHub
     let files: DestinationFiles
     let partials: PartialFiles
+    let disk: DiskSpace
     let clock: Clock
     let logger: Logger
-    let policy: RetryPolicy
+    let retryPolicy: RetryPolicy
+    let policy: SchedulingPolicy
     /// Called after a transaction recorded webhook events.
     let onEventsRecorded: @Sendable () -> Void
     /// Bytes on disk of running transfers, for API reads between persisted updates.
     let liveBytes = Mutex<[String: Int64]>([:])
-    let runningCount = Atomic<Int>(0)
-    /// Running transfers per "host:port"; written on `queue`, read by the API to explain waits.
-    let perHost = Mutex<[String: Int]>([:])
+    /// What runs now, published after every change for the API's `waitingFor`.
+    let publishedLoad = Mutex(Load())
 
     private var active: [String: Active] = [:]
+    private var load = Load()
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(5)) { [unowned self] in self.schedule() }
+    private let passPending = Atomic<Bool>(false)
     private var stopping = false
     private var drained: CheckedContinuation<Void, Never>?
 
     /// How often running jobs' progress is written to the database.
     static let progressPersistInterval: Int64 = 1000
+    /// While a job waits for disk space, how often space is looked at again (nothing signals it).
+    static let diskRecheckInterval: Int64 = 2000
 
     init(store: Store, engine: TransferEngine, configuration: Configuration, events: WebhookEvents, hub: EventHub,
          clock: Clock, logger: Logger, onEventsRecorded: @escaping @Sendable () -> Void) {
-        self.hub = hub
         self.store = store
         self.engine = engine
         self.configuration = configuration
         self.events = events
+        self.hub = hub
         self.files = DestinationFiles(root: configuration.downloadRoot)
         self.partials = PartialFiles(directory: configuration.partialDirectory)
+        self.disk = DiskSpace(paths: [configuration.partialDirectory, configuration.downloadRoot])
         self.clock = clock
         self.logger = logger
-        self.policy = RetryPolicy(maxAttempts: configuration.maxAttempts, baseDelay: configuration.retryBaseDelay)
+        self.retryPolicy = RetryPolicy(maxAttempts: configuration.maxAttempts, baseDelay: configuration.retryBaseDelay)
+        self.policy = SchedulingPolicy(capacity: configuration.capacity)
         self.onEventsRecorded = onEventsRecorded
     }
 
-    func isHostFull(_ hostKey: String) -> Bool {
-        perHost.withLock { $0[hostKey, default: 0] } >= configuration.maxTransfersPerHost
-    }
-
-    func isFull() -> Bool {
-        runningCount.load(ordering: .relaxed) >= configuration.maxTransfers
-    }
-
+    /// Asks for a scheduling pass; many requests before it runs make one pass.
     func poke() {
+        guard !passPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
         queue.async { self.schedule() }
+    }
+
+    /// Why a queued job waits now, by the same rule the scheduler follows.
+    func waitingFor(_ job: Download) -> WaitingFor? {
+        guard job.state == .queued else { return nil }
+        var snapshot = publishedLoad.withLock { $0 }
+        snapshot.freeDiskBytes = disk.freeBytes().map { $0 - snapshot.reservedDiskBytes }
+        switch policy.decide(job, now: clock.now(), load: snapshot, partialBytes: partials.size(job.id)) {
+        case .wait(let reason): return reason
+        case .start: return .slot  // startable: it waits for the next pass to give it a slot
+        }
     }
 
     /// Stops a job's transfer if it runs; a cancelled job's partial data is removed either way.
@@ -110,45 +126,81 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     // MARK: - Claiming work
 
     private func schedule() {
+        passPending.store(false, ordering: .releasing)
         guard !stopping else { return }
         let now = clock.now()
+        var waitsForDisk = false
         do {
-            var free = configuration.maxTransfers - active.count
-            if free > 0 {
-                // Ask for more than the free slots: some candidates may wait for their host.
-                for candidate in try store.dueJobs(now: now, limit: free * 4 + 32) where free > 0 {
-                    guard active[candidate.id] == nil, !isHostFull(candidate.hostKey) else { continue }
-                    var job = candidate
-                    job.state = .running
-                    job.attempts += 1
-                    job.startedAt = job.startedAt ?? now
-                    job.nextAttemptAt = nil
-                    guard try store.update(job, expecting: [.queued]) else { continue }
-                    hub.publish(job.id, .state(job))
-                    start(job, now: now)
-                    free -= 1
+            try store.promote(now: now, agedBefore: now - policy.capacity.discretionaryMaxDelay)
+            let freeAtStart = disk.freeBytes()
+            var current = load
+            current.freeDiskBytes = freeAtStart.map { $0 - load.reservedDiskBytes }
+            for lane in [Store.Lane.normal, .discretionary] where current.running < policy.capacity.maxTransfers {
+                let free = policy.capacity.maxTransfers - current.running
+                let fullHosts = current.runningByHost.filter { $0.value >= policy.capacity.maxTransfersPerHost }.map(\.key)
+                for candidate in try store.dueJobs(lane: lane, excludingHosts: fullHosts, limit: free * 2 + 8)
+                where current.running < policy.capacity.maxTransfers && active[candidate.id] == nil {
+                    let partialBytes = partials.size(candidate.id)
+                    switch policy.decide(candidate, now: now, load: current, partialBytes: partialBytes) {
+                    case .start:
+                        if try claim(candidate, now: now, partialBytes: partialBytes) {
+                            current = load
+                            current.freeDiskBytes = freeAtStart.map { $0 - load.reservedDiskBytes }
+                        }
+                    case .wait(.diskSpace):
+                        waitsForDisk = true
+                    case .wait:
+                        continue
+                    }
                 }
             }
-            timer.arm(at: try store.nextRunAt(after: now), now: now)
+            let wakeUps = [
+                try store.nextQueueChange(after: now, agingDelay: policy.capacity.discretionaryMaxDelay),
+                policy.nextWindowOpening(after: now),
+                waitsForDisk ? now + Self.diskRecheckInterval : nil,
+            ]
+            timer.arm(at: wakeUps.compactMap { $0 }.min(), now: now)
         } catch {
             logger.error("scheduling failed", metadata: ["error": "\(error)"])
             timer.arm(at: now + 1000, now: now)
         }
     }
 
+    private func claim(_ candidate: Download, now: Int64, partialBytes: Int64) throws -> Bool {
+        var job = candidate
+        job.state = .running
+        job.attempts += 1
+        job.startedAt = job.startedAt ?? now
+        job.nextAttemptAt = nil
+        guard try store.claim(job) else { return false }
+        hub.publish(job.id, .state(job))
+        let remaining = max(0, (job.bytesExpected ?? 0) - partialBytes)
+        track(Active(download: job, transferID: nil, stopReason: nil, persistedAt: now, attemptStartedAt: now,
+                     discretionary: policy.actsDiscretionary(job, now: now), remainingBytes: remaining), starting: true)
+        start(job, resumeFrom: partialBytes)
+        return true
+    }
 
-    private func start(_ job: Download, now: Int64) {
+    /// Adds or removes a running transfer from the load the policy sees.
+    private func track(_ running: Active, starting: Bool) {
+        let step = starting ? 1 : -1
+        if starting { active[running.download.id] = running }
+        load.running += step
+        load.runningByHost[running.download.hostKey, default: 0] += step
+        if load.runningByHost[running.download.hostKey] == 0 { load.runningByHost[running.download.hostKey] = nil }
+        if running.discretionary { load.runningDiscretionary += step }
+        load.reservedDiskBytes += starting ? running.remainingBytes : -running.remainingBytes
+        let snapshot = load
+        publishedLoad.withLock { $0 = snapshot }
+    }
+
+    private func start(_ job: Download, resumeFrom: Int64) {
         let id = job.id
-        let partialPath = partials.path(id)
-        let resumeFrom = partials.size(id)
-        var request = TransferRequest(url: job.url, sink: .file(path: partialPath, resumeValidator: resumeFrom > 0 ? job.validator : nil))
+        var request = TransferRequest(url: job.url, sink: .file(path: partials.path(id), resumeValidator: resumeFrom > 0 ? job.validator : nil))
         request.headers = job.headers.map { ($0.name, $0.value) }
         request.maxBytes = configuration.maxDownloadBytes
         request.stallTimeout = configuration.stallTimeout
         request.addressPolicy = configuration.addressPolicy
-        active[id] = Active(download: job, transferID: nil, stopReason: nil, persistedAt: now, attemptStartedAt: now)
-        perHost.withLock { $0[job.hostKey, default: 0] += 1 }
-        runningCount.add(1, ordering: .relaxed)
         logger.info("transfer started", metadata: ["download.id": "\(id)", "attempt": "\(job.attempts)", "resume.offset": "\(resumeFrom)"])
         let transferID = engine.start(
             request,
@@ -180,11 +232,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     private func finished(_ id: String, _ result: TransferResult) {
         guard let running = active.removeValue(forKey: id) else { return }
-        perHost.withLock { counts in
-            let remaining = counts[running.download.hostKey, default: 1] - 1
-            counts[running.download.hostKey] = remaining > 0 ? remaining : nil
-        }
-        runningCount.subtract(1, ordering: .relaxed)
+        track(running, starting: false)
         liveBytes.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(scheduler: self, job: running.download, result: result, startedAt: running.attemptStartedAt, now: clock.now())
         if let reason = running.stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {

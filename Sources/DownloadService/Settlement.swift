@@ -21,10 +21,10 @@ struct Settlement {
             return complete(digest: digest)
         }
         guard let outcome = AttemptOutcome(result) else { return stopped(.shutdown) }
-        switch scheduler.policy.decide(outcome, attempts: job.attempts, retryAfter: result.retryAfter, jitter: Double.random(in: 0..<1)) {
+        switch scheduler.retryPolicy.decide(outcome, attempts: job.attempts, retryAfter: result.retryAfter, jitter: Double.random(in: 0..<1)) {
         case .finish:
             // A 2xx without a digest means the body never reached the file; try again.
-            retry(after: scheduler.policy.delay(afterAttempt: job.attempts, retryAfter: nil, jitter: 0.5),
+            retry(after: scheduler.retryPolicy.delay(afterAttempt: job.attempts, retryAfter: nil, jitter: 0.5),
                   cause: DownloadError(code: ErrorCode.fileError, message: "the response body was not stored"))
         case .retry(let after, let cause):
             retry(after: after, cause: cause)

@@ -41,7 +41,7 @@ struct StatusAPI: Sendable {
             text += "fetchd_downloads{state=\"\(state.rawValue)\"} \(counts[state, default: 0])\n"
         }
         text += "# HELP fetchd_active_transfers Transfers running now.\n# TYPE fetchd_active_transfers gauge\n"
-        text += "fetchd_active_transfers \(scheduler.runningCount.load(ordering: .relaxed))\n"
+        text += "fetchd_active_transfers \(scheduler.publishedLoad.withLock { $0.running })\n"
         var headers = HTTPHeaders()
         headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
         return HTTPResponse(status: 200, headers: headers, body: .bytes(Array(text.utf8)))

@@ -12,6 +12,10 @@ enum DownloadColumns {
 
     static let placeholders = Array(repeating: "?", count: 28).joined(separator: ", ")
 
+    /// `url = ?, destination = ?, …`: every column but the id, for updates.
+    static let assignments = list.split(separator: ",").dropFirst()
+        .map { "\($0.trimmingCharacters(in: .whitespacesAndNewlines)) = ?" }.joined(separator: ", ")
+
     static func values(_ d: Download) -> [SQLValue] {
         [
             .text(d.id), .text(d.url), .text(d.destination), .text(d.session), .text(d.state.rawValue),

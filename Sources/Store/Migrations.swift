@@ -87,6 +87,26 @@ enum Migrations {
             PRIMARY KEY (download_id, number)
         ) WITHOUT ROWID;
         """,
+        // 3: scheduling without scans. Queued jobs are `due` once their run_at has passed (a
+        // promotion step flips the flag, so the claim index holds only startable jobs); `lane` 1 is
+        // a discretionary job that has not yet waited its maximum delay; `fair_tag` orders jobs
+        // fairly between sessions (start-time fair queueing).
+        """
+        ALTER TABLE downloads ADD COLUMN due INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN lane INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN fair_tag INTEGER NOT NULL DEFAULT 0;
+        UPDATE downloads SET lane = discretionary;
+        DROP INDEX downloads_queue;
+        DROP INDEX downloads_due;
+        CREATE INDEX downloads_normal_lane ON downloads(priority DESC, fair_tag, id) WHERE state = 'queued' AND due = 1 AND lane = 0;
+        CREATE INDEX downloads_discretionary_lane ON downloads(expected_bytes_to_receive, priority DESC, fair_tag, id)
+            WHERE state = 'queued' AND due = 1 AND lane = 1;
+        CREATE INDEX downloads_pending ON downloads(run_at) WHERE state = 'queued' AND due = 0;
+        CREATE INDEX downloads_aging ON downloads(created_at) WHERE state = 'queued' AND lane = 1;
+        CREATE TABLE sessions (name TEXT PRIMARY KEY NOT NULL, last_tag INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE scheduler_state (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT INTO scheduler_state (key, value) VALUES ('virtual_time', 0);
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -14,12 +14,15 @@ extension Store {
                         if let original = try Self.fetch(db, id: id) { return .replayed(original) }
                     }
                 }
+                let tag = try Self.nextFairTag(db, session: download.session)
                 do {
-                    try db.prepare("INSERT INTO downloads (\(DownloadColumns.list)) VALUES (\(DownloadColumns.placeholders))")
-                        .run(DownloadColumns.values(download))
+                    try db.prepare(
+                        "INSERT INTO downloads (\(DownloadColumns.list), lane, fair_tag) VALUES (\(DownloadColumns.placeholders), ?, ?)"
+                    ).run(DownloadColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)])
                 } catch let error as StoreError where error.isConstraintViolation {
                     return .destinationBusy
                 }
+                try db.prepare("INSERT OR REPLACE INTO sessions (name, last_tag) VALUES (?, ?)").run([.text(download.session), .integer(tag)])
                 if let idempotency {
                     try db.prepare(
                         "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"
@@ -71,11 +74,11 @@ extension Store {
         try withConnection { db in
             try db.transaction {
                 let states = expecting.map { "'\($0.rawValue)'" }.sorted().joined(separator: ",")
-                let assignments = DownloadColumns.list.split(separator: ",").dropFirst()
-                    .map { "\($0.trimmingCharacters(in: .whitespacesAndNewlines)) = ?" }.joined(separator: ", ")
                 var values = Array(DownloadColumns.values(download).dropFirst())
                 values.append(.text(download.id))
-                try db.prepare("UPDATE downloads SET \(assignments) WHERE id = ? AND state IN (\(states))").run(values)
+                // A job (re)entering the queue is not due until the promotion step has seen its run_at.
+                let due = download.state == .queued ? ", due = 0" : ""
+                try db.prepare("UPDATE downloads SET \(DownloadColumns.assignments)\(due) WHERE id = ? AND state IN (\(states))").run(values)
                 guard db.changes == 1 else { return false }
                 if let attempt { try Self.record(db, attempt: attempt, of: download.id) }
                 var allEvents = events
@@ -127,23 +130,6 @@ extension Store {
                 "UPDATE downloads SET bytes_received = ?, bytes_expected = COALESCE(?, bytes_expected), validator = COALESCE(?, validator) WHERE id = ? AND state IN ('running','paused','queued')"
             ).run([.integer(bytesReceived), bytesExpected.map(SQLValue.integer) ?? .null,
                    validator.map(SQLValue.text) ?? .null, .text(id)])
-        }
-    }
-
-    /// Queued jobs that are due, best first: normal before discretionary, then priority, then age.
-    public func dueJobs(now: Int64, limit: Int) throws -> [Download] {
-        try withConnection { db in
-            try db.prepare(
-                "SELECT \(DownloadColumns.list) FROM downloads WHERE state = 'queued' AND run_at <= ? ORDER BY discretionary, priority DESC, id LIMIT ?"
-            ).query([.integer(now), .integer(Int64(limit))], DownloadColumns.download)
-        }
-    }
-
-    /// When the next queued job that is not yet due becomes due.
-    public func nextRunAt(after now: Int64) throws -> Int64? {
-        try withConnection { db in
-            try db.prepare("SELECT MIN(run_at) FROM downloads WHERE state = 'queued' AND run_at > ?")
-                .query([.integer(now)]) { $0.optionalInt64(0) }.first ?? nil
         }
     }
 

@@ -93,17 +93,6 @@ func makeDownload(_ id: String, destination: String? = nil, session: String = "d
         #expect(try db.store.list(state: .running, session: nil, limit: 10, cursor: nil).items.isEmpty)
     }
 
-    @Test func dueJobsComeByPriorityThenAge() throws {
-        let db = try TemporaryStore()
-        _ = try db.store.insert(makeDownload("01A", priority: 0.1), idempotency: nil)
-        _ = try db.store.insert(makeDownload("01B", priority: 0.9), idempotency: nil)
-        _ = try db.store.insert(makeDownload("01C", priority: 0.9), idempotency: nil)
-        _ = try db.store.insert(makeDownload("01D", priority: 1.0, runAt: 5000), idempotency: nil)
-        #expect(try db.store.dueJobs(now: 1000, limit: 10).map(\.id) == ["01B", "01C", "01A"])
-        #expect(try db.store.nextRunAt(after: 1000) == 5000)
-        #expect(try db.store.dueJobs(now: 5000, limit: 1).map(\.id) == ["01D"])
-    }
-
     @Test func terminalTransitionsRecordTheirEventsAndFinishTheSession() throws {
         let db = try TemporaryStore()
         _ = try db.store.insert(makeDownload("01A", session: "s"), idempotency: nil)

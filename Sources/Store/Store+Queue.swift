@@ -1,0 +1,72 @@
+import Foundation
+import DownloadCore
+
+/// The scheduler's queries. Each touches only the rows it returns or changes, through partial
+/// indexes, so their cost does not grow with the length of the queue.
+extension Store {
+    public enum Lane: Int, Sendable {
+        /// Normal jobs, and discretionary ones that have waited their maximum delay: priority, then fair order.
+        case normal = 0
+        /// Discretionary jobs: smaller expected size first, then priority, then fair order.
+        case discretionary = 1
+    }
+
+    /// Marks queued jobs whose run_at has passed as due, and moves discretionary jobs created at or
+    /// before `agedBefore` into the normal lane.
+    public func promote(now: Int64, agedBefore: Int64) throws {
+        try withConnection { db in
+            try db.transaction {
+                try db.prepare("UPDATE downloads SET due = 1 WHERE state = 'queued' AND due = 0 AND run_at <= ?").run([.integer(now)])
+                try db.prepare("UPDATE downloads SET lane = 0 WHERE state = 'queued' AND lane = 1 AND created_at <= ?")
+                    .run([.integer(agedBefore)])
+            }
+        }
+    }
+
+    /// Due jobs of one lane, best first, leaving out hosts that are at their limit.
+    public func dueJobs(lane: Lane, excludingHosts: [String], limit: Int) throws -> [Download] {
+        let order = lane == .normal ? "priority DESC, fair_tag, id" : "expected_bytes_to_receive, priority DESC, fair_tag, id"
+        let hosts = String(decoding: (try? JSONEncoder().encode(excludingHosts)) ?? Data("[]".utf8), as: UTF8.self)
+        return try withConnection { db in
+            try db.prepare("""
+                SELECT \(DownloadColumns.list) FROM downloads
+                WHERE state = 'queued' AND due = 1 AND lane = ? AND host_key NOT IN (SELECT value FROM json_each(?))
+                ORDER BY \(order) LIMIT ?
+                """).query([.integer(Int64(lane.rawValue)), .text(hosts), .integer(Int64(limit))], DownloadColumns.download)
+        }
+    }
+
+    /// Starts a queued job: compare-and-set to `running`, and the virtual time of fair queueing
+    /// moves up to its tag.
+    public func claim(_ job: Download) throws -> Bool {
+        try withConnection { db in
+            try db.transaction {
+                var values = Array(DownloadColumns.values(job).dropFirst())
+                values.append(.text(job.id))
+                try db.prepare("UPDATE downloads SET \(DownloadColumns.assignments) WHERE id = ? AND state = 'queued'").run(values)
+                guard db.changes == 1 else { return false }
+                try db.prepare("""
+                    UPDATE scheduler_state SET value = MAX(value, (SELECT fair_tag FROM downloads WHERE id = ?)) WHERE key = 'virtual_time'
+                    """).run([.text(job.id)])
+                return true
+            }
+        }
+    }
+
+    /// The next time a queued job becomes due or a discretionary job ages into the normal lane.
+    public func nextQueueChange(after now: Int64, agingDelay: Int64) throws -> Int64? {
+        try withConnection { db in
+            let due = try db.prepare("SELECT MIN(run_at) FROM downloads WHERE state = 'queued' AND due = 0")
+                .query { $0.optionalInt64(0) }.first ?? nil
+            let aging = try db.prepare("SELECT MIN(created_at) FROM downloads WHERE state = 'queued' AND lane = 1")
+                .query { $0.optionalInt64(0) }.first ?? nil
+            return [due, aging.map { $0 + agingDelay }].compactMap { $0 }.map { max($0, now + 1) }.min()
+        }
+    }
+
+    static func nextFairTag(_ db: SQLiteConnection, session: String) throws -> Int64 {
+        let last = try db.prepare("SELECT last_tag FROM sessions WHERE name = ?").query([.text(session)]) { $0.int64(0) }.first ?? 0
+        let virtualTime = try db.prepare("SELECT value FROM scheduler_state WHERE key = 'virtual_time'").query { $0.int64(0) }.first ?? 0
+        return FairQueue.tag(sessionLastTag: last, virtualTime: virtualTime)
+    }
+}

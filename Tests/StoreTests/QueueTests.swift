@@ -1,0 +1,79 @@
+import DownloadCore
+import Store
+import Testing
+
+@Suite struct QueueTests {
+    func ids(_ jobs: [Download]) -> [String] { jobs.map(\.id) }
+
+    @Test func jobsBecomeDueWhenPromotedAndComeByPriorityThenAge() throws {
+        let db = try TemporaryStore()
+        _ = try db.store.insert(makeDownload("01A", priority: 0.1), idempotency: nil)
+        _ = try db.store.insert(makeDownload("01B", priority: 0.9), idempotency: nil)
+        _ = try db.store.insert(makeDownload("01C", priority: 0.9), idempotency: nil)
+        _ = try db.store.insert(makeDownload("01D", priority: 1.0, runAt: 5000), idempotency: nil)
+        #expect(try db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 10).isEmpty)  // not promoted yet
+        try db.store.promote(now: 1000, agedBefore: 0)
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 10)) == ["01B", "01C", "01A"])
+        #expect(try db.store.nextQueueChange(after: 1000, agingDelay: 86_400_000) == 5000)
+        try db.store.promote(now: 5000, agedBefore: 0)
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 1)) == ["01D"])
+    }
+
+    @Test func fullHostsAreLeftOutWithoutHidingOtherHosts() throws {
+        let db = try TemporaryStore()
+        for i in 0..<5 { _ = try db.store.insert(makeDownload("01A\(i)"), idempotency: nil) }
+        var other = makeDownload("01B0")
+        other.hostKey = "other.example:80"
+        _ = try db.store.insert(other, idempotency: nil)
+        try db.store.promote(now: 0, agedBefore: -1)
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: ["example.com:80"], limit: 2)) == ["01B0"])
+    }
+
+    @Test func sessionsAreInterleavedFairly() throws {
+        let db = try TemporaryStore()
+        for i in 0..<100 { _ = try db.store.insert(makeDownload(String(format: "01A%03d", i), session: "big"), idempotency: nil) }
+        _ = try db.store.insert(makeDownload("01B", session: "small"), idempotency: nil)
+        try db.store.promote(now: 0, agedBefore: -1)
+        let order = try ids(db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 3))
+        #expect(order == ["01A000", "01B", "01A001"])
+    }
+
+    @Test func aSessionArrivingLaterStartsAfterWhatAlreadyRan() throws {
+        let db = try TemporaryStore()
+        for i in 0..<10 { _ = try db.store.insert(makeDownload("01A\(i)", session: "early"), idempotency: nil) }
+        try db.store.promote(now: 0, agedBefore: -1)
+        for var job in try db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 5) {
+            job.state = .running
+            #expect(try db.store.claim(job))
+        }
+        _ = try db.store.insert(makeDownload("01B", session: "late"), idempotency: nil)
+        try db.store.promote(now: 0, agedBefore: -1)
+        // The late session's job follows the jobs already started, ahead of the early session's backlog.
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 2)) == ["01A5", "01B"])
+    }
+
+    @Test func discretionaryJobsHaveTheirOwnLaneSmallestFirstUntilTheyAge() throws {
+        let db = try TemporaryStore()
+        for (id, size, created) in [("01D1", Int64(900), Int64(0)), ("01D2", 100, 50), ("01D3", 500, 100)] {
+            var job = makeDownload(id, createdAt: created)
+            job.discretionary = true
+            job.expectedBytesToReceive = size
+            _ = try db.store.insert(job, idempotency: nil)
+        }
+        try db.store.promote(now: 200, agedBefore: -1)
+        #expect(try db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 10).isEmpty)
+        #expect(try ids(db.store.dueJobs(lane: .discretionary, excludingHosts: [], limit: 10)) == ["01D2", "01D3", "01D1"])
+        #expect(try db.store.nextQueueChange(after: 200, agingDelay: 1000) == 1000)
+        try db.store.promote(now: 1000, agedBefore: 0)  // created at or before 0: waited its maximum delay
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 10)) == ["01D1"])
+    }
+
+    @Test func aClaimIsACompareAndSetOnQueued() throws {
+        let db = try TemporaryStore()
+        var job = makeDownload("01A")
+        _ = try db.store.insert(job, idempotency: nil)
+        job.state = .running
+        #expect(try db.store.claim(job))
+        #expect(try db.store.claim(job) == false)
+    }
+}
