@@ -107,6 +107,10 @@ enum Migrations {
         CREATE TABLE scheduler_state (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
         INSERT INTO scheduler_state (key, value) VALUES ('virtual_time', 0);
         """,
+        // 4: deliveries in event order per URL, where order matters (session.finished after its jobs' events).
+        """
+        CREATE INDEX webhook_deliveries_by_url ON webhook_deliveries(url, event_id) WHERE state = 'pending';
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

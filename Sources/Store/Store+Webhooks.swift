@@ -13,13 +13,18 @@ extension Store {
         }
     }
 
-    /// Pending deliveries that are due, oldest first, leaving out those already in flight.
+    /// Pending deliveries that are due, oldest first, leaving out those already in flight and a
+    /// `session.finished` whose URL still has earlier events to settle.
     public func dueDeliveries(now: Int64, limit: Int, excluding inFlight: Set<String>) throws -> [WebhookDelivery] {
         try withConnection { db in
             let rows = try db.prepare("""
                 SELECT d.event_id, d.url, e.type, e.payload, d.attempts FROM webhook_deliveries d
                 JOIN webhook_events e ON e.id = d.event_id
-                WHERE d.state = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at LIMIT ?
+                WHERE d.state = 'pending' AND d.next_attempt_at <= ?
+                -- session.finished waits until every earlier event to the same URL is settled.
+                AND (e.type != 'session.finished' OR NOT EXISTS (
+                    SELECT 1 FROM webhook_deliveries p WHERE p.url = d.url AND p.state = 'pending' AND p.event_id < d.event_id))
+                ORDER BY d.next_attempt_at, d.event_id LIMIT ?
                 """).query([.integer(now), .integer(Int64(limit + inFlight.count))]) {
                 WebhookDelivery(eventID: $0.string(0), url: $0.string(1), type: $0.string(2), payload: $0.blob(3), attempts: $0.int(4))
             }

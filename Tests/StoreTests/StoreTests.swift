@@ -108,7 +108,26 @@ func makeDownload(_ id: String, destination: String? = nil, session: String = "d
         #expect(snapshots.map(\.session) == ["s"])
         #expect(snapshots.first?.counts[.cancelled] == 1)
         let due = try db.store.dueDeliveries(now: 10, limit: 10, excluding: [])
-        #expect(Set(due.map(\.key)) == ["msg_1 http://a/", "msg_1 http://b/", "msg_2 http://a/"])
+        // session.finished to http://a/ waits for the job's own event there.
+        #expect(Set(due.map(\.key)) == ["msg_1 http://a/", "msg_1 http://b/"])
+    }
+
+    @Test func sessionFinishedWaitsForEarlierEventsToTheSameURL() throws {
+        let db = try TemporaryStore()
+        _ = try db.store.insert(makeDownload("01A", session: "s"), idempotency: nil)
+        var done = try #require(try db.store.download(id: "01A"))
+        done.state = .cancelled
+        let jobEvent = WebhookEvent(id: "msg_1", type: "download.cancelled", payload: [], urls: ["http://a/"])
+        _ = try db.store.update(done, expecting: [.queued], events: [jobEvent]) { _ in
+            [WebhookEvent(id: "msg_2", type: "session.finished", payload: [], urls: ["http://a/"])]
+        }
+        let first = try db.store.dueDeliveries(now: 0, limit: 10, excluding: [])
+        #expect(first.map(\.eventID) == ["msg_1"])
+        try db.store.recordDeliveryAttempt(first[0], delivered: false, retryAt: 100, status: 500, error: nil, now: 0)
+        #expect(try db.store.dueDeliveries(now: 50, limit: 10, excluding: []).isEmpty)
+        let retry = try db.store.dueDeliveries(now: 100, limit: 10, excluding: [])
+        try db.store.recordDeliveryAttempt(retry[0], delivered: true, retryAt: nil, status: 200, error: nil, now: 100)
+        #expect(try db.store.dueDeliveries(now: 100, limit: 10, excluding: []).map(\.eventID) == ["msg_2"])
     }
 
     @Test func deliveriesAreRetriedThenDelivered() throws {

@@ -622,6 +622,8 @@ class Origin(_ServerThread):
         self.requests: list[OriginRequest] = []
         self.body_bytes: dict[str, int] = {}  # body bytes handed to the socket, per path
         self.responding: dict[str, int] = {}  # responses being written, per path
+        self.concurrent = 0  # responses being written now, and the most ever at once
+        self.peak_concurrent = 0
         self._lock = threading.Lock()
 
     def add(self, path: str, body: bytes = b"", *, status: int = 200, rate: int | None = None,
@@ -637,6 +639,8 @@ class Origin(_ServerThread):
     def _track(self, path: str, delta: int):
         with self._lock:
             self.responding[path] = self.responding.get(path, 0) + delta
+            self.concurrent += delta
+            self.peak_concurrent = max(self.peak_concurrent, self.concurrent)
 
     def busy(self, path: str) -> bool:
         """True while a response for `path` is still being written."""
