@@ -52,6 +52,19 @@ fuzz:
 	.build-fuzz/release/RequestParserFuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
 		-dict=Fuzz/RequestParser.dict -artifact_prefix=.build-fuzz/ .build-fuzz/corpus Fuzz/corpus/RequestParser
 
+## bench: fetchd beside curl and aria2 on loopback, one table (Benchmarks/README.md); BENCH_ARGS passes options
+## bench-quick: the same scaled down, in under 3 minutes
+.PHONY: bench bench-quick bench-deps
+BENCH_APT := nginx-light aria2 wrk curl
+bench-deps:
+	@$(MAKE) --no-print-directory deps APT_DEPS="$(BENCH_APT)"
+
+bench: release bench-deps
+	python3 Benchmarks/run.py --fetchd .build/release/fetchd $(BENCH_ARGS)
+
+bench-quick: release bench-deps
+	python3 Benchmarks/run.py --quick --fetchd .build/release/fetchd $(BENCH_ARGS)
+
 openapi-check:
 	python3 -c 'import yaml; from openapi_spec_validator import validate; validate(yaml.safe_load(open("openapi.yaml")))'
 

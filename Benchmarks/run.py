@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from benchlib import procs  # noqa: E402
 from benchlib.context import Context  # noqa: E402
-from benchlib.table import render  # noqa: E402
+from benchlib.table import Row, render  # noqa: E402
 from scenarios import concurrency, intake, queue, single, small  # noqa: E402
 
 SCENARIOS = {"single": single, "small": small, "intake": intake, "queue": queue, "concurrency": concurrency}
@@ -62,7 +62,12 @@ def main() -> int:
     try:
         for name in args.only.split(","):
             ctx.log(f"scenario {name}")
-            rows += SCENARIOS[name].run(ctx)
+            try:
+                rows += SCENARIOS[name].run(ctx)
+            except Exception as error:  # one broken scenario still leaves the others' figures
+                ctx.log(f"scenario {name} failed: {error!r}")
+                rows.append(Row(name, f"FAILED: {error}", "", []))
+            procs.stop_all()
     finally:
         procs.stop_all()
         shutil.rmtree(workdir, ignore_errors=True)

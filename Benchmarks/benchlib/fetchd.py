@@ -3,6 +3,7 @@ import http.client
 import json
 import os
 import re
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -69,16 +70,6 @@ class Api:
             conn.close()
         return self.get(f"/downloads/{job_id}")
 
-    def jobs(self, session: str) -> list[dict]:
-        """Every job of a session, following the cursor."""
-        items, cursor = [], None
-        while True:
-            page = self.get(f"/downloads?session={session}&limit=1000" + (f"&cursor={cursor}" if cursor else ""))
-            items += page["items"]
-            cursor = page["nextCursor"]
-            if not cursor:
-                return items
-
     def session_counts(self, session: str) -> dict:
         return self.get(f"/sessions/{session}")["counts"]
 
@@ -92,7 +83,7 @@ class Api:
 class Fetchd:
     """One fetchd process on 127.0.0.1:<any port>, with its data directory and download root."""
 
-    def __init__(self, binary: str, workdir: str, **settings):
+    def __init__(self, binary: str, workdir: str, start: bool = True, **settings):
         self.binary = binary
         self.data_dir = os.path.join(workdir, "data")
         self.root = os.path.join(workdir, "downloads")
@@ -107,14 +98,15 @@ class Fetchd:
             **{k: str(v) for k, v in settings.items()},
         }
         self.proc = None
-        self.start()
+        if start:
+            self.start()
 
     def start(self) -> float:
         """Starts the process and waits for /readyz; returns the seconds from exec to ready."""
         started = time.perf_counter()
         env = {**os.environ, **self.settings}
         with open(self.log_path, "ab") as log:
-            offset = log.tell()
+            offset = self.log_offset = log.tell()
             self.proc = procs.spawn([self.binary], env=env, stderr=log, stdout=log)
         self.port = int(procs.wait_until(lambda: self._logged_port(offset), 60, 0.005, "fetchd to listen"))
         self.api = Api(self.port)
@@ -129,6 +121,14 @@ class Fetchd:
             match = LISTENING.search(f.read())
         return match and match.group(1)
 
+    def logged_times(self, message: str) -> list[int]:
+        """Timestamps (ms) of this process's text log lines `<RFC 3339> <level> <message> ...`."""
+        from .times import parse_rfc3339
+        pattern = re.compile(rb"^(\S+) \w+ " + re.escape(message.encode()) + rb"( |$)", re.M)
+        with open(self.log_path, "rb") as f:
+            f.seek(self.log_offset)
+            return [parse_rfc3339(m.group(1).decode()) for m in pattern.finditer(f.read())]
+
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
@@ -137,7 +137,14 @@ class Fetchd:
     def pid(self) -> int:
         return self.proc.pid
 
-    def stop(self):
-        code = procs.stop(self.proc, timeout=30)
-        if code not in (0, None):
-            raise RuntimeError(f"fetchd exited {code} on SIGTERM; see {self.log_path}")
+    def stop(self, timeout: float = 60) -> float:
+        """SIGTERM; returns the seconds fetchd took to exit. Past `timeout` it is killed and that is an error."""
+        start = time.perf_counter()
+        code = procs.stop(self.proc, timeout=timeout)
+        if code != 0:
+            raise RuntimeError(f"fetchd exited {code} on SIGTERM (-9: still running after {timeout:.0f} s); "
+                               f"see {self.log_path}")
+        return time.perf_counter() - start
+
+    def kill(self):
+        procs.stop(self.proc, signal.SIGKILL)

@@ -15,8 +15,8 @@ class Row:
     note: str = ""
 
     @property
-    def value(self) -> float:
-        return statistics.median(self.fetchd)
+    def value(self) -> float | None:
+        return statistics.median(self.fetchd) if self.fetchd else None
 
     @property
     def peer_value(self) -> float | None:
@@ -25,7 +25,7 @@ class Row:
     @property
     def ratio(self) -> float | None:
         peer = self.peer_value
-        return self.value / peer if peer else None
+        return self.value / peer if peer and self.value is not None else None
 
     @property
     def spread(self) -> str:
@@ -66,7 +66,7 @@ def render(rows: list[Row]) -> str:
     for r in rows:
         met = {True: "yes", False: "**NO**", None: ""}[r.met]
         unit = f" {r.unit}" if r.unit else ""
-        lines.append([r.scenario, r.metric + (f" ({r.note})" if r.note else ""), fmt(r.value) + unit, r.spread,
+        lines.append([r.scenario, r.metric + (f" ({r.note})" if r.note else ""), (fmt(r.value) + unit) if r.value is not None else "", r.spread,
                       r.peer, fmt(r.peer_value) + (unit if r.peer_values else ""), fmt(r.ratio),
                       r.target.replace("value ", ""), met])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
