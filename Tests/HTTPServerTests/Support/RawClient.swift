@@ -21,11 +21,13 @@ struct RawResponse {
 /// A blocking TCP client that sends raw bytes and reads responses, for testing the server as
 /// a misbehaving client would see it.
 ///
-/// The blocking calls run on `queue`, never on the cooperative thread pool the server's
-/// handlers need. `@unchecked Sendable`: `buffer` is only touched on `queue`.
+/// The blocking calls run on `queue` (reads) and `sendQueue` (writes, so that a blocked send
+/// does not stop reads), never on the cooperative thread pool the server's handlers need.
+/// `@unchecked Sendable`: `buffer` is only touched on `queue`.
 final class RawClient: @unchecked Sendable {
     let fd: Int32
     private let queue = DispatchQueue(label: "raw-client")
+    private let sendQueue = DispatchQueue(label: "raw-client.send")
     private var buffer: [UInt8] = []
 
     private init(fd: Int32) {
@@ -82,7 +84,7 @@ final class RawClient: @unchecked Sendable {
     }
 
     func send(_ bytes: [UInt8]) async throws {
-        try await onQueue {
+        try await on(sendQueue) {
             var offset = 0
             while offset < bytes.count {
                 let sent = bytes.withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -95,6 +97,7 @@ final class RawClient: @unchecked Sendable {
     /// Sends without blocking (and without waiting for a read in progress on `queue`); returns
     /// how many bytes the kernel took, 0 when its buffers are full.
     func sendWithoutBlocking(_ bytes: [UInt8]) -> Int {
+        guard !bytes.isEmpty else { return 0 }
         let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
         return max(sent, 0)
     }
@@ -150,6 +153,10 @@ final class RawClient: @unchecked Sendable {
     // MARK: On the queue
 
     private func onQueue<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await on(queue, work)
+    }
+
+    private func on<T: Sendable>(_ queue: DispatchQueue, _ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Result { try work() }) }
         }
