@@ -105,7 +105,7 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
         }
         logger.info(succeeded ? "webhook delivered" : "webhook delivery failed", metadata: [
             "webhook.id": "\(delivery.eventID)", "webhook.type": "\(delivery.type)", "http.status": "\(status ?? 0)",
-            "attempt": "\(delivery.attempts + 1)", "retry": "\(retryAt != nil)",
+            "attempt": "\(delivery.attempts + 1)", "retry": "\(retryAt != nil)", "error": "\(reason ?? "")",
         ])
         do {
             try store.recordDeliveryAttempt(delivery, delivered: succeeded, retryAt: retryAt, status: status, error: reason, now: now)

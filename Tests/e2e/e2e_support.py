@@ -118,12 +118,15 @@ class Api:
     def __init__(self, owner: "Fetchd"):
         self._owner = owner
         self.responses: list[tuple[str, str, int]] = []
+        self.token: str | None = None  # sent as a bearer token unless a request sets Authorization
 
     def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None,
                 headers: dict[str, str] | None = None, content_type: str | None = "application/json",
                 timeout: float = 15.0) -> Response:
         host, port = self._owner.host, self._owner.port
         hdrs = dict(headers or {})
+        if self.token and "Authorization" not in hdrs:
+            hdrs["Authorization"] = f"Bearer {self.token}"
         payload: bytes | None = None
         if raw is not None:
             payload = raw
@@ -383,9 +386,10 @@ class _TrackingServer(http.server.ThreadingHTTPServer):
 class _ServerThread:
     handler_class: type
 
-    def __init__(self):
+    def __init__(self, host: str = "127.0.0.1"):
         self.server: _TrackingServer | None = None
         self.thread: threading.Thread | None = None
+        self.host = host
         self.port = 0
         self.stopping = threading.Event()
 
@@ -396,7 +400,7 @@ class _ServerThread:
         deadline = time.monotonic() + 10
         while True:
             try:
-                self.server = _TrackingServer(("127.0.0.1", bind_port), self.handler_class, self)
+                self.server = _TrackingServer((self.host, bind_port), self.handler_class, self)
                 break
             except OSError:
                 if bind_port == 0 or time.monotonic() > deadline:
@@ -423,7 +427,7 @@ class _ServerThread:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
 
 def _read_body(handler: http.server.BaseHTTPRequestHandler) -> bytes:
@@ -616,8 +620,8 @@ class Origin(_ServerThread):
 
     handler_class = _OriginHandler
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, host: str = "127.0.0.1"):
+        super().__init__(host)
         self.resources: dict[str, Resource] = {}
         self.requests: list[OriginRequest] = []
         self.body_bytes: dict[str, int] = {}  # body bytes handed to the socket, per path
