@@ -19,6 +19,7 @@ public final class DownloadService: Sendable {
     let authenticator: Authenticator
     let server: HTTPServer
     let lock: DataDirectoryLock
+    let housekeeper: Housekeeper
 
     public init(configuration: Configuration, logger: Logger, clock: Clock = .system) throws {
         self.configuration = configuration
@@ -42,6 +43,7 @@ public final class DownloadService: Sendable {
         events = WebhookEvents(globalURL: configuration.webhookURL)
         let dispatcher = WebhookDispatcher(store: store, engine: engine, configuration: configuration, clock: clock, logger: logger)
         self.dispatcher = dispatcher
+        housekeeper = Housekeeper(store: store, retention: configuration.retention, clock: clock, logger: logger)
         let hub = EventHub(clock: clock)
         scheduler = Scheduler(store: store, engine: engine, configuration: configuration, events: events, hub: hub,
                               clock: clock, logger: logger, onEventsRecorded: { dispatcher.poke() })
@@ -66,6 +68,7 @@ public final class DownloadService: Sendable {
             .run(now: clock.now())
         scheduler.poke()
         dispatcher.poke()
+        housekeeper.start()
         return try server.start()
     }
 
@@ -74,6 +77,7 @@ public final class DownloadService: Sendable {
         let deadline = configuration.shutdownTimeout
         await scheduler.shutdown(timeout: deadline)
         dispatcher.stop()
+        housekeeper.stop()
         await server.shutdown(timeout: deadline)
         engine.shutdown()
         store.close()

@@ -111,6 +111,13 @@ enum Migrations {
         """
         CREATE INDEX webhook_deliveries_by_url ON webhook_deliveries(url, event_id) WHERE state = 'pending';
         """,
+        // 5: retention, so that pruning finds old rows without scanning.
+        """
+        CREATE INDEX downloads_finished ON downloads(finished_at) WHERE state IN ('completed','failed','cancelled');
+        CREATE INDEX webhook_deliveries_settled ON webhook_deliveries(updated_at) WHERE state != 'pending';
+        CREATE INDEX webhook_events_created ON webhook_events(created_at);
+        CREATE INDEX idempotency_keys_created ON idempotency_keys(created_at);
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -195,3 +195,29 @@ func makeDownload(_ id: String, destination: String? = nil, session: String = "d
         }
     }
 }
+
+@Suite struct RetentionTests {
+    @Test func pruningRemovesOnlyOldTerminalJobsAndSettledDeliveries() throws {
+        let db = try TemporaryStore()
+        for (id, state, finished) in [("01A", DownloadState.completed, Int64(100)), ("01B", .failed, 900), ("01C", .queued, 0)] {
+            var job = makeDownload(id)
+            _ = try db.store.insert(job, idempotency: IdempotencyRecord(principal: "p", key: id, bodySHA256: "h"))
+            guard state != .queued else { continue }
+            job.state = state
+            job.finishedAt = finished
+            let event = WebhookEvent(id: "msg_\(id)", type: "download.\(state.rawValue)", payload: [], urls: ["http://a/"])
+            _ = try db.store.update(job, expecting: [.queued], events: [event])
+        }
+        let pending = try db.store.dueDeliveries(now: 1000, limit: 10, excluding: [])
+        try db.store.recordDeliveryAttempt(pending[0], delivered: true, retryAt: nil, status: 200, error: nil, now: 200)
+
+        let pruned = try db.store.prune(finishedBefore: 500, settledBefore: 500, keysBefore: 0)
+
+        #expect(pruned == Store.Pruned(downloads: 1, deliveries: 1, idempotencyKeys: 0))
+        #expect(try db.store.download(id: "01A") == nil)
+        #expect(try db.store.download(id: "01B") != nil)
+        #expect(try db.store.download(id: "01C") != nil)  // live jobs are never pruned
+        #expect(try db.store.dueDeliveries(now: 1000, limit: 10, excluding: []).count == 1)  // the pending one stays
+        #expect(try db.store.prune(finishedBefore: 500, settledBefore: 500, keysBefore: 10_000).idempotencyKeys == 3)
+    }
+}

@@ -198,7 +198,7 @@ class Api:
 
 # --------------------------------------------------------------------------- fetchd process
 
-LISTEN_RE = re.compile(r'address="?\[?([0-9.]+)\]?:(\d+)')
+LISTEN_RE = re.compile(r'address"?[=:]\s*"?\[?([0-9.]+)\]?:(\d+)')  # text or JSON log line
 
 
 class Fetchd:

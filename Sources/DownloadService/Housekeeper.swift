@@ -1,0 +1,54 @@
+import Dispatch
+import Logging
+import Store
+
+/// Prunes what `FETCHD_RETENTION` no longer keeps — terminal jobs, settled webhook deliveries —
+/// and idempotency keys after at least 24 hours, then checkpoints the write-ahead log, so the
+/// database stays bounded under steady churn. Runs at start and then every so often.
+final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `queue`
+    let queue = DispatchQueue(label: "fetchd.housekeeping", qos: .utility)
+    let store: Store
+    let retention: Int64
+    let clock: Clock
+    let logger: Logger
+    private lazy var timer = DueTimer(queue: queue, leeway: .seconds(1)) { [unowned self] in self.run() }
+
+    /// Idempotency keys make retries safe for at least this long, whatever the retention.
+    static let minimumKeyLifetime: Int64 = 24 * 3_600_000
+
+    init(store: Store, retention: Double, clock: Clock, logger: Logger) {
+        self.store = store
+        self.retention = Int64(retention * 1000)
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// A quarter of the retention, between a second and an hour.
+    var interval: Int64 { min(max(retention / 4, 1000), 3_600_000) }
+
+    func start() {
+        queue.async { self.run() }
+    }
+
+    func stop() {
+        queue.sync { timer.cancel() }
+    }
+
+    private func run() {
+        let now = clock.now()
+        do {
+            let pruned = try store.prune(finishedBefore: now - retention, settledBefore: now - retention,
+                                         keysBefore: now - max(retention, Self.minimumKeyLifetime))
+            if !pruned.isEmpty {
+                try store.checkpoint()
+                logger.info("pruned", metadata: [
+                    "downloads": "\(pruned.downloads)", "webhook.deliveries": "\(pruned.deliveries)",
+                    "idempotency.keys": "\(pruned.idempotencyKeys)",
+                ])
+            }
+        } catch {
+            logger.error("housekeeping failed", metadata: ["error": "\(error)"])
+        }
+        timer.arm(at: now + interval, now: now)
+    }
+}

@@ -1,0 +1,70 @@
+"""Operations (issue 8, in part): configuration errors, JSON logs, retention."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from e2e_support import wait_for
+
+BAD_CONFIGURATIONS = [
+    ({"FETCHD_LISTEN": "nowhere"}, "FETCHD_LISTEN"),
+    ({"FETCHD_LISTEN": "127.0.0.1:99999"}, "FETCHD_LISTEN"),
+    ({"FETCHD_LISTEN": "203.0.113.7:0"}, "203.0.113.7"),  # not an address of this machine
+    ({"FETCHD_MAX_TRANSFERS": "0"}, "FETCHD_MAX_TRANSFERS"),
+    ({"FETCHD_MAX_ATTEMPTS": "many"}, "FETCHD_MAX_ATTEMPTS"),
+    ({"FETCHD_RETRY_BASE_DELAY": "soon"}, "FETCHD_RETRY_BASE_DELAY"),
+    ({"FETCHD_STALL_TIMEOUT": "-5s"}, "FETCHD_STALL_TIMEOUT"),
+    ({"FETCHD_RETENTION": "7 days"}, "FETCHD_RETENTION"),
+    ({"FETCHD_WEBHOOK_SECRET": "not-base64!"}, "FETCHD_WEBHOOK_SECRET"),
+    ({"FETCHD_WEBHOOK_URL": "gopher://x/"}, "FETCHD_WEBHOOK_URL"),
+    ({"FETCHD_WEBHOOK_RETRY_SCHEDULE": "0,later"}, "FETCHD_WEBHOOK_RETRY_SCHEDULE"),
+    ({"FETCHD_ALLOW_NETWORKS": "10.0.0.0/40"}, "FETCHD_ALLOW_NETWORKS"),
+    ({"FETCHD_DISCRETIONARY_WINDOW": "nightly"}, "FETCHD_DISCRETIONARY_WINDOW"),
+    ({"FETCHD_DISCRETIONARY_MAX_SHARE": "2"}, "FETCHD_DISCRETIONARY_MAX_SHARE"),
+    ({"FETCHD_DISK_RESERVE": "lots"}, "FETCHD_DISK_RESERVE"),
+    ({"FETCHD_MAX_DOWNLOAD_BYTES": "1TB"}, "FETCHD_MAX_DOWNLOAD_BYTES"),
+    ({"FETCHD_LOG_FORMAT": "xml"}, "FETCHD_LOG_FORMAT"),
+    ({"FETCHD_API_TOKENS_FILE": "/nonexistent/tokens"}, "FETCHD_API_TOKENS_FILE"),
+    ({"FETCHD_DATA_DIR": "/proc/fetchd-cannot-be-here"}, "/proc/fetchd-cannot-be-here"),
+]
+
+
+@pytest.mark.parametrize("env,named", BAD_CONFIGURATIONS, ids=[next(iter(e)) + "=" + next(iter(e.values())) for e, _ in BAD_CONFIGURATIONS])
+def test_a_bad_configuration_stops_start_up_with_one_line_and_exit_code_2(fetchd, env, named):
+    fd = fetchd(env=env, start=False)
+    run = subprocess.run([str(fd.binary)], env=fd.env(), capture_output=True, timeout=20)
+    assert run.returncode == 2
+    lines = run.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, lines
+    assert named in lines[0]
+
+
+def test_an_unknown_flag_is_a_usage_error(fetchd_bin):
+    run = subprocess.run([str(fetchd_bin), "--max-transfer", "4"], capture_output=True, timeout=20)
+    assert run.returncode == 2
+    assert b"--max-transfer" in run.stderr
+
+
+def test_json_logs_parse_line_by_line(fetchd, origin):
+    fd = fetchd(env={"FETCHD_LOG_FORMAT": "json"})
+    origin.add("/logged", b"logged")
+    job = fd.api.submit({"url": origin.url("/logged"), "destination": "logged.bin"})
+    fd.api.wait_state(job["id"], "completed")
+    fd.stop()
+
+    records = [json.loads(line) for line in fd.log_text(max_lines=10_000).splitlines() if line.startswith("{")]
+    assert records and all({"time", "level", "message"} <= record.keys() for record in records)
+    assert any(r["message"] == "download completed" and r.get("download.id") == job["id"] for r in records)
+
+
+def test_with_retention_0_finished_jobs_are_pruned(fetchd, origin):
+    fd = fetchd(env={"FETCHD_RETENTION": "0"})
+    origin.add("/brief", b"brief")
+    job = fd.api.submit({"url": origin.url("/brief"), "destination": "brief.bin"})
+    fd.api.wait_state(job["id"], "completed")
+
+    wait_for(lambda: fd.api.get(f"/downloads/{job['id']}").status == 404, timeout=10, message="the job to be pruned")
+    assert fd.dest("brief.bin").read_bytes() == b"brief"  # the file is the user's; only the record goes
