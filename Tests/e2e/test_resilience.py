@@ -217,12 +217,18 @@ def test_a_second_fetchd_on_the_same_data_dir_refuses_to_start(fetchd, fetchd_bi
     assert fd.running
 
 
-def test_sigterm_mid_transfer_exits_0_and_the_next_start_resumes_with_range(fetchd, origin):
+def throttled_job_under_way(fetchd, origin, path: str) -> tuple:
+    """A fresh fetchd with one 1 MB job at 200 KB/s, once 100 KB are on disk: (fd, data, job)."""
     data = os.urandom(1_000_000)
-    url = origin.add("/term", data, rate=200_000)
+    url = origin.add(path, data, rate=200_000)
     fd = fetchd()
-    job = submit(fd, url, "term.bin")
+    job = submit(fd, url, path.strip("/") + ".bin")
     wait_for(lambda: partial_size(fd, job["id"]) >= 100_000, message="the transfer to be under way")
+    return fd, data, job
+
+
+def test_sigterm_mid_transfer_exits_0_and_the_next_start_resumes_with_range(fetchd, origin):
+    fd, data, job = throttled_job_under_way(fetchd, origin, "/term")
 
     started = time.monotonic()
     assert fd.stop(signal.SIGTERM) == 0
@@ -237,11 +243,7 @@ def test_sigterm_mid_transfer_exits_0_and_the_next_start_resumes_with_range(fetc
 
 
 def test_pause_stops_the_bytes_and_resume_continues_with_range(fetchd, origin):
-    data = os.urandom(1_000_000)
-    url = origin.add("/pause", data, rate=200_000)
-    fd = fetchd()
-    job = submit(fd, url, "pause.bin")
-    wait_for(lambda: partial_size(fd, job["id"]) >= 100_000, message="the transfer to be under way")
+    fd, data, job = throttled_job_under_way(fetchd, origin, "/pause")
 
     resp = fd.api.post(f"/downloads/{job['id']}/pause")
     assert resp.status == 200 and resp.json()["state"] == "paused"
