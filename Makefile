@@ -37,7 +37,9 @@ test-unit: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+## the e2e suite checks a /metrics scrape with promtool (Debian package prometheus)
 test-e2e: build py-deps
+	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus"
 	FETCHD_BIN=$(BIN) python3 -m pytest -q Tests/e2e
 
 ## fuzz: libFuzzer (with AddressSanitizer) over the HTTP request parser for FUZZ_SECONDS;

@@ -41,12 +41,14 @@ public final class DownloadService: Sendable {
         store = try Store(path: configuration.databasePath)
         engine = TransferEngine(logger: logger)
         events = WebhookEvents(globalURL: configuration.webhookURL)
-        let dispatcher = WebhookDispatcher(store: store, engine: engine, configuration: configuration, clock: clock, logger: logger)
+        let metrics = Metrics()
+        let dispatcher = WebhookDispatcher(store: store, engine: engine, configuration: configuration, metrics: metrics,
+                                           clock: clock, logger: logger)
         self.dispatcher = dispatcher
         housekeeper = Housekeeper(store: store, retention: configuration.retention, clock: clock, logger: logger)
         let hub = EventHub(clock: clock)
         scheduler = Scheduler(store: store, engine: engine, configuration: configuration, events: events, hub: hub,
-                              clock: clock, logger: logger, onEventsRecorded: { dispatcher.poke() })
+                              metrics: metrics, clock: clock, logger: logger, onEventsRecorded: { dispatcher.poke() })
         var http = HTTPServerConfiguration()
         http.host = configuration.listenHost
         http.port = configuration.listenPort
@@ -56,7 +58,8 @@ public final class DownloadService: Sendable {
                                      files: scheduler.files, configuration: configuration, clock: clock, ids: IDSource())
         server = HTTPServer(configuration: http, router: Self.router(
             downloads: downloads, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
-            status: StatusAPI(store: store, scheduler: scheduler), authenticator: authenticator), logger: logger)
+            status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
+            metrics: metrics), logger: logger)
         if configuration.webhookSecrets.isEmpty {
             logger.warning("no FETCHD_WEBHOOK_SECRET: webhooks are sent unsigned")
         }
@@ -88,28 +91,43 @@ public final class DownloadService: Sendable {
         try authenticator.reload()
     }
 
-    static func router(downloads: DownloadsAPI, events: EventsAPI, status: StatusAPI, authenticator: Authenticator) -> Router {
+    static func router(downloads: DownloadsAPI, events: EventsAPI, status: StatusAPI, authenticator: Authenticator,
+                       metrics: Metrics) -> Router {
         var router = Router()
-        func guarded(_ handler: @escaping @Sendable (HTTPRequest, PathParameters, String) -> HTTPResponse) -> HTTPHandler {
-            { request, parameters in
-                guard let principal = authenticator.principal(for: request) else { return Authenticator.unauthorized() }
-                return handler(request, parameters, principal)
+        /// Registers a route whose requests are counted and timed under its pattern; `open` routes need no token.
+        func route(_ method: String, _ pattern: String, open: Bool = false,
+                   _ handler: @escaping @Sendable (HTTPRequest, PathParameters, _ principal: String) -> HTTPResponse) {
+            router.add(method, pattern) { request, parameters in
+                let started = ContinuousClock.now
+                let response: HTTPResponse
+                if let principal = open ? "anonymous" : authenticator.principal(for: request) {
+                    response = handler(request, parameters, principal)
+                } else {
+                    response = Authenticator.unauthorized()
+                }
+                let elapsed = started.duration(to: .now)
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                metrics.increment("fetchd_http_requests_total",
+                                  labels: Metrics.labels(["route": pattern, "method": method, "status": String(response.status)]))
+                metrics.observe("fetchd_http_request_duration_seconds", labels: Metrics.labels(["route": pattern]),
+                                seconds: seconds, bounds: Metrics.requestBuckets)
+                return response
             }
         }
-        router.add("POST", "/downloads", guarded { request, _, principal in downloads.create(request, principal: principal) })
-        router.add("GET", "/downloads", guarded { request, _, _ in downloads.list(request) })
-        router.add("GET", "/downloads/{id}", guarded { _, p, _ in downloads.get(p["id"] ?? "") })
-        router.add("DELETE", "/downloads/{id}", guarded { _, p, _ in downloads.cancel(p["id"] ?? "") })
-        router.add("POST", "/downloads/{id}/pause", guarded { _, p, _ in downloads.pause(p["id"] ?? "") })
-        router.add("POST", "/downloads/{id}/resume", guarded { _, p, _ in downloads.resume(p["id"] ?? "") })
-        router.add("GET", "/downloads/{id}/attempts", guarded { _, p, _ in downloads.attempts(p["id"] ?? "") })
-        router.add("GET", "/downloads/{id}/events", guarded { request, p, _ in
+        route("POST", "/downloads") { request, _, principal in downloads.create(request, principal: principal) }
+        route("GET", "/downloads") { request, _, _ in downloads.list(request) }
+        route("GET", "/downloads/{id}") { _, p, _ in downloads.get(p["id"] ?? "") }
+        route("DELETE", "/downloads/{id}") { _, p, _ in downloads.cancel(p["id"] ?? "") }
+        route("POST", "/downloads/{id}/pause") { _, p, _ in downloads.pause(p["id"] ?? "") }
+        route("POST", "/downloads/{id}/resume") { _, p, _ in downloads.resume(p["id"] ?? "") }
+        route("GET", "/downloads/{id}/attempts") { _, p, _ in downloads.attempts(p["id"] ?? "") }
+        route("GET", "/downloads/{id}/events") { request, p, _ in
             events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])
-        })
-        router.add("GET", "/sessions/{session}", guarded { _, p, _ in status.session(p["session"] ?? "") })
-        router.add("GET", "/metrics", guarded { _, _, _ in status.metrics() })
-        router.add("GET", "/healthz") { _, _ in status.health() }
-        router.add("GET", "/readyz") { _, _ in status.readiness() }
+        }
+        route("GET", "/sessions/{session}") { _, p, _ in status.session(p["session"] ?? "") }
+        route("GET", "/metrics") { _, _, _ in status.prometheus() }
+        route("GET", "/healthz", open: true) { _, _, _ in status.health() }
+        route("GET", "/readyz", open: true) { _, _, _ in status.readiness() }
         return router
     }
 }

@@ -28,6 +28,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     let configuration: Configuration
     let events: WebhookEvents
     let hub: EventHub
+    let metrics: Metrics
     let files: DestinationFiles
     let partials: PartialFiles
     let disk: DiskSpace
@@ -55,7 +56,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     static let diskRecheckInterval: Int64 = 2000
 
     init(store: Store, engine: TransferEngine, configuration: Configuration, events: WebhookEvents, hub: EventHub,
-         clock: Clock, logger: Logger, onEventsRecorded: @escaping @Sendable () -> Void) {
+         metrics: Metrics, clock: Clock, logger: Logger, onEventsRecorded: @escaping @Sendable () -> Void) {
+        self.metrics = metrics
         self.store = store
         self.engine = engine
         self.configuration = configuration

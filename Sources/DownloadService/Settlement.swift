@@ -109,8 +109,13 @@ struct Settlement {
         _ = commit(failed, attempt: attempt("failed", error: error))
     }
 
+    /// The attempt's record, counted in the metrics as it is made.
     private func attempt(_ outcome: String, error: DownloadError? = nil) -> AttemptRecord {
-        AttemptRecord(number: job.attempts, startedAt: startedAt, endedAt: now, outcome: outcome, error: error,
+        let metrics = scheduler.metrics
+        metrics.increment("fetchd_attempts_total", labels: Metrics.labels(["outcome": outcome]))
+        metrics.increment("fetchd_downloaded_bytes_total", by: Double(result.bytesThisAttempt))
+        metrics.observe("fetchd_transfer_duration_seconds", seconds: Double(now - startedAt) / 1000, bounds: Metrics.transferBuckets)
+        return AttemptRecord(number: job.attempts, startedAt: startedAt, endedAt: now, outcome: outcome, error: error,
                       httpStatus: result.httpStatus, bytesTransferred: result.bytesThisAttempt, bytesOnDisk: result.bytesOnDisk)
     }
 

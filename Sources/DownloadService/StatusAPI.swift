@@ -6,6 +6,8 @@ import Store
 struct StatusAPI: Sendable {
     let store: Store
     let scheduler: Scheduler
+    let metrics: Metrics
+    let clock: Clock
 
     func session(_ name: String) -> HTTPResponse {
         guard SubmissionValidator.isValidSession(name) else {
@@ -33,17 +35,44 @@ struct StatusAPI: Sendable {
         return .json(200, Array(#"{"status":"ready"}"#.utf8))
     }
 
-    /// Prometheus text exposition of the job counts and running transfers.
-    func metrics() -> HTTPResponse {
-        guard let counts = try? store.counts() else { return DownloadsAPI.unavailable("the counts could not be read") }
-        var text = "# HELP fetchd_downloads Download jobs by state.\n# TYPE fetchd_downloads gauge\n"
-        for state in DownloadState.allCases {
-            text += "fetchd_downloads{state=\"\(state.rawValue)\"} \(counts[state, default: 0])\n"
+    /// Prometheus text exposition: gauges read from the database now, counters and histograms kept since start.
+    func prometheus() -> HTTPResponse {
+        guard let counts = try? store.counts(), let depth = try? store.queueDepth(), let backlog = try? store.webhookBacklog() else {
+            return DownloadsAPI.unavailable("the metrics could not be read")
         }
-        text += "# HELP fetchd_active_transfers Transfers running now.\n# TYPE fetchd_active_transfers gauge\n"
-        text += "fetchd_active_transfers \(scheduler.publishedLoad.withLock { $0.running })\n"
+        let now = clock.now()
+        var text = Self.gauge("fetchd_downloads", "Download jobs by state.",
+                              DownloadState.allCases.map { (Metrics.labels(["state": $0.rawValue]), counts[$0, default: 0]) })
+        text += Self.gauge("fetchd_queue_depth", "Queued jobs by why they wait; due jobs wait for a slot, their host, the discretionary rules or disk space.", [
+            (Metrics.labels(["waiting_for": "earliestBeginDate"]), depth.earliestBeginDate),
+            (Metrics.labels(["waiting_for": "retry"]), depth.retry),
+            (Metrics.labels(["waiting_for": "due"]), depth.due),
+        ])
+        text += Self.gauge("fetchd_active_transfers", "Transfers running now.", [("", scheduler.publishedLoad.withLock { $0.running })])
+        text += Self.gauge("fetchd_webhook_backlog", "Webhook deliveries not yet settled.", [("", backlog.pending)])
+        text += Self.gauge("fetchd_webhook_oldest_pending_age_seconds", "Age of the oldest event with an unsettled delivery.",
+                           [("", backlog.oldestEventAt.map { Int(max(0, now - $0) / 1000) } ?? 0)])
+        text += metrics.render(help: Self.help, bounds: [
+            "fetchd_http_request_duration_seconds": Metrics.requestBuckets,
+            "fetchd_transfer_duration_seconds": Metrics.transferBuckets,
+        ])
         var headers = HTTPHeaders()
         headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
         return HTTPResponse(status: 200, headers: headers, body: .bytes(Array(text.utf8)))
+    }
+
+    static let help = [
+        "fetchd_attempts_total": "Transfer attempts by how they ended.",
+        "fetchd_downloaded_bytes_total": "Body bytes received from origins.",
+        "fetchd_transfer_duration_seconds": "Duration of transfer attempts.",
+        "fetchd_webhook_deliveries_total": "Webhook delivery attempts by outcome (delivered, retry, failed).",
+        "fetchd_http_requests_total": "API requests by route, method and status.",
+        "fetchd_http_request_duration_seconds": "API request latency by route.",
+    ]
+
+    static func gauge(_ name: String, _ help: String, _ samples: [(String, Int)]) -> String {
+        var text = "# HELP \(name) \(help)\n# TYPE \(name) gauge\n"
+        for (labels, value) in samples { text += "\(name)\(labels.isEmpty ? "" : "{\(labels)}") \(value)\n" }
+        return text
     }
 }

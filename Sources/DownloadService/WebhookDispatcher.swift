@@ -16,6 +16,7 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     let addressPolicy: AddressPolicy
     let clock: Clock
     let logger: Logger
+    let metrics: Metrics
 
     static let maxConcurrent = 32
     static let timeout = 30.0
@@ -24,7 +25,8 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(10)) { [unowned self] in self.deliverDue() }
     private var stopping = false
 
-    init(store: Store, engine: TransferEngine, configuration: Configuration, clock: Clock, logger: Logger) {
+    init(store: Store, engine: TransferEngine, configuration: Configuration, metrics: Metrics, clock: Clock, logger: Logger) {
+        self.metrics = metrics
         self.store = store
         self.engine = engine
         self.signer = WebhookSigner(secrets: configuration.webhookSecrets)
@@ -103,6 +105,8 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
                 retryAt = now + Int64(delay * 1000)
             }
         }
+        let outcome = succeeded ? "delivered" : (retryAt == nil ? "failed" : "retry")
+        metrics.increment("fetchd_webhook_deliveries_total", labels: Metrics.labels(["outcome": outcome]))
         logger.info(succeeded ? "webhook delivered" : "webhook delivery failed", metadata: [
             "webhook.id": "\(delivery.eventID)", "webhook.type": "\(delivery.type)", "http.status": "\(status ?? 0)",
             "attempt": "\(delivery.attempts + 1)", "retry": "\(retryAt != nil)", "error": "\(reason ?? "")",

@@ -70,3 +70,30 @@ extension Store {
         return FairQueue.tag(sessionLastTag: last, virtualTime: virtualTime)
     }
 }
+
+extension Store {
+    /// Queued jobs by why they wait, as far as the database knows: backing off after a failure,
+    /// waiting for their date, or due (waiting for a slot, their host, the discretionary rules or disk).
+    public func queueDepth() throws -> (retry: Int, earliestBeginDate: Int, due: Int) {
+        try withConnection { db in
+            var depth = (retry: 0, earliestBeginDate: 0, due: 0)
+            let rows = try db.prepare("""
+                SELECT due, next_attempt_at IS NOT NULL, COUNT(*) FROM downloads WHERE state = 'queued' GROUP BY 1, 2
+                """).query { ($0.int(0), $0.int(1), $0.int(2)) }
+            for (due, retrying, count) in rows {
+                if due == 1 { depth.due += count } else if retrying == 1 { depth.retry += count } else { depth.earliestBeginDate += count }
+            }
+            return depth
+        }
+    }
+
+    /// Webhook deliveries not yet settled, and when the oldest of their events happened.
+    public func webhookBacklog() throws -> (pending: Int, oldestEventAt: Int64?) {
+        try withConnection { db in
+            try db.prepare("""
+                SELECT COUNT(*), MIN(e.created_at) FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+                WHERE d.state = 'pending'
+                """).query { ($0.int(0), $0.optionalInt64(1)) }.first ?? (0, nil)
+        }
+    }
+}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 
 import pytest
@@ -68,3 +70,45 @@ def test_with_retention_0_finished_jobs_are_pruned(fetchd, origin):
 
     wait_for(lambda: fd.api.get(f"/downloads/{job['id']}").status == 404, timeout=10, message="the job to be pruned")
     assert fd.dest("brief.bin").read_bytes() == b"brief"  # the file is the user's; only the record goes
+
+
+def scrape(fd) -> str:
+    resp = fd.api.get("/metrics")
+    assert resp.status == 200
+    assert resp.content_type.startswith("text/plain")
+    return resp.body.decode()
+
+
+def sample(text: str, name: str, labels: str = "") -> float:
+    wanted = f"{name}{{{labels}}}" if labels else name
+    for line in text.splitlines():
+        if line.startswith(wanted + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{wanted} not in the scrape")
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian package prometheus) is not installed")
+def test_a_scrape_mid_workload_passes_promtool_and_matches_the_api(fetchd, origin, receiver):
+    fd = fetchd(env={"FETCHD_WEBHOOK_URL": receiver.url, "FETCHD_MAX_TRANSFERS": "2"})
+    for i in range(6):
+        origin.add(f"/m{i}", os.urandom(200_000), rate=400_000)
+        fd.api.submit({"url": origin.url(f"/m{i}"), "destination": f"m/{i}"})
+    fd.api.submit({"url": origin.url("/absent"), "destination": "m/absent"})
+    fd.api.submit({"url": origin.url("/m0"), "destination": "m/later", "earliestBeginDate": "2099-01-01T00:00:00Z"})
+    wait_for(lambda: fd.api.get("/sessions/default").json()["counts"]["running"] == 2)
+
+    text = scrape(fd)
+    check = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True, timeout=30)
+    assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
+
+    # Between two identical reads of the API's counts, the scrape must agree with them.
+    def consistent():
+        before = fd.api.get("/sessions/default").json()["counts"]
+        text = scrape(fd)
+        after = fd.api.get("/sessions/default").json()["counts"]
+        return (before, text) if before == after else None
+    counts, text = wait_for(consistent)
+    for state, count in counts.items():
+        assert sample(text, "fetchd_downloads", f'state="{state}"') == count
+    assert sample(text, "fetchd_queue_depth", 'waiting_for="earliestBeginDate"') == 1
+    assert sample(text, "fetchd_http_requests_total", 'route="/downloads",method="POST",status="201"') == 8
