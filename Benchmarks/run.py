@@ -38,6 +38,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per scenario (median reported)")
     parser.add_argument("--profile", metavar="DIR", help="sample fetchd with perf during each measurement")
     parser.add_argument("--fetchd", default=os.environ.get("FETCHD_BIN", os.path.join(repo, ".build/release/fetchd")))
+    parser.add_argument("--commit", help="what to call the fetchd measured (default: git describe of this tree)")
     parser.add_argument("--json", metavar="FILE", help="also write every round's figures as JSON")
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fetchd-bench-files"),
                         help="where generated origin files are kept between runs")
@@ -81,8 +82,8 @@ def main() -> int:
 
 
 def describe(repo: str, args) -> str:
-    commit = subprocess.run(["git", "-C", repo, "describe", "--always", "--dirty"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = args.commit or subprocess.run(["git", "-C", repo, "describe", "--always", "--dirty"],
+                                           capture_output=True, text=True).stdout.strip()
     mode = "quick" if args.quick else "full"
     return (f"fetchd {commit or '?'}, {mode}, {args.rounds} rounds, {time.strftime('%Y-%m-%d %H:%M %Z')}, "
             f"nproc {os.cpu_count()}, Linux {platform.release()}, load average before {os.getloadavg()[0]:.1f}")

@@ -4,6 +4,7 @@ Every process started through `spawn` is remembered and killed (its whole proces
 `stop_all`, which run.py calls on exit, on Ctrl-C and on errors: a benchmark leaves nothing behind.
 """
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -74,6 +75,33 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def children_cpu() -> float:
+    """User + system CPU time of every child process waited for so far (curl, aria2c, pipelines)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measured(fn, pid: int | None = None) -> tuple[float, float]:
+    """Runs fn(); returns (wall seconds, CPU seconds): of process `pid` if given, else of the
+    children fn waited for."""
+    cpu = cpu_seconds(pid) if pid else children_cpu()
+    start = time.perf_counter()
+    fn()
+    wall = time.perf_counter() - start
+    return wall, (cpu_seconds(pid) if pid else children_cpu()) - cpu
+
+
+def wait_idle(pid: int, timeout: float = 120, window: float = 0.5, busy: float = 0.05) -> float:
+    """Waits until the process uses under `busy` of a core over `window` seconds; returns the wait."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        cpu = cpu_seconds(pid)
+        time.sleep(window)
+        if cpu_seconds(pid) - cpu < busy * window:
+            break
+    return time.perf_counter() - start
 
 
 def wait_until(predicate, timeout: float, interval=0.02, what="condition"):

@@ -66,7 +66,8 @@ def render(rows: list[Row]) -> str:
     for r in rows:
         met = {True: "yes", False: "**NO**", None: ""}[r.met]
         unit = f" {r.unit}" if r.unit else ""
-        lines.append([r.scenario, r.metric + (f" ({r.note})" if r.note else ""), (fmt(r.value) + unit) if r.value is not None else "", r.spread,
+        value = (fmt(r.value) + unit) if r.value is not None else ""
+        lines.append([r.scenario, r.metric + (f" ({r.note})" if r.note else ""), value, r.spread,
                       r.peer, fmt(r.peer_value) + (unit if r.peer_values else ""), fmt(r.ratio),
                       r.target.replace("value ", ""), met])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]

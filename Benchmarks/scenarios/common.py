@@ -1,7 +1,6 @@
 """Pieces several scenarios share."""
 import os
 import shutil
-import time
 
 from benchlib.fetchd import Fetchd
 from benchlib.origin import Origin
@@ -37,10 +36,3 @@ def aria2c(*args) -> list[str]:
 def start_pair(ctx, name: str, files_root: str, limit_rate="100k", **settings) -> tuple[Origin, Fetchd]:
     origin = Origin(ctx.fresh(name + "-origin"), files_root, limit_rate)
     return origin, Fetchd(ctx.fetchd_bin, ctx.fresh(name + "-fetchd"), **settings)
-
-
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-

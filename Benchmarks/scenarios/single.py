@@ -9,7 +9,7 @@ import os
 from benchlib import procs
 from benchlib.origin import make_file
 from benchlib.table import Row
-from .common import alternating, aria2c, empty_dir, settle_disk, start_pair, timed
+from .common import alternating, aria2c, empty_dir, settle_disk, start_pair
 
 
 
@@ -33,17 +33,21 @@ def run(ctx) -> list[Row]:
     tools = {
         "fetchd": with_fetchd,
         "curl -o": lambda r: procs.run(["curl", "-sS", "--fail", "-o", target, url]),
+        "curl -o; sync": lambda r: procs.run(
+            ["bash", "-c", 'curl -sS --fail -o "$2" "$1" && sync "$2"', "-", url, target]),
         "curl|tee|sha256sum; sync": lambda r: procs.run(
             ["bash", "-c", 'set -o pipefail; curl -sS --fail "$1" | tee "$2" | sha256sum >/dev/null && sync "$2"',
              "-", url, target]),
         "aria2c": lambda r: procs.run(aria2c("-d", out, "-o", "big.bin", url)),
     }
     mib_s = {name: [] for name in tools}
+    cpu = {name: [] for name in tools}
     with ctx.profiled(fetchd.pid, "single"):
         for r, name in alternating(list(tools), ctx.rounds):
-            seconds = timed(lambda: tools[name](r))
+            seconds, cpu_seconds = procs.measured(lambda: tools[name](r), fetchd.pid if name == "fetchd" else None)
             mib_s[name].append(size / (1 << 20) / seconds)
-            ctx.log(f"single round {r + 1} {name}: {mib_s[name][-1]:.0f} MiB/s")
+            cpu[name].append(cpu_seconds)
+            ctx.log(f"single round {r + 1} {name}: {mib_s[name][-1]:.0f} MiB/s, {cpu_seconds:.2f} s CPU")
             if os.path.exists(target):
                 os.remove(target)
             settle_disk()
@@ -53,7 +57,9 @@ def run(ctx) -> list[Row]:
     return [
         Row(label, "throughput", "MiB/s", mib_s["fetchd"], "curl -o", mib_s["curl -o"],
             "ratio >= 0.95", note),
+        Row(label, "throughput", "MiB/s", mib_s["fetchd"], "curl -o + fsync", mib_s["curl -o; sync"], note=note),
         Row(label, "throughput", "MiB/s", mib_s["fetchd"], "curl + sha256sum + fsync",
             mib_s["curl|tee|sha256sum; sync"], note=note),
         Row(label, "throughput", "MiB/s", mib_s["fetchd"], "aria2c", mib_s["aria2c"], note=note),
+        Row(label, "CPU time (user + sys)", "s", cpu["fetchd"], "curl -o", cpu["curl -o"], note=note),
     ]

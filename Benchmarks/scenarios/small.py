@@ -1,5 +1,6 @@
-"""2. small: 2,000 files of 16 KiB (1,000 with --quick). fetchd: submitted through the API until every job is completed
-and its `download.completed` webhook delivered; vs curl --parallel --parallel-max 16 and aria2c -j 16.
+"""2. small: 2,000 files of 16 KiB (500 with --quick). fetchd: submitted through the API until every
+job is completed and its `download.completed` webhook delivered; vs curl --parallel --parallel-max 16
+and aria2c -j 16.
 
 fetchd runs with 16 transfer slots, all usable for the one origin (FETCHD_MAX_TRANSFERS=16,
 FETCHD_MAX_TRANSFERS_PER_HOST=16), like the peers' 16; it still hashes, fsyncs, commits and
@@ -19,7 +20,7 @@ SIZE, PARALLEL = 16 << 10, 16
 
 
 def run(ctx) -> list[Row]:
-    count = 1000 if ctx.quick else 2000
+    count = 500 if ctx.quick else 2000
     files = os.path.join(ctx.cache, "small")
     make_small_files(files, count, SIZE)
     origin = Origin(ctx.fresh("small-origin"), files)
@@ -37,34 +38,41 @@ def run(ctx) -> list[Row]:
         jobs = [{"url": origin.url(f"f{i}.bin"), "destination": f"{session}/f{i}.bin", "session": session,
                  "webhookURL": receiver.url} for i in range(count)]
         before = receiver.counts().get("download.completed", 0)
-        with ctx.profiled(fetchd.pid, f"small-r{r}"):
+
+        def submit_and_wait():
             start = time.perf_counter()
             fetchd.api.submit_many(jobs)
             submit_seconds.append(time.perf_counter() - start)
             procs.wait_until(lambda: receiver.counts().get("download.completed", 0) - before >= count,
                              600, 0.01, f"{count} download.completed webhooks")
-            seconds = time.perf_counter() - start
+
+        with ctx.profiled(fetchd.pid, f"small-r{r}"):
+            result = procs.measured(submit_and_wait, fetchd.pid)
         counts = fetchd.api.session_counts(session)
         if counts["completed"] != count:
             raise RuntimeError(f"small: fetchd finished with {counts}")
         fetchd.stop()
-        return seconds
+        return result
 
     def with_curl(r):
-        return procs.run(["curl", "-sS", "--fail", "--parallel", "--parallel-max", str(PARALLEL), "--create-dirs",
-                          "-o", os.path.join(out, "f#1.bin"), origin.url(f"f[0-{count - 1}].bin")])
+        return procs.measured(lambda: procs.run([
+            "curl", "-sS", "--fail", "--parallel", "--parallel-max", str(PARALLEL), "--create-dirs",
+            "-o", os.path.join(out, "f#1.bin"), origin.url(f"f[0-{count - 1}].bin")]))
 
     def with_aria2(r):
-        return procs.run(aria2c("-j", str(PARALLEL), "-i", url_list, "-d", out))
+        return procs.measured(lambda: procs.run(aria2c("-j", str(PARALLEL), "-i", url_list, "-d", out)))
 
     tools = {"fetchd": with_fetchd, "curl": with_curl, "aria2c": with_aria2}
     wall = {name: [] for name in tools}
+    cpu = {name: [] for name in tools}
     for r, name in alternating(list(tools), ctx.rounds):
         empty_dir(out)
-        wall[name].append(tools[name](r))
+        seconds, cpu_seconds = tools[name](r)
+        wall[name].append(seconds)
+        cpu[name].append(cpu_seconds)
         if name != "fetchd" and len(os.listdir(out)) != count:
             raise RuntimeError(f"small: {name} left {len(os.listdir(out))} files")
-        ctx.log(f"small round {r + 1} {name}: {wall[name][-1]:.2f} s")
+        ctx.log(f"small round {r + 1} {name}: {seconds:.2f} s, {cpu_seconds:.2f} s CPU")
         settle_disk()
     receiver.stop()
     origin.stop()
@@ -74,4 +82,6 @@ def run(ctx) -> list[Row]:
         Row(label, "wall time", "s", wall["fetchd"], "curl --parallel 16", wall["curl"], "ratio <= 1.5", note),
         Row(label, "wall time", "s", wall["fetchd"], "aria2c -j 16", wall["aria2c"], "ratio <= 0.5", note),
         Row(label, f"of which submitting {count} POSTs", "s", submit_seconds, note="8 client threads"),
+        Row(label, "CPU time (user + sys)", "s", cpu["fetchd"], "curl --parallel 16", cpu["curl"]),
+        Row(label, "CPU time (user + sys)", "s", cpu["fetchd"], "aria2c -j 16", cpu["aria2c"]),
     ]
