@@ -31,7 +31,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "fetchd", dependencies: [
-            "DownloadService",
+            "DownloadService", "DownloadCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 

@@ -59,7 +59,7 @@ public final class DownloadService: Sendable {
         server = HTTPServer(configuration: http, router: Self.router(
             downloads: downloads, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
-            metrics: metrics), logger: logger)
+            metrics: metrics, logger: logger), logger: logger)
         if configuration.webhookSecrets.isEmpty {
             logger.warning("no FETCHD_WEBHOOK_SECRET: webhooks are sent unsigned")
         }
@@ -92,9 +92,9 @@ public final class DownloadService: Sendable {
     }
 
     static func router(downloads: DownloadsAPI, events: EventsAPI, status: StatusAPI, authenticator: Authenticator,
-                       metrics: Metrics) -> Router {
+                       metrics: Metrics, logger: Logger) -> Router {
         var router = Router()
-        /// Registers a route whose requests are counted and timed under its pattern; `open` routes need no token.
+        /// Registers a route whose requests are logged, counted and timed under its pattern; `open` routes need no token.
         func route(_ method: String, _ pattern: String, open: Bool = false,
                    _ handler: @escaping @Sendable (HTTPRequest, PathParameters, _ principal: String) -> HTTPResponse) {
             router.add(method, pattern) { request, parameters in
@@ -111,6 +111,12 @@ public final class DownloadService: Sendable {
                                   labels: Metrics.labels(["route": pattern, "method": method, "status": String(response.status)]))
                 metrics.observe("fetchd_http_request_duration_seconds", labels: Metrics.labels(["route": pattern]),
                                 seconds: seconds, bounds: Metrics.requestBuckets)
+                var line: Logger.Metadata = [
+                    "http.method": "\(method)", "http.route": "\(pattern)", "http.status": "\(response.status)",
+                    "duration.ms": "\((seconds * 1000 * 1000).rounded() / 1000)",
+                ]
+                if let id = parameters["id"] { line["download.id"] = "\(id)" }
+                logger.info("request", metadata: line)
                 return response
             }
         }

@@ -1,3 +1,4 @@
+import DownloadCore
 import Foundation
 import Logging
 
@@ -20,7 +21,7 @@ struct LineLogHandler: LogHandler {
         let level = event.level
         let message = event.message
         let all = metadata.merging(event.metadata ?? [:]) { $1 }
-        let time = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
+        let time = RFC3339.format(Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
         var text: String
         switch format {
         case .text:
