@@ -57,9 +57,12 @@ COPY --from=build /staging/swift-backtrace-static /usr/local/libexec/fetchd/swif
 # Listening on 0.0.0.0 is not loopback: fetchd refuses to start there without
 # FETCHD_API_TOKENS (or FETCHD_API_TOKENS_FILE, e.g. a mounted secret). Pass one at run
 # time; never bake tokens into the image. Every other setting is in the README.
+# Partial downloads stage on the download root's volume, so that a finished file is linked into
+# place atomically (fetchd refuses a staging directory on another file system).
 ENV FETCHD_LISTEN=0.0.0.0:8080 \
     FETCHD_DATA_DIR=/var/lib/fetchd \
     FETCHD_DOWNLOAD_ROOT=/downloads \
+    FETCHD_STAGING_DIR=/downloads/.fetchd-partial \
     SWIFT_BACKTRACE=enable=yes,sanitize=yes,threads=all,images=all,interactive=no,swift-backtrace=/usr/local/libexec/fetchd/swift-backtrace-static
 
 # The SQLite store and partial downloads; the download root. Owned by the fetchd user

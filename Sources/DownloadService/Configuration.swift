@@ -9,6 +9,7 @@ public struct Configuration: Sendable {
     public var listenPort: Int
     public var dataDirectory: String
     public var downloadRoot: String
+    public var stagingDirectory: String?
     public var apiTokens: [String]
     public var apiTokensFile: String?
     public var insecure: Bool
@@ -48,6 +49,7 @@ public struct Configuration: Sendable {
         listenPort = port
         dataDirectory = try reader.text("data-dir")
         downloadRoot = try reader.text("download-root")
+        stagingDirectory = reader.optional("staging-dir")
         apiTokens = reader.list("api-tokens")
         apiTokensFile = reader.optional("api-tokens-file")
         insecure = try reader.bool("insecure")
@@ -114,7 +116,7 @@ public struct Configuration: Sendable {
     }
 
     public var databasePath: String { dataDirectory + "/fetchd.sqlite" }
-    public var partialDirectory: String { dataDirectory + "/partial" }
+    public var partialDirectory: String { stagingDirectory ?? dataDirectory + "/partial" }
 }
 
 /// Reads settings' raw values, falling back to defaults, and phrases errors the same way every time.

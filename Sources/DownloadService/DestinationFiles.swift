@@ -58,9 +58,9 @@ struct DestinationFiles: Sendable {
         let name = parts[parts.count - 1]
         let temporary = DestinationPath.reservedPrefix + jobID + ".tmp"
         unlinkat(dir, temporary, 0)  // a leftover from a crash
-        if linkat(AT_FDCWD, partial, dir, temporary, 0) != 0 {
-            guard errno == EXDEV else { return .failure(problem(from: errno, "cannot link the download into place")) }
-            if case .failure(let problem) = copy(partial, into: dir, name: temporary) { return .failure(problem) }
+        // The staging directory shares the root's file system (checked at start), so this is a link, not a copy.
+        guard linkat(AT_FDCWD, partial, dir, temporary, 0) == 0 else {
+            return .failure(problem(from: errno, "cannot link the download into place"))
         }
         defer { unlinkat(dir, temporary, 0) }
         if overwrite {
@@ -126,29 +126,6 @@ struct DestinationFiles: Sendable {
             dir = next
         }
         return .success(dir)
-    }
-
-    private func copy(_ source: String, into dir: Int32, name: String) -> Result<Void, Problem> {
-        let input = open(source, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { return .failure(problem(from: errno, "cannot read the download")) }
-        defer { close(input) }
-        let output = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard output >= 0 else { return .failure(problem(from: errno, "cannot create the destination file")) }
-        defer { close(output) }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-            if count == 0 { break }
-            guard count > 0 else { return .failure(problem(from: errno, "cannot read the download")) }
-            var written = 0
-            while written < count {
-                let n = buffer.withUnsafeBytes { bytes in bytes.baseAddress.map { write(output, $0 + written, count - written) } ?? -1 }
-                guard n > 0 else { return .failure(problem(from: errno, "cannot write the destination file")) }
-                written += n
-            }
-        }
-        guard fsync(output) == 0 else { return .failure(problem(from: errno, "cannot flush the destination file")) }
-        return .success(())
     }
 
     private func problem(from code: Int32, _ message: String) -> Problem {

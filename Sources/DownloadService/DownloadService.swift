@@ -1,5 +1,6 @@
 import DownloadCore
 import Foundation
+import Glibc
 import HTTPServer
 import Logging
 import Store
@@ -36,6 +37,7 @@ public final class DownloadService: Sendable {
                 throw Configuration.Invalid(description: "cannot create directory \(directory): \(error.localizedDescription)")
             }
         }
+        try Self.checkSameFileSystem(configuration)
         lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         authenticator = try Authenticator(tokens: configuration.apiTokens, tokensFile: configuration.apiTokensFile)
         store = try Store(path: configuration.databasePath)
@@ -62,6 +64,19 @@ public final class DownloadService: Sendable {
             metrics: metrics, logger: logger), logger: logger)
         if configuration.webhookSecrets.isEmpty {
             logger.warning("no FETCHD_WEBHOOK_SECRET: webhooks are sent unsigned")
+        }
+    }
+
+    /// A finished download is hard-linked from the staging directory into the download root; across
+    /// file systems that cannot be atomic, so it is refused at start rather than found out later.
+    static func checkSameFileSystem(_ configuration: Configuration) throws {
+        var staging = stat()
+        var root = stat()
+        guard stat(configuration.partialDirectory, &staging) == 0, stat(configuration.downloadRoot, &root) == 0 else {
+            throw Configuration.Invalid(description: describeErrno("cannot inspect \(configuration.partialDirectory) and \(configuration.downloadRoot)"))
+        }
+        guard staging.st_dev == root.st_dev else {
+            throw Configuration.Invalid(description: "the staging directory \(configuration.partialDirectory) and FETCHD_DOWNLOAD_ROOT \(configuration.downloadRoot) are on different file systems, so downloads cannot be moved into place atomically: set FETCHD_STAGING_DIR (--staging-dir) to a directory on the download root's file system, e.g. \(configuration.downloadRoot)/.fetchd-partial")
         }
     }
 

@@ -17,6 +17,7 @@ public struct Setting: Sendable {
         Setting("listen", "127.0.0.1:8080", "address:port to listen on (port 0 = any free port; the bound port is logged)"),
         Setting("data-dir", "./fetchd-data", "SQLite database and partial downloads"),
         Setting("download-root", "./downloads", "every destination lives under it"),
+        Setting("staging-dir", nil, "partial downloads (default <data dir>/partial); must share the download root's file system"),
         Setting("api-tokens", nil, "comma-separated bearer tokens; when set, every endpoint but /healthz and /readyz needs one"),
         Setting("api-tokens-file", nil, "file with one bearer token per line"),
         Setting("insecure", "false", "allow listening on a non-loopback address without tokens"),

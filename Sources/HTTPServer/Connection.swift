@@ -5,10 +5,10 @@ import Logging
 /// One accepted TCP connection: reads requests with a `RequestParser`, runs their handlers one
 /// at a time and writes the responses in order (RFC 9112 §9.3.2).
 ///
-/// `@unchecked Sendable`: every mutable property is touched only on `queue`. The socket's
-/// dispatch sources and timer deliver there, and handler and stream tasks run there too
-/// (`executor` is their executor preference).
-final class Connection: @unchecked Sendable {
+/// `@unchecked Sendable`: every mutable property is touched only on `loop`'s thread. The
+/// loop delivers the socket's events and deadline ticks there, and handler and stream tasks
+/// run there too (the loop is their executor preference).
+final class Connection: EventLoopHandler, @unchecked Sendable {
     private enum State {
         /// Parsing requests; the read source is on whenever the parser needs more bytes.
         case reading
@@ -44,8 +44,7 @@ final class Connection: @unchecked Sendable {
     private static let lingerSeconds = 2.0
     private static let continueBytes = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
-    let queue: DispatchQueue
-    private let executor: QueueTaskExecutor
+    private let loop: EventLoop
     private let fd: Int32
     private let configuration: HTTPServerConfiguration
     private let router: Router
@@ -59,13 +58,6 @@ final class Connection: @unchecked Sendable {
     /// continues that loop instead of recursing into a new one.
     private var processing = false
 
-    private var readSource: DispatchSourceRead?
-    private var readPaused = false
-    private var writeSource: DispatchSourceWrite?
-    private var writePaused = false
-    private var timer: DispatchSourceTimer?
-    /// The socket is closed when the last of its sources has been cancelled.
-    private var openSources = 0
 
     private var output: [UInt8] = []
     private var outputOffset = 0
@@ -80,6 +72,7 @@ final class Connection: @unchecked Sendable {
 
     init(
         fd: Int32,
+        loop: EventLoop,
         remoteAddress: String,
         configuration: HTTPServerConfiguration,
         router: Router,
@@ -87,6 +80,7 @@ final class Connection: @unchecked Sendable {
         onClose: @escaping @Sendable (Connection) -> Void
     ) {
         self.fd = fd
+        self.loop = loop
         self.configuration = configuration
         self.router = router
         var logger = logger
@@ -94,22 +88,23 @@ final class Connection: @unchecked Sendable {
         self.logger = logger
         self.onClose = onClose
         parser = RequestParser(configuration: configuration, remoteAddress: remoteAddress)
-        // Serial queues default to an overcommitting root queue, which starts a thread per
-        // busy queue; the plain global queue keeps to about one thread per core.
-        queue = DispatchQueue(label: "fetchd.http.connection", target: .global())
-        executor = QueueTaskExecutor(queue: queue)
     }
 
     // MARK: Lifecycle
 
+    /// On the loop's thread.
     func start() {
-        queue.async { self.startSources() }
+        // Shutdown may have closed the connection before it started.
+        guard case .reading = state else { return }
+        loop.register(fd, self)
+        resumeReading()
+        processRequests()
     }
 
     /// Server shutdown: close at once if no request is in progress, else after its response.
     /// A streamed response is ended (its stream is no longer consumed).
     func beginShutdown() {
-        queue.async {
+        loop.execute {
             self.shuttingDown = true
             switch self.state {
             case .reading where self.parser.phase != .body, .lingering:
@@ -123,33 +118,13 @@ final class Connection: @unchecked Sendable {
     }
 
     func forceClose() {
-        queue.async { self.close() }
+        loop.execute { self.close() }
     }
 
-    private func startSources() {
-        // Shutdown may have closed the connection before it started.
-        guard case .reading = state else { return }
-        let readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        readSource.setEventHandler { self.readable() }
-        readSource.setCancelHandler { self.sourceCancelled() }
-        self.readSource = readSource
-        openSources += 1
-        readSource.resume()
-
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        let interval = Self.deadlineCheckInterval(configuration)
-        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .nanoseconds(Int(interval * 250_000_000)))
-        timer.setEventHandler { self.checkDeadlines() }
-        self.timer = timer
-        timer.resume()
-
-        processRequests()
-    }
-
-    /// Deadlines are checked by a repeating timer rather than re-armed per request, which keeps
+    /// Deadlines are checked on the loop's tick rather than armed per request, which keeps
     /// the per-request cost to reading the clock. It ticks often enough to honour the shortest
     /// timeout to within about a quarter of it.
-    private static func deadlineCheckInterval(_ configuration: HTTPServerConfiguration) -> Double {
+    static func deadlineCheckInterval(_ configuration: HTTPServerConfiguration) -> Double {
         let shortest = min(configuration.headReadTimeout, configuration.bodyReadTimeout,
                            configuration.idleTimeout, configuration.writeTimeout, lingerSeconds)
         return min(max(shortest / 4, 0.005), 1)
@@ -158,34 +133,15 @@ final class Connection: @unchecked Sendable {
     private func close() {
         if case .closed = state { return }
         state = .closed
-        let started = readSource != nil
         handlerTask?.cancel()
         streamTask?.cancel()
         streamWaiter?.resume(returning: false)
         streamWaiter = nil
         output = []
         outputOffset = 0
-        timer?.cancel()
-        timer = nil
-        // A suspended source never runs its cancel handler (and must not be released), so resume first.
-        resumeReading()
-        readSource?.cancel()
-        readSource = nil
-        resumeWriting()
-        writeSource?.cancel()
-        writeSource = nil
-        if !started {
-            _ = Glibc.close(fd)
-            onClose(self)
-        }
-    }
-
-    private func sourceCancelled() {
-        openSources -= 1
-        if openSources == 0 {
-            _ = Glibc.close(fd)
-            onClose(self)
-        }
+        loop.deregister(fd)
+        _ = Glibc.close(fd)
+        onClose(self)
     }
 
     // MARK: Reading
@@ -194,7 +150,7 @@ final class Connection: @unchecked Sendable {
         case data, wouldBlock, endOfStream
     }
 
-    private func readable() {
+    func readable() {
         switch state {
         case .reading:
             guard receive(keep: true) != .endOfStream else { return close() }
@@ -206,8 +162,8 @@ final class Connection: @unchecked Sendable {
             if receive(keep: false) == .endOfStream { close() }
         case .handling, .writing, .closed:
             // Reading pauses lazily, when input arrives while it is not wanted: a client that
-            // waits for each response never sends any then, and suspending and resuming the
-            // source for every request would cost a wake-up of Dispatch's event thread.
+            // waits for each response never sends any then, and changing the epoll set twice
+            // for every request would cost two system calls.
             pauseReading()
         }
     }
@@ -281,7 +237,7 @@ final class Connection: @unchecked Sendable {
         readDeadlineKind = kind
     }
 
-    private func checkDeadlines() {
+    func tick() {
         let now = DispatchTime.now().uptimeNanoseconds
         if let writeDeadline, now >= writeDeadline {
             logger.debug("Write timed out")
@@ -303,15 +259,17 @@ final class Connection: @unchecked Sendable {
     }
 
     private func pauseReading() {
-        guard !readPaused, let readSource else { return }
-        readSource.suspend()
-        readPaused = true
+        want(reading: false)
     }
 
     private func resumeReading() {
-        guard readPaused, let readSource else { return }
-        readSource.resume()
-        readPaused = false
+        want(reading: true)
+    }
+
+    /// A closed connection wants nothing: its descriptor's number may belong to another by now.
+    private func want(reading: Bool? = nil, writing: Bool? = nil) {
+        if case .closed = state { return }
+        loop.want(fd, reading: reading, writing: writing)
     }
 
     // MARK: Handling
@@ -322,7 +280,7 @@ final class Connection: @unchecked Sendable {
         case .response(let response):
             respond(response, exchange)
         case .handler(let handler, let parameters):
-            handlerTask = Task(executorPreference: executor) {
+            handlerTask = Task(executorPreference: loop) {
                 let response = await handler(request, parameters)
                 self.handlerFinished(response, exchange)
             }
@@ -330,7 +288,6 @@ final class Connection: @unchecked Sendable {
     }
 
     private func handlerFinished(_ response: HTTPResponse, _ exchange: Exchange) {
-        dispatchPrecondition(condition: .onQueue(queue))
         guard case .handling = state else { return }
         handlerTask = nil
         respond(response, exchange)
@@ -394,7 +351,7 @@ final class Connection: @unchecked Sendable {
     private func startStreaming(_ stream: AsyncStream<[UInt8]>, chunked: Bool) {
         guard case .streaming = state else { return }
         resumeReading()
-        streamTask = Task(executorPreference: executor) {
+        streamTask = Task(executorPreference: loop) {
             // An empty chunk would end the body.
             for await element in stream where !element.isEmpty {
                 guard await self.writeStreamElement(element, chunked: chunked) else { return }
@@ -406,7 +363,6 @@ final class Connection: @unchecked Sendable {
     /// Writes one element and waits until the kernel has taken it, so a slow reader slows the
     /// producer down instead of growing our output buffer. False once the connection is gone.
     private func writeStreamElement(_ element: [UInt8], chunked: Bool) async -> Bool {
-        dispatchPrecondition(condition: .onQueue(queue))
         guard case .streaming = state else { return false }
         var bytes = element
         if chunked {
@@ -476,7 +432,7 @@ final class Connection: @unchecked Sendable {
         return true
     }
 
-    private func writable() {
+    func writable() {
         guard flush() else { return }
         switch state {
         case .writing(let keepAlive):
@@ -489,33 +445,13 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    /// The write source exists only once a write has blocked; it is suspended while there is
-    /// nothing to write, since a writable socket would otherwise fire it continuously.
+    /// Write events are wanted only while a write is blocked, since a writable socket would
+    /// otherwise report itself continuously.
     private func awaitWritable() {
-        if let writeSource {
-            if writePaused {
-                writeSource.resume()
-                writePaused = false
-            }
-            return
-        }
-        let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { self.writable() }
-        source.setCancelHandler { self.sourceCancelled() }
-        writeSource = source
-        openSources += 1
-        source.resume()
+        want(writing: true)
     }
 
     private func pauseWriting() {
-        guard !writePaused, let writeSource else { return }
-        writeSource.suspend()
-        writePaused = true
-    }
-
-    private func resumeWriting() {
-        guard writePaused, let writeSource else { return }
-        writeSource.resume()
-        writePaused = false
+        want(writing: false)
     }
 }

@@ -3,13 +3,16 @@ import Glibc
 import Logging
 import Synchronization
 
-/// A minimal HTTP/1.1 server on POSIX sockets and Dispatch.
+/// A minimal HTTP/1.1 server on POSIX sockets and epoll: one `EventLoop` per core, each
+/// accepting connections from the shared listening sockets and serving them to the end.
 public final class HTTPServer: Sendable {
     private struct State {
         var started = false
         var draining = false
-        var listeners: [any DispatchSourceRead] = []
-        var openListeners = 0
+        var loops: [EventLoop] = []
+        var listeners: [Int32] = []
+        /// Loops still watching the listeners; the listeners are closed when none is.
+        var listeningLoops = 0
         var connections: [ObjectIdentifier: Connection] = [:]
         var drainWaiters: [Int: CheckedContinuation<Bool, Never>] = [:]
         var nextWaiterID = 0
@@ -17,14 +20,13 @@ public final class HTTPServer: Sendable {
         /// connection; otherwise the listener would fire forever on a connection it cannot take.
         var spareDescriptor: Int32 = -1
 
-        var isDrained: Bool { connections.isEmpty && openListeners == 0 }
+        var isDrained: Bool { connections.isEmpty && listeningLoops == 0 }
     }
 
     private let configuration: HTTPServerConfiguration
     private let router: Router
     private let logger: Logger
     private let state = Mutex(State())
-    private let acceptQueue = DispatchQueue(label: "fetchd.http.accept")
     private let busyResponse: [UInt8]
 
     public init(configuration: HTTPServerConfiguration, router: Router, logger: Logger) {
@@ -54,27 +56,33 @@ public final class HTTPServer: Sendable {
             state.withLock { $0.started = false }
             throw error
         }
+        let loops: [EventLoop]
+        do {
+            loops = try startLoops()
+        } catch {
+            descriptors.forEach { _ = Glibc.close($0) }
+            state.withLock { $0.started = false }
+            throw error
+        }
         let spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
         let stopped = state.withLock { state in
-            // A shutdown that overtook this start leaves nothing to cancel these sources.
+            // A shutdown that overtook this start leaves nothing to stop these loops.
             guard !state.draining else { return true }
-            // Made under the lock so that they belong to the state from the start.
-            for fd in descriptors {
-                let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
-                source.setEventHandler { self.acceptConnections(on: fd) }
-                source.setCancelHandler {
-                    _ = Glibc.close(fd)
-                    self.listenerClosed()
-                }
-                source.resume()
-                state.listeners.append(source)
-            }
-            state.openListeners = descriptors.count
+            state.loops = loops
+            state.listeners = descriptors
+            state.listeningLoops = loops.count
             state.spareDescriptor = spare
+            // Sent under the lock, so that a shutdown's deregistration comes after them.
+            for loop in loops {
+                loop.execute {
+                    for fd in descriptors { loop.registerExclusively(fd, Listener(fd: fd, loop: loop, server: self)) }
+                }
+            }
             return false
         }
         if stopped {
             (descriptors + [spare]).filter { $0 >= 0 }.forEach { _ = Glibc.close($0) }
+            loops.forEach { $0.stop() }
             throw HTTPServerError("the server was shut down while starting")
         }
         logger.info("HTTP server listening", metadata: ["http.host": "\(configuration.host)", "http.port": "\(port)"])
@@ -86,12 +94,20 @@ public final class HTTPServer: Sendable {
     /// Idle connections close at once; a request being read or handled gets its response (with
     /// `Connection: close`); a streamed response stops consuming its stream and ends.
     public func shutdown(timeout: Double) async {
-        let connections = state.withLock { state in
+        // Taken once: a second shutdown finds no loops or listeners of its own to stop.
+        let (connections, loops, listeners) = state.withLock { state in
             state.draining = true
-            // Cancelling only schedules the cancel handler (on the accept queue), so it is safe under the lock.
-            state.listeners.forEach { $0.cancel() }
-            state.listeners = []
-            return Array(state.connections.values)
+            defer {
+                state.loops = []
+                state.listeners = []
+            }
+            return (Array(state.connections.values), state.loops, state.listeners)
+        }
+        for loop in loops {
+            loop.execute {
+                listeners.forEach(loop.deregister)
+                self.loopStoppedListening(listeners)
+            }
         }
         connections.forEach { $0.beginShutdown() }
         if await !waitUntilDrained(timeout: timeout) {
@@ -106,6 +122,7 @@ public final class HTTPServer: Sendable {
             return state.spareDescriptor
         }
         if spare >= 0 { _ = Glibc.close(spare) }
+        loops.forEach { $0.stop() }
     }
 
     /// Connections currently open (tests poll it to see a connection really closed).
@@ -115,12 +132,30 @@ public final class HTTPServer: Sendable {
 
     // MARK: Accepting
 
-    private func acceptConnections(on listener: Int32) {
+    /// One loop per core.
+    private func startLoops() throws -> [EventLoop] {
+        let interval = Connection.deadlineCheckInterval(configuration)
+        var loops: [EventLoop] = []
+        do {
+            for _ in 0..<max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) {
+                let loop = try EventLoop(tickInterval: interval)
+                try loop.start()
+                loops.append(loop)
+            }
+        } catch {
+            loops.forEach { $0.stop() }
+            throw error
+        }
+        return loops
+    }
+
+    /// On `loop`'s thread: the connections it accepts are its own.
+    fileprivate func acceptConnections(on listener: Int32, loop: EventLoop) {
         // A bounded batch per event keeps one busy listener from starving the other.
         for _ in 0..<64 {
             switch Socket.accept(listener) {
             case .accepted(let fd, let remoteAddress):
-                admit(fd, remoteAddress: remoteAddress)
+                admit(fd, remoteAddress: remoteAddress, loop: loop)
             case .failed(EINTR), .failed(ECONNABORTED):
                 continue
             case .failed(EAGAIN):
@@ -135,13 +170,13 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    private func admit(_ fd: Int32, remoteAddress: String) {
+    private func admit(_ fd: Int32, remoteAddress: String, loop: EventLoop) {
         enum Admission { case admitted(Connection), busy, draining }
         let admission = state.withLock { state -> Admission in
             if state.draining { return .draining }
             if state.connections.count >= configuration.maxConnections { return .busy }
             let connection = Connection(
-                fd: fd, remoteAddress: remoteAddress, configuration: configuration, router: router, logger: logger,
+                fd: fd, loop: loop, remoteAddress: remoteAddress, configuration: configuration, router: router, logger: logger,
                 onClose: { [weak self] in self?.connectionClosed($0) }
             )
             state.connections[ObjectIdentifier(connection)] = connection
@@ -194,11 +229,13 @@ public final class HTTPServer: Sendable {
         waiters.forEach { $0.resume(returning: true) }
     }
 
-    private func listenerClosed() {
-        let waiters = state.withLock { state in
-            state.openListeners -= 1
-            return takeWaitersIfDrained(&state)
+    /// The last loop to stop watching the listeners closes them.
+    private func loopStoppedListening(_ listeners: [Int32]) {
+        let (last, waiters) = state.withLock { state in
+            state.listeningLoops -= 1
+            return (state.listeningLoops == 0, takeWaitersIfDrained(&state))
         }
+        if last { listeners.forEach { _ = Glibc.close($0) } }
         waiters.forEach { $0.resume(returning: true) }
     }
 
@@ -224,4 +261,25 @@ public final class HTTPServer: Sendable {
             }
         }
     }
+}
+
+/// A listening socket as one loop watches it.
+private final class Listener: EventLoopHandler {
+    let fd: Int32
+    let loop: EventLoop
+    let server: HTTPServer
+
+    init(fd: Int32, loop: EventLoop, server: HTTPServer) {
+        self.fd = fd
+        self.loop = loop
+        self.server = server
+    }
+
+    func readable() {
+        server.acceptConnections(on: fd, loop: loop)
+    }
+
+    func writable() {}
+
+    func tick() {}
 }

@@ -112,3 +112,20 @@ def test_a_scrape_mid_workload_passes_promtool_and_matches_the_api(fetchd, origi
         assert sample(text, "fetchd_downloads", f'state="{state}"') == count
     assert sample(text, "fetchd_queue_depth", 'waiting_for="earliestBeginDate"') == 1
     assert sample(text, "fetchd_http_requests_total", 'route="/downloads",method="POST",status="201"') == 8
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_staging_directory_on_another_file_system_is_refused_at_start(fetchd):
+    fd = fetchd(start=False)
+    fd.data_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(fd.data_dir)], check=True)
+    try:
+        run = subprocess.run([str(fd.binary)], env=fd.env(), capture_output=True, timeout=20)
+        assert run.returncode == 2
+        lines = run.stderr.decode().strip().splitlines()
+        assert len(lines) == 1 and "FETCHD_STAGING_DIR" in lines[0], lines
+        fd.extra_env["FETCHD_STAGING_DIR"] = str(fd.root / ".fetchd-partial")
+        fd.start()  # staged on the root's file system, the same layout starts
+        fd.stop()
+    finally:
+        subprocess.run(["umount", str(fd.data_dir)], check=False)

@@ -1,0 +1,213 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// What an `EventLoop` calls for a registered descriptor, always on the loop's thread.
+protocol EventLoopHandler: AnyObject {
+    func readable()
+    func writable()
+    /// Called every `EventLoop.tickInterval` while registered (deadlines are checked here).
+    func tick()
+}
+
+/// One thread running epoll for the descriptors registered with it, and the jobs (and Swift
+/// tasks: it is their executor) sent to it.
+///
+/// Everything a connection does happens on its loop's thread: its I/O, its deadline checks,
+/// its handler. The server runs one loop per core, each accepting its own connections, so a
+/// request is read, handled and answered without waking another thread.
+///
+/// Level-triggered: a descriptor is in the epoll set only while it wants an event, so a hung-up
+/// socket whose connection is busy does not make `epoll_wait` return at once again and again.
+///
+/// `@unchecked Sendable`: `handlers` and `interests` are touched only on the loop's thread;
+/// the jobs sent from other threads are guarded by the `Mutex` `inbox`.
+final class EventLoop: TaskExecutor, @unchecked Sendable {
+    private struct Inbox {
+        var jobs: [@Sendable () -> Void] = []
+        /// The loop is in (or about to enter) `epoll_wait` and must be woken for a new job.
+        var sleeping = false
+        /// Stopped: jobs go to `afterStop`.
+        var stopped = false
+    }
+
+    private struct Interest: Equatable {
+        var reading = false
+        var writing = false
+    }
+
+    let tickInterval: Double
+    private let epoll: Int32
+    /// A pipe: a byte written to `wakeup.write` ends the loop's `epoll_wait`.
+    private let wakeup: (read: Int32, write: Int32)
+    private let inbox = Mutex(Inbox())
+    /// Jobs that arrive once the loop has stopped (a task finishing after the server shut
+    /// down) run here, still one at a time.
+    private let afterStop = DispatchQueue(label: "fetchd.http.loop.stopped")
+    private var handlers: [Int32: EventLoopHandler] = [:]
+    private var interests: [Int32: Interest] = [:]
+    private var thread = pthread_t()
+
+    init(tickInterval: Double) throws {
+        self.tickInterval = tickInterval
+        var pipe: [Int32] = [-1, -1]
+        guard let epoll = Epoll.create() else {
+            throw HTTPServerError("cannot create an event loop: \(errorText(errno))")
+        }
+        guard Glibc.pipe(&pipe) == 0 else {
+            let code = errno
+            _ = Glibc.close(epoll)
+            throw HTTPServerError("cannot create an event loop: \(errorText(code))")
+        }
+        for fd in pipe {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        self.epoll = epoll
+        wakeup = (pipe[0], pipe[1])
+        Epoll.control(epoll, .add, wakeup.read, events: Epoll.readable)
+    }
+
+    /// Starts the loop's thread.
+    func start() throws {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let status = pthread_create(&thread, nil, { context in
+            guard let context else { return nil }
+            Unmanaged<EventLoop>.fromOpaque(context).takeRetainedValue().run()
+            return nil
+        }, context)
+        guard status == 0 else {
+            Unmanaged<EventLoop>.fromOpaque(context).release()
+            throw HTTPServerError("cannot start an event loop thread: \(errorText(status))")
+        }
+        pthread_detach(thread)
+    }
+
+    /// Ends the loop once the jobs already sent have run; later jobs run on a serial queue.
+    func stop() {
+        execute { self.inbox.withLock { $0.stopped = true } }
+    }
+
+    /// Runs `job` on the loop's thread, after the events and jobs already waiting.
+    func execute(_ job: @escaping @Sendable () -> Void) {
+        enum Delivery { case queued, wake, afterStop }
+        let delivery = inbox.withLock { inbox -> Delivery in
+            if inbox.stopped { return .afterStop }
+            inbox.jobs.append(job)
+            guard inbox.sleeping else { return .queued }
+            inbox.sleeping = false
+            return .wake
+        }
+        switch delivery {
+        case .queued: break
+        case .wake:
+            var byte: UInt8 = 1
+            _ = Glibc.write(wakeup.write, &byte, 1)
+        case .afterStop: afterStop.async(execute: job)
+        }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+
+    // MARK: Descriptors (on the loop's thread)
+
+    /// Registers `fd` wanting no events yet.
+    func register(_ fd: Int32, _ handler: EventLoopHandler) {
+        handlers[fd] = handler
+        interests[fd] = Interest()
+    }
+
+    /// Registers a listening socket on several loops at once: each connection wakes one of them.
+    func registerExclusively(_ fd: Int32, _ handler: EventLoopHandler) {
+        handlers[fd] = handler
+        interests[fd] = Interest(reading: true)
+        Epoll.control(epoll, .add, fd, events: Epoll.readable | Epoll.exclusive)
+    }
+
+    /// Changes which events a registered `fd` wants; nil leaves that one as it is.
+    func want(_ fd: Int32, reading: Bool? = nil, writing: Bool? = nil) {
+        guard let old = interests[fd] else { return }
+        let new = Interest(reading: reading ?? old.reading, writing: writing ?? old.writing)
+        guard new != old else { return }
+        interests[fd] = new
+        let events = (new.reading ? Epoll.readable : 0) | (new.writing ? Epoll.writable : 0)
+        let operation: Epoll.Operation = events == 0 ? .delete : old.reading || old.writing ? .modify : .add
+        Epoll.control(epoll, operation, fd, events: events)
+    }
+
+    func deregister(_ fd: Int32) {
+        want(fd, reading: false, writing: false)
+        handlers[fd] = nil
+        interests[fd] = nil
+    }
+
+    // MARK: The loop
+
+    private func run() {
+        let events = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * Epoll.eventSize, alignment: 8)
+        defer { events.deallocate() }
+        var nextTick = DispatchTime.now().uptimeNanoseconds + nanoseconds(tickInterval)
+        while true {
+            let (jobs, stopped) = inbox.withLock { inbox in
+                defer { inbox.jobs = [] }
+                return (inbox.jobs, inbox.stopped)
+            }
+            jobs.forEach { $0() }
+            if stopped { break }
+
+            let now = DispatchTime.now().uptimeNanoseconds
+            if now >= nextTick {
+                handlers.values.forEach { $0.tick() }
+                nextTick = now + nanoseconds(tickInterval)
+            }
+            let sleep = inbox.withLock { inbox in
+                inbox.sleeping = inbox.jobs.isEmpty
+                return inbox.sleeping
+            }
+            let timeout = sleep ? Int32(min((nextTick - min(now, nextTick)) / 1_000_000 + 1, 1000)) : 0
+            let count = Epoll.wait(epoll, events, timeout: timeout)
+            inbox.withLock { $0.sleeping = false }
+            for index in 0..<max(count, 0) {
+                dispatchEvent(Epoll.event(index, in: events))
+            }
+        }
+        handlers = [:]
+        interests = [:]
+        let late = inbox.withLock { inbox in
+            defer { inbox.jobs = [] }
+            return inbox.jobs
+        }
+        late.forEach { afterStop.async(execute: $0) }
+        _ = Glibc.close(epoll)
+        _ = Glibc.close(wakeup.read)
+        _ = Glibc.close(wakeup.write)
+    }
+
+    private func dispatchEvent(_ event: (events: UInt32, fd: Int32)) {
+        let fd = event.fd
+        if fd == wakeup.read {
+            withUnsafeTemporaryAllocation(byteCount: 64, alignment: 1) { buffer in
+                while Glibc.read(wakeup.read, buffer.baseAddress, buffer.count) > 0 {}
+            }
+            return
+        }
+        let failed = event.events & (Epoll.hangUp | Epoll.error) != 0
+        // A handler may deregister (and close) its descriptor in the first call; the second
+        // then must not reach a handler registered meanwhile under the same number.
+        guard let handler = handlers[fd] else { return }
+        if event.events & Epoll.readable != 0 || (failed && interests[fd]?.reading == true) {
+            handler.readable()
+        }
+        guard handlers[fd] === handler else { return }
+        if event.events & Epoll.writable != 0 || (failed && interests[fd]?.writing == true) {
+            handler.writable()
+        }
+    }
+}
+
+private func nanoseconds(_ seconds: Double) -> UInt64 {
+    UInt64(seconds * 1_000_000_000)
+}
