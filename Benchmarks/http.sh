@@ -2,14 +2,14 @@
 # Requests per second, with wrk at 64 connections on this machine, of fetchd's GET /healthz and
 # POST /downloads (each job committed before its 201) next to nginx serving a small static file.
 #
-#   Benchmarks/http.sh                 # RUNS=3 rounds of DURATION=10 s each; prints medians
+#   Benchmarks/http.sh                 # RUNS=5 rounds of DURATION=10 s each; prints medians
 #   FETCHD_BIN=path/to/fetchd Benchmarks/http.sh
 #
 # Targets (issue 5): GET /healthz >= 0.7 x nginx; POST /downloads >= 10,000 req/s.
 
 source "$(dirname "$0")/http/lib.sh"
 
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-5}
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
@@ -45,18 +45,23 @@ measure() {
 
 echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s, $RUNS rounds, $(nproc) cores"
 # Warm-up: the first seconds of a fresh process are not what it does under steady load.
-DURATION=2 measure warmup-healthz "$FETCHD_URL/healthz" >/dev/null
 DURATION=2 measure warmup-nginx "$NGINX_URL/healthz" >/dev/null
-DURATION=2 measure warmup-post -s "$(dirname "$0")/http/post-downloads.lua" "$FETCHD_URL/downloads" -- warmup >/dev/null
-
+DURATION=2 measure warmup-healthz "$FETCHD_URL/healthz" >/dev/null
+# nginx and /healthz alternate, so that noise from the rest of the machine hits both alike;
+# POST /downloads comes last, as the work its jobs leave behind would load the other rounds.
 for run in $(seq "$RUNS"); do
     nginx_rps=$(measure nginx "$NGINX_URL/healthz")
     healthz_rps=$(measure healthz "$FETCHD_URL/healthz")
-    post_rps=$(measure post -s "$(dirname "$0")/http/post-downloads.lua" "$FETCHD_URL/downloads" -- "run$run")
     echo "$nginx_rps" >>"$WORK/nginx.txt"
     echo "$healthz_rps" >>"$WORK/healthz.txt"
+    awk -v run="$run" -v n="$nginx_rps" -v h="$healthz_rps" \
+        'BEGIN { printf "round %d: nginx %8d   GET /healthz %8d req/s   (%.2f x)\n", run, n, h, h / n }'
+done
+DURATION=2 measure warmup-post -s "$(dirname "$0")/http/post-downloads.lua" "$FETCHD_URL/downloads" -- warmup >/dev/null
+for run in $(seq "$RUNS"); do
+    post_rps=$(measure post -s "$(dirname "$0")/http/post-downloads.lua" "$FETCHD_URL/downloads" -- "run$run")
     echo "$post_rps" >>"$WORK/post.txt"
-    printf 'round %d: nginx %8d   GET /healthz %8d   POST /downloads %8d req/s\n' "$run" "$nginx_rps" "$healthz_rps" "$post_rps"
+    printf 'round %d: POST /downloads %8d req/s\n' "$run" "$post_rps"
 done
 
 echo
