@@ -67,6 +67,13 @@ bench: release bench-deps
 bench-quick: release bench-deps
 	python3 Benchmarks/run.py --quick --fetchd .build/release/fetchd $(BENCH_ARGS)
 
+## container-check: the Dockerfile's runtime image without Docker (needs root): a release build as the
+## build stage does it, the final stage debootstrapped into .build-container/rootfs (cached), fetchd run
+## there by chroot as uid 10001 through a loopback smoke test (scripts/container/check.sh)
+.PHONY: container-check
+container-check: deps
+	$(SUDO) env SWIFT="$$(command -v $(SWIFT))" scripts/container/check.sh
+
 openapi-check:
 	python3 -c 'import yaml; from openapi_spec_validator import validate; validate(yaml.safe_load(open("openapi.yaml")))'
 
