@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -66,7 +67,7 @@ def main() -> int:
             try:
                 rows += SCENARIOS[name].run(ctx)
             except Exception as error:  # one broken scenario still leaves the others' figures
-                ctx.log(f"scenario {name} failed: {error!r}")
+                ctx.log(f"scenario {name} failed: {error!r}\n{traceback.format_exc()}")
                 rows.append(Row(name, f"FAILED: {error}", "", []))
             procs.stop_all()
     finally:

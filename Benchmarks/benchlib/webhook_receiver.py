@@ -37,6 +37,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 if __name__ == "__main__":
+    ThreadingHTTPServer.request_queue_size = 1024  # fetchd may open many delivery connections at once
     server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
     server.daemon_threads = True
     server.serve_forever()

@@ -20,7 +20,7 @@ class WebhookReceiver:
         return f"http://127.0.0.1:{self.port}/hooks"
 
     def counts(self) -> dict:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=5) as resp:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=30) as resp:
             return json.load(resp)
 
     def _up(self) -> bool:
