@@ -29,16 +29,14 @@ PIDS+=("$!")
 NGINX_URL="http://127.0.0.1:$NGINX_PORT"
 wait_for "$NGINX_URL/healthz"
 
-# wrk's requests per second; aborts on socket errors or unexpected statuses.
+# wrk's requests per second; socket errors (a timeout is an answer slower than 2 s) and
+# statuses other than 2xx go to standard error and $WORK/errors (measure runs in a subshell).
 measure() {
     local name=$1 out
     shift
     out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" "$@")
-    echo "$out" >"$WORK/wrk-$name.txt"
     if grep -qE 'Non-2xx|Socket errors' <<<"$out"; then
-        echo "$name: wrk reported errors:" >&2
-        grep -E 'Non-2xx|Socket errors' <<<"$out" >&2
-        exit 1
+        echo "  $name: $(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr -s ' ' | paste -sd ';')" | tee -a "$WORK/errors" >&2
     fi
     awk '/^Requests\/sec:/ { printf "%.0f\n", $2 }' <<<"$out"
 }
@@ -72,3 +70,4 @@ awk -v nginx="$(median <"$WORK/nginx.txt")" -v healthz="$(median <"$WORK/healthz
     printf "  GET /healthz         %8.0f   %.2f x nginx (target >= 0.70)\n", healthz, healthz / nginx
     printf "  POST /downloads      %8.0f   %.2f x nginx; target 10,000\n", post, post / nginx
 }'
+[ ! -s "$WORK/errors" ] || echo "$(wc -l <"$WORK/errors") runs had errors (above)"
