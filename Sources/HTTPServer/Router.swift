@@ -9,9 +9,10 @@ public struct PathParameters: Sendable {
     public subscript(_ name: String) -> String? { values[name] }
 }
 
-/// Answers one request. It runs in a task whose executor preference is the connection's serial
-/// queue (so the response is written without a thread hop); child tasks inherit that, so
-/// CPU-heavy work that should run in parallel belongs in a detached task or on an actor.
+/// Answers one request. It runs in a task whose executor preference is the connection's event
+/// loop (so the response is written without a thread hop); child tasks inherit that. The loop
+/// serves other connections too, so work that blocks or runs long belongs in a detached task
+/// or on an actor, and the handler awaits it.
 public typealias HTTPHandler = @Sendable (HTTPRequest, PathParameters) async -> HTTPResponse
 
 /// Maps method and path to a handler.
