@@ -149,13 +149,15 @@ public final class HTTPServer: Sendable {
         return loops
     }
 
-    /// On `loop`'s thread: the connections it accepts are its own.
-    fileprivate func acceptConnections(on listener: Int32, loop: EventLoop) {
-        // A bounded batch per event keeps one busy listener from starving the other.
-        for _ in 0..<64 {
+    /// On `loop`'s thread: the connection it accepts is its own. One per event, as nginx does
+    /// by default: the listener stays readable while more wait, and each arrival wakes one
+    /// waiting loop, so connections spread over the loops instead of all going to the first awake.
+    fileprivate func acceptConnection(on listener: Int32, loop: EventLoop) {
+        // Retries, a few, past connections that were reset before they could be taken.
+        for _ in 0..<8 {
             switch Socket.accept(listener) {
             case .accepted(let fd, let remoteAddress):
-                admit(fd, remoteAddress: remoteAddress, loop: loop)
+                return admit(fd, remoteAddress: remoteAddress, loop: loop)
             case .failed(EINTR), .failed(ECONNABORTED):
                 continue
             case .failed(EAGAIN):
@@ -276,7 +278,7 @@ private final class Listener: EventLoopHandler {
     }
 
     func readable() {
-        server.acceptConnections(on: fd, loop: loop)
+        server.acceptConnection(on: fd, loop: loop)
     }
 
     func writable() {}
