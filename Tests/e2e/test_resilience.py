@@ -158,9 +158,11 @@ def test_the_size_cap_holds_without_content_length(fetchd, origin):
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
 def test_a_full_disk_fails_the_job_with_disk_full_and_fetchd_keeps_serving(fetchd, origin):
     fd = fetchd(start=False)
-    fd.data_dir.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(fd.data_dir)], check=True)
+    volume = fd.data_dir.parent / "volume"
+    volume.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(volume)], check=True)
     try:
+        fd.data_dir, fd.root = volume / "data", volume / "downloads"
         fd.start()
         url = origin.add("/huge", os.urandom(8_000_000))
         job = submit(fd, url, "huge.bin")
@@ -175,7 +177,7 @@ def test_a_full_disk_fails_the_job_with_disk_full_and_fetchd_keeps_serving(fetch
         fd.stop()
     finally:
         fd.close()
-        subprocess.run(["umount", str(fd.data_dir)], check=False)
+        subprocess.run(["umount", str(volume)], check=False)
 
 
 # ----- fetchd stops, by crash or by request
