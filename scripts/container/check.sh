@@ -25,7 +25,7 @@ DOCKERFILE=${CONTAINER_CHECK_DOCKERFILE:-$REPO/Dockerfile}   # another one to tr
 PARSE=$REPO/scripts/container/dockerfile.py
 SWIFT=${SWIFT:-swift}
 # Bumped when the way the rootfs is assembled changes, so a cached one is not reused.
-ASSEMBLY_VERSION=1
+ASSEMBLY_VERSION=2
 
 PASSED=0
 FAILED=0
@@ -224,6 +224,16 @@ write_sources() {
     done
 }
 
+# The Debian images keep no .deb files or package caches: apt deletes them after each run
+# (their /etc/apt/apt.conf.d/docker-clean, restated here), and debootstrap's downloads are not
+# in them at all.
+clean_apt_like_the_image() {
+    local root=$1 clean='rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true'
+    printf 'DPkg::Post-Invoke { "%s"; };\nAPT::Update::Post-Invoke { "%s"; };\nDir::Cache::pkgcache "";\nDir::Cache::srcpkgcache "";\n' \
+        "$clean" "$clean" >"$root/etc/apt/apt.conf.d/docker-clean"
+    rm -f "$root"/var/cache/apt/archives/*.deb "$root"/var/cache/apt/*.bin
+}
+
 # Runs the final stage's FROM and RUN lines into $ROOTFS, unless the cached one was made from
 # the same lines and sources.
 assemble_rootfs() {
@@ -245,6 +255,7 @@ assemble_rootfs() {
     debootstrap --variant=minbase "$SUITE" "$tmp" "$mirror" >"$SCRATCH/debootstrap.log" 2>&1 ||
         { tail -n 20 "$SCRATCH/debootstrap.log" >&2; die "debootstrap failed (log: $SCRATCH/debootstrap.log)"; }
     write_sources "$tmp"
+    clean_apt_like_the_image "$tmp"
     # apt-get update inside needs a resolver; Docker would bind-mount its own at run time.
     cp -L /etc/resolv.conf "$tmp/etc/resolv.conf"
     mount_runtime "$tmp"
