@@ -68,15 +68,24 @@ public final class DownloadService: Sendable {
     }
 
     /// A finished download is hard-linked from the staging directory into the download root; across
-    /// file systems that cannot be atomic, so it is refused at start rather than found out later.
+    /// file systems — or across two mounts of one, as two container volumes are — that fails, so it
+    /// is tried once at start rather than found out at the first completion.
     static func checkSameFileSystem(_ configuration: Configuration) throws {
-        var staging = stat()
-        var root = stat()
-        guard stat(configuration.partialDirectory, &staging) == 0, stat(configuration.downloadRoot, &root) == 0 else {
-            throw Configuration.Invalid(description: describeErrno("cannot inspect \(configuration.partialDirectory) and \(configuration.downloadRoot)"))
+        let probe = "/" + DestinationPath.reservedPrefix + "link-check-\(getpid())"
+        let staged = configuration.partialDirectory + probe
+        let placed = configuration.downloadRoot + probe
+        let fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Configuration.Invalid(description: describeErrno("cannot write in the staging directory \(configuration.partialDirectory)")) }
+        close(fd)
+        defer {
+            unlink(staged)
+            unlink(placed)
         }
-        guard staging.st_dev == root.st_dev else {
-            throw Configuration.Invalid(description: "the staging directory \(configuration.partialDirectory) and FETCHD_DOWNLOAD_ROOT \(configuration.downloadRoot) are on different file systems, so downloads cannot be moved into place atomically: set FETCHD_STAGING_DIR (--staging-dir) to a directory on the download root's file system, e.g. \(configuration.downloadRoot)/.fetchd-partial")
+        unlink(placed)
+        guard link(staged, placed) == 0 else {
+            throw Configuration.Invalid(description: errno == EXDEV
+                ? "the staging directory \(configuration.partialDirectory) and FETCHD_DOWNLOAD_ROOT \(configuration.downloadRoot) are not on one file system mount, so downloads cannot be moved into place atomically: set FETCHD_STAGING_DIR (--staging-dir) to a directory under the download root, e.g. \(configuration.downloadRoot)/.fetchd-partial"
+                : describeErrno("cannot link from the staging directory \(configuration.partialDirectory) into \(configuration.downloadRoot)"))
         }
     }
 

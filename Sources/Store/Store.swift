@@ -14,6 +14,8 @@ public final class Store: Sendable {
             // lose the last commits. It saves an fsync per transaction.
             try db.execute("PRAGMA synchronous = NORMAL")
             try db.execute("PRAGMA foreign_keys = ON")
+            // Temporary tables and sorts in memory: the data directory is the only place fetchd may write.
+            try db.execute("PRAGMA temp_store = MEMORY")
             try Migrations.run(on: db)
         } catch {
             db.close()

@@ -129,3 +129,19 @@ def test_a_staging_directory_on_another_file_system_is_refused_at_start(fetchd):
         fd.stop()
     finally:
         subprocess.run(["umount", str(fd.data_dir)], check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root")
+def test_two_mounts_of_one_file_system_are_refused_too(fetchd, tmp_path):
+    """Like two container volumes on one disk: same device, but a hard link between them fails."""
+    fd = fetchd(start=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    fd.root.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "--bind", str(elsewhere), str(fd.root)], check=True)
+    try:
+        run = subprocess.run([str(fd.binary)], env=fd.env(), capture_output=True, timeout=20)
+        assert run.returncode == 2
+        assert "FETCHD_STAGING_DIR" in run.stderr.decode()
+    finally:
+        subprocess.run(["umount", str(fd.root)], check=False)
