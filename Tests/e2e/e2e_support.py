@@ -9,6 +9,7 @@ event. The only sleeps are inside the origin, where throttling *is* the behaviou
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import http.client
 import http.server
@@ -323,6 +324,20 @@ class Fetchd:
                 lines = [f"... ({len(lines) - max_lines} earlier lines omitted)"] + lines[-max_lines:]
             parts.append(f"--- run {i} ({path}) ---\n" + "\n".join(lines))
         return "\n".join(parts)
+
+
+@contextlib.contextmanager
+def small_volume(fd: "Fetchd", size: str):
+    """Puts fd's data dir and download root on a tmpfs of `size` (root only) for the block; fd is not started."""
+    volume = fd.data_dir.parent / "volume"
+    volume.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(volume)], check=True)
+    try:
+        fd.data_dir, fd.root = volume / "data", volume / "downloads"
+        yield volume
+    finally:
+        fd.close()
+        subprocess.run(["umount", str(volume)], check=False)
 
 
 class FetchdFactory:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import signal
-import subprocess
 import time
 
 import pytest

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from e2e_support import Fault, holds_for, sha256_hex, wait_for
+from e2e_support import Fault, holds_for, sha256_hex, small_volume, wait_for
 
 
 def submit(fd, url: str, destination: str, **extra) -> dict:
@@ -158,11 +158,7 @@ def test_the_size_cap_holds_without_content_length(fetchd, origin):
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
 def test_a_full_disk_fails_the_job_with_disk_full_and_fetchd_keeps_serving(fetchd, origin):
     fd = fetchd(start=False)
-    volume = fd.data_dir.parent / "volume"
-    volume.mkdir(parents=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(volume)], check=True)
-    try:
-        fd.data_dir, fd.root = volume / "data", volume / "downloads"
+    with small_volume(fd, "3m"):
         fd.start()
         url = origin.add("/huge", os.urandom(8_000_000))
         job = submit(fd, url, "huge.bin")
@@ -175,9 +171,6 @@ def test_a_full_disk_fails_the_job_with_disk_full_and_fetchd_keeps_serving(fetch
         small = submit(fd, origin.add("/small", b"still serving"), "small.bin")
         assert fd.api.wait_state(small["id"], "completed")["sha256"] == sha256_hex(b"still serving")
         fd.stop()
-    finally:
-        fd.close()
-        subprocess.run(["umount", str(volume)], check=False)
 
 
 # ----- fetchd stops, by crash or by request

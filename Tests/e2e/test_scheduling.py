@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from e2e_support import Origin, parse_rfc3339, rfc3339, sha256_hex, wait_for
+from e2e_support import Origin, parse_rfc3339, rfc3339, sha256_hex, small_volume, wait_for
 
 
 def submit(fd, url: str, destination: str, **extra) -> dict:
@@ -130,12 +130,7 @@ def test_a_session_with_a_thousand_jobs_does_not_starve_one_with_a_single_job(fe
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
 def test_a_job_that_would_not_fit_waits_for_disk_space_and_runs_once_it_fits(fetchd, origin):
     fd = fetchd(start=False)
-    volume = fd.data_dir.parent / "volume"
-    volume.mkdir(parents=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(volume)], check=True)
-    try:
-        fd.data_dir = volume / "data"
-        fd.root = volume / "downloads"
+    with small_volume(fd, "4m") as volume:
         fd.start()
         data = os.urandom(6_000_000)
         origin.add("/large", data)
@@ -147,9 +142,6 @@ def test_a_job_that_would_not_fit_waits_for_disk_space_and_runs_once_it_fits(fet
         subprocess.run(["mount", "-o", "remount,size=16m", str(volume)], check=True)
         assert fd.api.wait_state(job["id"], "completed")["sha256"] == sha256_hex(data)
         fd.stop()
-    finally:
-        fd.close()
-        subprocess.run(["umount", str(volume)], check=False)
 
 
 def test_session_finished_arrives_once_after_the_last_jobs_event_and_again_for_new_work(fetchd, origin, receiver):
