@@ -46,7 +46,8 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     private let afterStop = DispatchQueue(label: "fetchd.http.loop.stopped")
     private var handlers: [Int32: EventLoopHandler] = [:]
     private var interests: [Int32: Interest] = [:]
-    private var thread = pthread_t()
+    /// Set by the job `stop()` sends; the loop then hands what is left to `afterStop`.
+    private var stopRequested = false
 
     init(tickInterval: Double) throws {
         self.tickInterval = tickInterval
@@ -68,9 +69,11 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         Epoll.control(epoll, .add, wakeup.read, events: Epoll.readable)
     }
 
-    /// Starts the loop's thread.
+    /// Starts the loop's thread, which keeps the loop alive until it stops. If that fails, the
+    /// loop's descriptors are closed and it must not be used.
     func start() throws {
         let context = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
         let status = pthread_create(&thread, nil, { context in
             guard let context else { return nil }
             Unmanaged<EventLoop>.fromOpaque(context).takeRetainedValue().run()
@@ -78,6 +81,7 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         }, context)
         guard status == 0 else {
             Unmanaged<EventLoop>.fromOpaque(context).release()
+            closeDescriptors()
             throw HTTPServerError("cannot start an event loop thread: \(errorText(status))")
         }
         pthread_detach(thread)
@@ -85,7 +89,7 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
 
     /// Ends the loop once the jobs already sent have run; later jobs run on a serial queue.
     func stop() {
-        execute { self.inbox.withLock { $0.stopped = true } }
+        execute { self.stopRequested = true }
     }
 
     /// Runs `job` on the loop's thread, after the events and jobs already waiting.
@@ -151,12 +155,14 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         defer { events.deallocate() }
         var nextTick = DispatchTime.now().uptimeNanoseconds + nanoseconds(tickInterval)
         while true {
-            let (jobs, stopped) = inbox.withLock { inbox in
+            let jobs = inbox.withLock { inbox in
                 defer { inbox.jobs = [] }
-                return (inbox.jobs, inbox.stopped)
+                return inbox.jobs
             }
-            jobs.forEach { $0() }
-            if stopped { break }
+            for (index, job) in jobs.enumerated() {
+                job()
+                if stopRequested { return finish(leftOver: jobs[(index + 1)...]) }
+            }
 
             let now = DispatchTime.now().uptimeNanoseconds
             if now >= nextTick {
@@ -174,13 +180,22 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
                 dispatchEvent(Epoll.event(index, in: events))
             }
         }
+    }
+
+    /// From now on jobs run on `afterStop`, those already sent first: handed over under the
+    /// lock, so that none sent later can overtake them.
+    private func finish(leftOver: ArraySlice<@Sendable () -> Void>) {
         handlers = [:]
         interests = [:]
-        let late = inbox.withLock { inbox in
-            defer { inbox.jobs = [] }
-            return inbox.jobs
+        inbox.withLock { inbox in
+            inbox.stopped = true
+            (leftOver + inbox.jobs).forEach { afterStop.async(execute: $0) }
+            inbox.jobs = []
         }
-        late.forEach { afterStop.async(execute: $0) }
+        closeDescriptors()
+    }
+
+    private func closeDescriptors() {
         _ = Glibc.close(epoll)
         _ = Glibc.close(wakeup.read)
         _ = Glibc.close(wakeup.write)

@@ -64,13 +64,16 @@ import Testing
         await deregistered.wait()
     }
 
-    @Test func jobsSentAfterStopStillRun() async throws {
+    @Test func jobsSentAroundStopAllRunInOrder() async throws {
         let loop = try EventLoop(tickInterval: 1)
         try loop.start()
-        loop.stop()
-        let ran = Gate()
-        loop.execute { ran.open() }
-        await ran.wait()
-        #expect(ran.isOpen)
+        let log = Log()
+        for n in 0..<2000 {
+            // Some run on the loop, the rest after it stopped: none may be lost or overtaken.
+            if n == 1000 { loop.stop() }
+            loop.execute { log.entries.withLock { $0[0, default: []].append(n) } }
+        }
+        #expect(await eventually { log.entries.withLock { $0[0]?.count } == 2000 })
+        #expect(log.entries.withLock { $0[0] } == Array(0..<2000))
     }
 }
