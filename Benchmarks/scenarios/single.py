@@ -48,9 +48,9 @@ def run(ctx) -> list[Row]:
             mib_s[name].append(size / (1 << 20) / seconds)
             cpu[name].append(cpu_seconds)
             ctx.log(f"single round {r + 1} {name}: {mib_s[name][-1]:.0f} MiB/s, {cpu_seconds:.2f} s CPU")
+            settle_disk(target)
             if os.path.exists(target):
                 os.remove(target)
-            settle_disk()
     fetchd.stop()
     origin.stop()
     note = "fetchd: SHA-256 + fsync"

@@ -73,7 +73,7 @@ def run(ctx) -> list[Row]:
         if name != "fetchd" and len(os.listdir(out)) != count:
             raise RuntimeError(f"small: {name} left {len(os.listdir(out))} files")
         ctx.log(f"small round {r + 1} {name}: {seconds:.2f} s, {cpu_seconds:.2f} s CPU")
-        settle_disk()
+        settle_disk(*(os.path.join(out, name) for name in os.listdir(out)))
     receiver.stop()
     origin.stop()
     label = f"2 small {count}×16 KiB"
