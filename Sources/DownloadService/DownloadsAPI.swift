@@ -156,10 +156,12 @@ struct DownloadsAPI: Sendable {
             return Self.unavailable("the list could not be read")
         }
         var json = JSONWriter(capacity: 600 * page.items.count + 64)
+        let load = scheduler.loadSnapshot()
+        let now = clock.now()
         json.beginObject()
         json.key("items")
         json.beginArray()
-        for download in page.items { write(download, into: &json) }
+        for download in page.items { write(download, load: load, now: now, into: &json) }
         json.endArray()
         json.field("nextCursor", page.nextCursor)
         json.endObject()
@@ -227,13 +229,13 @@ struct DownloadsAPI: Sendable {
 
     func encode(_ download: Download) -> [UInt8] {
         var json = JSONWriter()
-        write(download, into: &json)
+        write(download, load: scheduler.loadSnapshot(), now: clock.now(), into: &json)
         return json.bytes
     }
 
-    private func write(_ download: Download, into json: inout JSONWriter) {
+    private func write(_ download: Download, load: Load, now: Int64, into json: inout JSONWriter) {
         let live = download.state == .running ? scheduler.liveBytes.withLock { $0[download.id] } : nil
-        DownloadJSON.write(download, waitingFor: scheduler.waitingFor(download), liveBytes: live, into: &json)
+        DownloadJSON.write(download, waitingFor: scheduler.waitingFor(download, load: load, now: now), liveBytes: live, into: &json)
     }
 
     static func invalid(_ errors: [FieldError]) -> HTTPResponse {

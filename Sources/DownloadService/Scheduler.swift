@@ -79,12 +79,18 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         queue.async { self.schedule() }
     }
 
-    /// Why a queued job waits now, by the same rule the scheduler follows.
-    func waitingFor(_ job: Download) -> WaitingFor? {
-        guard job.state == .queued else { return nil }
+    /// What runs now and the free disk space, for explaining waits; take one per API request.
+    func loadSnapshot() -> Load {
         var snapshot = publishedLoad.withLock { $0 }
         snapshot.freeDiskBytes = disk.freeBytes().map { $0 - snapshot.reservedDiskBytes }
-        switch policy.decide(job, now: clock.now(), load: snapshot, partialBytes: partials.size(job.id)) {
+        return snapshot
+    }
+
+    /// Why a queued job waits now, by the same rule the scheduler follows (its saved byte count
+    /// stands in for the partial file's length).
+    func waitingFor(_ job: Download, load: Load, now: Int64) -> WaitingFor? {
+        guard job.state == .queued else { return nil }
+        switch policy.decide(job, now: now, load: load, partialBytes: job.bytesReceived) {
         case .wait(let reason): return reason
         case .start: return .slot  // startable: it waits for the next pass to give it a slot
         }

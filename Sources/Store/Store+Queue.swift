@@ -16,23 +16,32 @@ extension Store {
     public func promote(now: Int64, agedBefore: Int64) throws {
         try withConnection { db in
             try db.transaction {
-                try db.prepare("UPDATE downloads SET due = 1 WHERE state = 'queued' AND due = 0 AND run_at <= ?").run([.integer(now)])
-                try db.prepare("UPDATE downloads SET lane = 0 WHERE state = 'queued' AND lane = 1 AND created_at <= ?")
-                    .run([.integer(agedBefore)])
+                // INDEXED BY: the planner, without statistics, would rather scan the whole queue by state.
+                try db.prepare("""
+                    UPDATE downloads SET due = 1 WHERE id IN (SELECT id FROM downloads INDEXED BY downloads_pending
+                    WHERE state = 'queued' AND due = 0 AND run_at <= ?)
+                    """).run([.integer(now)])
+                try db.prepare("""
+                    UPDATE downloads SET lane = 0 WHERE id IN (SELECT id FROM downloads INDEXED BY downloads_aging
+                    WHERE state = 'queued' AND lane = 1 AND created_at <= ?)
+                    """).run([.integer(agedBefore)])
             }
         }
     }
 
     /// Due jobs of one lane, best first, leaving out hosts that are at their limit.
     public func dueJobs(lane: Lane, excludingHosts: [String], limit: Int) throws -> [Download] {
-        let order = lane == .normal ? "priority DESC, fair_tag, id" : "expected_bytes_to_receive, priority DESC, fair_tag, id"
+        // The lane is spelled out, not bound: a partial index serves only queries whose WHERE implies its own.
+        let (index, order) = lane == .normal
+            ? ("downloads_normal_lane", "priority DESC, fair_tag, id")
+            : ("downloads_discretionary_lane", "expected_bytes_to_receive, priority DESC, fair_tag, id")
         let hosts = String(decoding: (try? JSONEncoder().encode(excludingHosts)) ?? Data("[]".utf8), as: UTF8.self)
         return try withConnection { db in
             try db.prepare("""
-                SELECT \(DownloadColumns.list) FROM downloads
-                WHERE state = 'queued' AND due = 1 AND lane = ? AND host_key NOT IN (SELECT value FROM json_each(?))
+                SELECT \(DownloadColumns.list) FROM downloads INDEXED BY \(index)
+                WHERE state = 'queued' AND due = 1 AND lane = \(lane.rawValue) AND host_key NOT IN (SELECT value FROM json_each(?))
                 ORDER BY \(order) LIMIT ?
-                """).query([.integer(Int64(lane.rawValue)), .text(hosts), .integer(Int64(limit))], DownloadColumns.download)
+                """).query([.text(hosts), .integer(Int64(limit))], DownloadColumns.download)
         }
     }
 
@@ -56,9 +65,9 @@ extension Store {
     /// The next time a queued job becomes due or a discretionary job ages into the normal lane.
     public func nextQueueChange(after now: Int64, agingDelay: Int64) throws -> Int64? {
         try withConnection { db in
-            let due = try db.prepare("SELECT MIN(run_at) FROM downloads WHERE state = 'queued' AND due = 0")
+            let due = try db.prepare("SELECT MIN(run_at) FROM downloads INDEXED BY downloads_pending WHERE state = 'queued' AND due = 0")
                 .query { $0.optionalInt64(0) }.first ?? nil
-            let aging = try db.prepare("SELECT MIN(created_at) FROM downloads WHERE state = 'queued' AND lane = 1")
+            let aging = try db.prepare("SELECT MIN(created_at) FROM downloads INDEXED BY downloads_aging WHERE state = 'queued' AND lane = 1")
                 .query { $0.optionalInt64(0) }.first ?? nil
             return [due, aging.map { $0 + agingDelay }].compactMap { $0 }.map { max($0, now + 1) }.min()
         }

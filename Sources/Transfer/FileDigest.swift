@@ -27,7 +27,8 @@ final class FileDigest: @unchecked Sendable {
     private var hasher = SHA256()
     private var hashed: Int64 = 0
     private var hashedGeneration: UInt64 = 0
-    private var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    /// Allocated on first use and modest in size: a thousand slow transfers each hold one.
+    private lazy var buffer = [UInt8](repeating: 0, count: 128 << 10)
 
     init(fd: Int32, alreadyWritten: Int64) {
         self.fd = fd

@@ -102,7 +102,8 @@ import Transfer
         }
         #expect(result.bytesOnDisk == 10_000)
         #expect(seconds >= 1)
-        #expect(seconds < 3.5)
+        // The limit plus generous slack: the suite runs in parallel on two loaded cores.
+        #expect(seconds < 8)
     }
 
     @Test func aSilentOriginTimesOut() async throws {
@@ -120,7 +121,8 @@ import Transfer
             Issue.record("expected a timeout, got \(String(describing: result.failure))")
             return
         }
-        #expect(seconds < 3.5)
+        // The limit plus generous slack: the suite runs in parallel on two loaded cores.
+        #expect(seconds < 8)
     }
 
     @Test func aResetIsANetworkFailure() async throws {
