@@ -31,45 +31,41 @@ LoggingSystem.bootstrap { label in LineLogHandler(label: label, format: format) 
 let logger = Logger(label: "fetchd")
 
 let service: DownloadService
-let port: Int
 do {
     service = try DownloadService(configuration: configuration, logger: logger)
+} catch {
+    fatalConfiguration("\(error)")
+}
+
+// Signals are taken before the service starts, so one sent as soon as fetchd answers is never
+// lost. The handler is @Sendable: otherwise it would inherit the main actor of top-level code and
+// trap when Dispatch runs it on the signal queue.
+signal(SIGPIPE, SIG_IGN)
+let signals = SignalPipe.deliver([SIGTERM, SIGINT, SIGHUP], on: DispatchQueue(label: "fetchd.signals")) { @Sendable number in
+    guard number != SIGHUP else {
+        do {
+            try service.reloadTokens()
+            logger.info("tokens reloaded")
+        } catch {
+            logger.error("tokens not reloaded", metadata: ["error": "\(error)"])
+        }
+        return
+    }
+    logger.info("stopping")
+    Task {
+        await service.shutdown()
+        logger.info("stopped")
+        exit(0)
+    }
+}
+
+let port: Int
+do {
     port = try service.start()
 } catch {
     fatalConfiguration("\(error)")
 }
 let host = configuration.listenHost.contains(":") ? "[\(configuration.listenHost)]" : configuration.listenHost
 logger.info("listening", metadata: ["address": "\(host):\(port)"])
-
-// Signals arrive on a Dispatch source, not in a C handler, so stopping can run ordinary Swift code.
-// The handlers are @Sendable: otherwise they would inherit the main actor of top-level code and
-// trap when Dispatch runs them on the signal queue.
-signal(SIGTERM, SIG_IGN)
-signal(SIGINT, SIG_IGN)
-signal(SIGHUP, SIG_IGN)
-signal(SIGPIPE, SIG_IGN)
-let signalQueue = DispatchQueue(label: "fetchd.signals")
-let stopSources = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: signalQueue) }
-for source in stopSources {
-    source.setEventHandler { @Sendable in
-        logger.info("stopping")
-        Task {
-            await service.shutdown()
-            logger.info("stopped")
-            exit(0)
-        }
-    }
-    source.resume()
-}
-let reloadSource = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signalQueue)
-reloadSource.setEventHandler { @Sendable in
-    do {
-        try service.reloadTokens()
-        logger.info("tokens reloaded")
-    } catch {
-        logger.error("tokens not reloaded", metadata: ["error": "\(error)"])
-    }
-}
-reloadSource.resume()
 
 dispatchMain()
