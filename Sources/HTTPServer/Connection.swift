@@ -92,10 +92,9 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
 
     // MARK: Lifecycle
 
-    /// On the loop's thread.
+    /// On the loop's thread, as soon as the connection is accepted (a shutdown's close is a
+    /// job for the loop, so it comes after this).
     func start() {
-        // Shutdown may have closed the connection before it started.
-        guard case .reading = state else { return }
         loop.register(fd, self)
         resumeReading()
         processRequests()
