@@ -169,7 +169,7 @@ struct DownloadsAPI: Sendable {
     }
 
     func cancel(_ id: String) -> HTTPResponse {
-        transition(id, to: .cancelled, from: [.queued, .running, .paused], unchangedIn: [.cancelled]) { job, now in
+        transition(id, to: .cancelled, unchangedIn: [.cancelled]) { job, now in
             job.finishedAt = now
             job.nextAttemptAt = nil
         } after: { job in
@@ -178,7 +178,7 @@ struct DownloadsAPI: Sendable {
     }
 
     func pause(_ id: String) -> HTTPResponse {
-        transition(id, to: .paused, from: [.queued, .running], unchangedIn: [.paused]) { job, _ in
+        transition(id, to: .paused, unchangedIn: [.paused]) { job, _ in
             job.nextAttemptAt = nil
         } after: { job in
             scheduler.stop(job.id, reason: .pause)
@@ -186,7 +186,7 @@ struct DownloadsAPI: Sendable {
     }
 
     func resume(_ id: String) -> HTTPResponse {
-        transition(id, to: .queued, from: [.paused], unchangedIn: [.queued, .running]) { job, now in
+        transition(id, to: .queued, unchangedIn: [.queued, .running]) { job, now in
             job.runAt = max(now, job.earliestBeginDate ?? now)
             job.error = nil
         } after: { _ in
@@ -197,13 +197,13 @@ struct DownloadsAPI: Sendable {
     /// A client-requested transition, as compare-and-set on the state just read (retried if the
     /// scheduler moved the job meanwhile). Terminal jobs are a conflict.
     private func transition(
-        _ id: String, to target: DownloadState, from sources: Set<DownloadState>, unchangedIn: Set<DownloadState>,
+        _ id: String, to target: DownloadState, unchangedIn: Set<DownloadState>,
         change: (inout Download, Int64) -> Void, after: (Download) -> Void
     ) -> HTTPResponse {
         for _ in 0..<10 {
             guard let current = try? store.download(id: id) else { return Self.notFound(id) }
             if unchangedIn.contains(current.state) { return .json(200, encode(current)) }
-            guard sources.contains(current.state) else {
+            guard current.state.canTransition(to: target) else {
                 return .problem(409, title: "Conflict", detail: "the job is \(current.state.rawValue) and can no longer become \(target.rawValue)")
             }
             let now = clock.now()

@@ -49,3 +49,19 @@ import Testing
         #expect(RetryPolicy(maxAttempts: 99, baseDelay: 1, maxDelay: 60).delay(afterAttempt: 40, retryAfter: nil, jitter: 0.5) == 60)
     }
 }
+
+@Suite struct DownloadStateTests {
+    @Test func terminalStatesNeverChange() {
+        for from in DownloadState.allCases where from.isTerminal {
+            for to in DownloadState.allCases { #expect(!from.canTransition(to: to), "\(from) → \(to)") }
+        }
+    }
+
+    @Test func aClientMayPauseQueuedOrRunningJobsAndResumeOnlyPausedOnes() {
+        #expect(DownloadState.queued.canTransition(to: .paused))
+        #expect(DownloadState.running.canTransition(to: .paused))
+        #expect(DownloadState.paused.canTransition(to: .queued))
+        #expect(!DownloadState.paused.canTransition(to: .running))
+        #expect(!DownloadState.paused.canTransition(to: .completed))
+    }
+}
