@@ -75,8 +75,10 @@ final class Metrics: Sendable {
     /// `key="value"` pairs, escaped per the exposition format.
     static func labels(_ pairs: KeyValuePairs<String, String>) -> String {
         pairs.map { key, value in
-            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                .replacingOccurrences(of: "\n", with: "\\n")
+            // Escaping is rare (routes and statuses need none), so it is skipped unless needed: this runs per request.
+            let needsEscaping = value.utf8.contains { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == 0x0A }
+            let escaped = !needsEscaping ? value : value.replacingOccurrences(of: "\\", with: "\\\\")
+                .replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
             return "\(key)=\"\(escaped)\""
         }.joined(separator: ",")
     }
