@@ -43,7 +43,7 @@ final class Authenticator: Sendable {
         // Compare against every token, always in full, so timing does not reveal which one nearly matched.
         for token in known where constantTimeEqual(token, presented) { match = token }
         guard let match else { return nil }
-        return "token:" + SHA256.hash(data: match).prefix(8).map { String(format: "%02x", $0) }.joined()
+        return "token:" + SHA256.hash(data: match).prefix(8).hex
     }
 
     private func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

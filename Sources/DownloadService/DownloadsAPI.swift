@@ -44,7 +44,7 @@ struct DownloadsAPI: Sendable {
             guard !key.isEmpty, key.utf8.count <= Self.maxIdempotencyKeyLength else {
                 return Self.invalid([FieldError(field: "Idempotency-Key", message: "must be 1–\(Self.maxIdempotencyKeyLength) characters")])
             }
-            let digest = SHA256.hash(data: request.body).map { String(format: "%02x", $0) }.joined()
+            let digest = SHA256.hash(data: request.body).hex
             idempotency = IdempotencyRecord(principal: principal, key: key, bodySHA256: digest)
         }
         if let idempotency, let earlier = replay(idempotency) { return earlier }
