@@ -77,6 +77,13 @@ def holds_for(predicate: Callable[[], bool], duration: float, interval: float = 
     return predicate()
 
 
+def http_url(host: str, port: int, path: str = "") -> str:
+    """`http://host:port/path`, with an IPv6 host in brackets and its zone (`fe80::1%lo`) escaped."""
+    if ":" in host:
+        host = "[" + host.replace("%", "%25") + "]"
+    return f"http://{host}:{port}{path}"
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -326,6 +333,26 @@ class Fetchd:
         return "\n".join(parts)
 
 
+def scrape(fd: "Fetchd") -> str:
+    """GET /metrics, as Prometheus text."""
+    resp = fd.api.get("/metrics")
+    assert resp.status == 200
+    assert resp.content_type.startswith("text/plain")
+    return resp.body.decode()
+
+
+def sample(text: str, name: str, labels: str = "", default: float | None = None) -> float:
+    """One sample of a scrape, e.g. `sample(text, "fetchd_downloads", 'state="queued"')`; a
+    counter not incremented yet is absent, hence `default`."""
+    wanted = f"{name}{{{labels}}}" if labels else name
+    for line in text.splitlines():
+        if line.startswith(wanted + " "):
+            return float(line.split()[-1])
+    if default is not None:
+        return default
+    raise AssertionError(f"{wanted} not in the scrape")
+
+
 @contextlib.contextmanager
 def small_volume(fd: "Fetchd", size: str):
     """Puts fd's data dir and download root on a tmpfs of `size` (root only) for the block; fd is not started."""
@@ -375,11 +402,14 @@ class _TrackingServer(http.server.ThreadingHTTPServer):
         self.owner = owner
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
+        # getaddrinfo picks the family and, for "fe80::1%lo", the scope id that bind() needs.
+        self.address_family, _, _, _, addr = socket.getaddrinfo(addr[0], addr[1], type=socket.SOCK_STREAM)[0]
         super().__init__(addr, handler)
 
     def process_request(self, request, client_address):
         with self._open_lock:
             self._open.add(request)
+        self.owner.accepted += 1  # only the serving thread accepts
         super().process_request(request, client_address)
 
     def shutdown_request(self, request):
@@ -407,6 +437,7 @@ class _ServerThread:
         self.host = host
         self.port = 0
         self.stopping = threading.Event()
+        self.accepted = 0  # TCP connections accepted, over every run
 
     def start(self, port: int | None = None) -> None:
         assert self.server is None, "already running"
@@ -442,7 +473,7 @@ class _ServerThread:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return http_url(self.host, self.port)
 
 
 def _read_body(handler: http.server.BaseHTTPRequestHandler) -> bytes:
@@ -749,8 +780,8 @@ class WebhookReceiver(_ServerThread):
 
     handler_class = _ReceiverHandler
 
-    def __init__(self, secret: str = WEBHOOK_SECRET):
-        super().__init__()
+    def __init__(self, secret: str = WEBHOOK_SECRET, host: str = "127.0.0.1"):
+        super().__init__(host)
         self.secret = secret
         self.deliveries: list[Delivery] = []
         self._lock = threading.Lock()

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from e2e_support import wait_for
+from e2e_support import sample, scrape, wait_for
 
 BAD_CONFIGURATIONS = [
     ({"FETCHD_LISTEN": "nowhere"}, "FETCHD_LISTEN"),
@@ -70,21 +70,6 @@ def test_with_retention_0_finished_jobs_are_pruned(fetchd, origin):
 
     wait_for(lambda: fd.api.get(f"/downloads/{job['id']}").status == 404, timeout=10, message="the job to be pruned")
     assert fd.dest("brief.bin").read_bytes() == b"brief"  # the file is the user's; only the record goes
-
-
-def scrape(fd) -> str:
-    resp = fd.api.get("/metrics")
-    assert resp.status == 200
-    assert resp.content_type.startswith("text/plain")
-    return resp.body.decode()
-
-
-def sample(text: str, name: str, labels: str = "") -> float:
-    wanted = f"{name}{{{labels}}}" if labels else name
-    for line in text.splitlines():
-        if line.startswith(wanted + " "):
-            return float(line.split()[-1])
-    raise AssertionError(f"{wanted} not in the scrape")
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian package prometheus) is not installed")

@@ -2,9 +2,8 @@
 actually connected to (every hop), destination confinement against symlinks planted after
 submit, the queue cap, and secrets kept out of logs.
 
-Blocked address ranges other than loopback are covered by the Transfer module's unit tests
-(AddressPolicyTests): a live test would send traffic off this machine if the check ever broke.
-The live tests here use loopback in every spelling a URL can take."""
+The live SSRF tests here use loopback in every spelling a URL can take; test_ssrf_ranges.py
+covers every other blocked range live, inside a network namespace of its own."""
 
 from __future__ import annotations
 
