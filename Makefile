@@ -37,9 +37,10 @@ test-unit: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-## the e2e suite checks a /metrics scrape with promtool (Debian package prometheus)
+## the e2e suite checks a /metrics scrape with promtool (Debian package prometheus) and builds
+## network namespaces with ip (iproute2) for the live SSRF tests
 test-e2e: build py-deps
-	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus"
+	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2"
 	FETCHD_BIN=$(BIN) python3 -m pytest -q Tests/e2e
 
 ## fuzz: libFuzzer (with AddressSanitizer) over the HTTP request parser for FUZZ_SECONDS;

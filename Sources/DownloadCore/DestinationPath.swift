@@ -35,6 +35,8 @@ public enum DestinationPath {
     static func isForbidden(_ scalar: Unicode.Scalar) -> Bool {
         let v = scalar.value
         if v < 0x20 || (0x7F...0x9F).contains(v) { return true }
+        // Printable ASCII is always allowed; the Unicode property lookup below is the slow part.
+        if v < 0x7F { return false }
         switch scalar.properties.generalCategory {
         case .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned: return true
         default: return false

@@ -57,7 +57,8 @@ public final class DownloadService: Sendable {
         http.maxBodyBytes = configuration.maxRequestBody
         http.maxConnections = configuration.maxConnections
         let downloads = DownloadsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
-                                     files: scheduler.files, configuration: configuration, clock: clock, ids: IDSource())
+                                     files: scheduler.files, configuration: configuration, clock: clock, ids: IDSource(),
+                                     inserts: InsertBatcher(store: store))
         server = HTTPServer(configuration: http, router: Self.router(
             downloads: downloads, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
@@ -120,20 +121,22 @@ public final class DownloadService: Sendable {
         var router = Router()
         /// Registers a route whose requests are logged, counted and timed under its pattern; `open` routes need no token.
         func route(_ method: String, _ pattern: String, open: Bool = false,
-                   _ handler: @escaping @Sendable (HTTPRequest, PathParameters, _ principal: String) -> HTTPResponse) {
+                   _ handler: @escaping @Sendable (HTTPRequest, PathParameters, _ principal: String) async -> HTTPResponse) {
+            // Built once per route; only the status varies per request.
+            let requestLabels = Metrics.labels(["route": pattern, "method": method])
+            let durationLabels = Metrics.labels(["route": pattern])
             router.add(method, pattern) { request, parameters in
                 let started = ContinuousClock.now
                 let response: HTTPResponse
                 if let principal = open ? "anonymous" : authenticator.principal(for: request) {
-                    response = handler(request, parameters, principal)
+                    response = await handler(request, parameters, principal)
                 } else {
                     response = Authenticator.unauthorized()
                 }
                 let elapsed = started.duration(to: .now)
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                metrics.increment("fetchd_http_requests_total",
-                                  labels: Metrics.labels(["route": pattern, "method": method, "status": String(response.status)]))
-                metrics.observe("fetchd_http_request_duration_seconds", labels: Metrics.labels(["route": pattern]),
+                metrics.increment("fetchd_http_requests_total", labels: requestLabels + ",status=\"\(response.status)\"")
+                metrics.observe("fetchd_http_request_duration_seconds", labels: durationLabels,
                                 seconds: seconds, bounds: Metrics.requestBuckets)
                 var line: Logger.Metadata = [
                     "http.method": "\(method)", "http.route": "\(pattern)", "http.status": "\(response.status)",
@@ -144,7 +147,7 @@ public final class DownloadService: Sendable {
                 return response
             }
         }
-        route("POST", "/downloads") { request, _, principal in downloads.create(request, principal: principal) }
+        route("POST", "/downloads") { request, _, principal in await downloads.create(request, principal: principal) }
         route("GET", "/downloads") { request, _, _ in downloads.list(request) }
         route("GET", "/downloads/{id}") { _, p, _ in downloads.get(p["id"] ?? "") }
         route("DELETE", "/downloads/{id}") { _, p, _ in downloads.cancel(p["id"] ?? "") }

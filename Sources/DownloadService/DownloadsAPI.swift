@@ -17,16 +17,20 @@ struct DownloadsAPI: Sendable {
     let configuration: Configuration
     let clock: Clock
     let ids: IDSource
+    let inserts: InsertBatcher
 
     static let maxIdempotencyKeyLength = 255
 
-    func create(_ request: HTTPRequest, principal: String) -> HTTPResponse {
+    func create(_ request: HTTPRequest, principal: String) async -> HTTPResponse {
         let contentType = request.headers["Content-Type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard contentType == "application/json" else {
             return .problem(415, title: "Unsupported Media Type", detail: "send the job as JSON with Content-Type: application/json")
         }
-        guard let body = try? JSONDecoder().decode(JSONValue.self, from: Data(request.body)) else {
-            return .problem(400, title: "Bad Request", detail: "the body is not valid JSON")
+        let body: JSONValue
+        do {
+            body = try JSONParser.parse(request.body)
+        } catch {
+            return .problem(400, title: "Bad Request", detail: "the body is not valid JSON: \(error)")
         }
         let submission: NewDownload
         switch SubmissionValidator.validate(body) {
@@ -70,13 +74,13 @@ struct DownloadsAPI: Sendable {
         let download = submission.makeDownload(id: ids.next(now: now), now: now)
         let outcome: InsertOutcome
         do {
-            outcome = try store.insert(download, idempotency: idempotency)
+            outcome = try await inserts.insert(NewJob(download: download, idempotency: idempotency))
         } catch {
             return Self.unavailable("the job could not be stored")
         }
         switch outcome {
         case .created(let created):
-            scheduler.poke()
+            scheduler.jobStored(runAt: created.runAt)
             return created201(created)
         case .replayed(let original):
             return created201(original)

@@ -35,11 +35,8 @@ final class Metrics: Sendable {
     }
 
     func observe(_ name: String, labels: String = "", seconds: Double, bounds: [Double]) {
-        state.withLock { state in
-            var histogram = state.histograms[name]?[labels] ?? Histogram(bounds: bounds.count)
-            histogram.observe(seconds, bounds: bounds)
-            state.histograms[name, default: [:]][labels] = histogram
-        }
+        // Mutated in place: copying the histogram out and back would copy its buckets each time.
+        state.withLock { $0.histograms[name, default: [:]][labels, default: Histogram(bounds: bounds.count)].observe(seconds, bounds: bounds) }
     }
 
     /// `name{labels} value` lines for every counter and histogram, with HELP and TYPE.

@@ -47,6 +47,11 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private var load = Load()
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(5)) { [unowned self] in self.schedule() }
     private let passPending = Atomic<Bool>(false)
+    /// When the timer fires next (milliseconds since the epoch; `.max` when disarmed).
+    private var timerDeadline = Int64.max
+    /// The earliest `runAt` of jobs stored since `considerNewJobs` last looked, and whether it is queued.
+    private let earliestNewJob = Atomic<Int64>(.max)
+    private let newJobsPending = Atomic<Bool>(false)
     private var stopping = false
     private var drained: CheckedContinuation<Void, Never>?
 
@@ -79,10 +84,26 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         queue.async { self.schedule() }
     }
 
+    /// A job was stored that may run from `runAt`. Passes cost queries, so one runs only if the
+    /// job may be due before the pass already planned: under a burst of far-future submissions
+    /// the scheduler stays idle.
+    func jobStored(runAt: Int64) {
+        earliestNewJob.min(runAt, ordering: .sequentiallyConsistent)
+        guard !newJobsPending.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        queue.async { self.considerNewJobs() }
+    }
+
+    private func considerNewJobs() {
+        // Cleared before the minimum is taken, so a job stored meanwhile queues another look.
+        newJobsPending.store(false, ordering: .sequentiallyConsistent)
+        let earliest = earliestNewJob.exchange(.max, ordering: .sequentiallyConsistent)
+        if earliest < timerDeadline { schedule() }
+    }
+
     /// What runs now and the free disk space, for explaining waits; take one per API request.
     func loadSnapshot() -> Load {
         var snapshot = publishedLoad.withLock { $0 }
-        snapshot.freeDiskBytes = disk.freeBytes().map { $0 - snapshot.reservedDiskBytes }
+        snapshot.freeDiskBytes = disk.freeBytes(now: clock.now(), maxAge: DiskSpace.readerMaxAge).map { $0 - snapshot.reservedDiskBytes }
         return snapshot
     }
 
@@ -115,6 +136,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             queue.async {
                 self.stopping = true
                 self.timer.cancel()
+                self.timerDeadline = .max
                 guard !self.active.isEmpty else { return continuation.resume() }
                 self.drained = continuation
                 for (id, running) in self.active {
@@ -140,7 +162,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         var waitsForDisk = false
         do {
             try store.promote(now: now, agedBefore: now - policy.capacity.discretionaryMaxDelay)
-            let freeAtStart = disk.freeBytes()
+            let freeAtStart = disk.freeBytes(now: now)
             var current = load
             current.freeDiskBytes = freeAtStart.map { $0 - load.reservedDiskBytes }
             for lane in [Store.Lane.normal, .discretionary] where current.running < policy.capacity.maxTransfers {
@@ -167,11 +189,16 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 policy.nextWindowOpening(after: now),
                 waitsForDisk ? now + Self.diskRecheckInterval : nil,
             ]
-            timer.arm(at: wakeUps.compactMap { $0 }.min(), now: now)
+            arm(at: wakeUps.compactMap { $0 }.min(), now: now)
         } catch {
             logger.error("scheduling failed", metadata: ["error": "\(error)"])
-            timer.arm(at: now + 1000, now: now)
+            arm(at: now + 1000, now: now)
         }
+    }
+
+    private func arm(at deadline: Int64?, now: Int64) {
+        timer.arm(at: deadline, now: now)
+        timerDeadline = deadline ?? .max
     }
 
     private func claim(_ candidate: Download, now: Int64, partialBytes: Int64) throws -> Bool {

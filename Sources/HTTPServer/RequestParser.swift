@@ -437,14 +437,20 @@ private func listElements(_ value: String) -> [Substring] {
 /// nil if any element is not a plain decimal number or two differ.
 private func parseContentLength(_ values: [String]) -> Int? {
     var length: Int?
+    func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
     for value in values {
-        let elements = value.split(separator: ",", omittingEmptySubsequences: false)
-        for element in elements {
-            let digits = element.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
+        for element in value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+            guard let first = element.firstIndex(where: { !isBlank($0) }), let last = element.lastIndex(where: { !isBlank($0) }) else {
+                return nil
+            }
+            let digits = element[first...last]
             // 18 digits cannot overflow Int; nobody sends an 18-digit body.
-            guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
-                  let parsed = Int(String(digits))
-            else { return nil }
+            guard digits.count <= 18 else { return nil }
+            var parsed = 0
+            for byte in digits {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                parsed = parsed * 10 + Int(byte - UInt8(ascii: "0"))
+            }
             if let length, length != parsed { return nil }
             length = parsed
         }

@@ -3,39 +3,49 @@ import DownloadCore
 extension Store {
     /// Inserts a new job, honouring its idempotency key and the one-live-job-per-destination rule atomically.
     public func insert(_ download: Download, idempotency: IdempotencyRecord?) throws -> InsertOutcome {
+        try insert([NewJob(download: download, idempotency: idempotency)])[0]
+    }
+
+    /// Inserts several new jobs in one transaction (group commit), each as `insert(_:idempotency:)`
+    /// would on its own, in order: a later job sees the earlier ones (their destinations and keys).
+    /// One outcome per job; if the transaction fails, none is stored and the error is thrown.
+    public func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] {
         try withConnection { db in
-            try db.transaction {
-                if let idempotency {
-                    let existing = try db.prepare(
-                        "SELECT body_sha256, download_id FROM idempotency_keys WHERE principal = ? AND key = ?"
-                    ).query([.text(idempotency.principal), .text(idempotency.key)]) { ($0.string(0), $0.string(1)) }.first
-                    if let (bodySHA256, id) = existing {
-                        guard bodySHA256 == idempotency.bodySHA256 else { return .keyMismatch }
-                        if let original = try Self.fetch(db, id: id) { return .replayed(original) }
-                    }
-                }
-                let tag = try Self.nextFairTag(db, session: download.session)
-                do {
-                    try db.prepare(
-                        "INSERT INTO downloads (\(DownloadColumns.list), lane, fair_tag) VALUES (\(DownloadColumns.placeholders), ?, ?)"
-                    ).run(DownloadColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)])
-                } catch let error as StoreError where error.isConstraintViolation {
-                    return .destinationBusy
-                }
-                try db.prepare("INSERT OR REPLACE INTO sessions (name, last_tag) VALUES (?, ?)").run([.text(download.session), .integer(tag)])
-                if let idempotency {
-                    try db.prepare(
-                        "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"
-                    ).run([.text(idempotency.principal), .text(idempotency.key), .text(idempotency.bodySHA256),
-                           .text(download.id), .integer(download.createdAt)])
-                }
-                return .created(download)
-            }
+            try db.transaction { try jobs.map { try Self.insert($0.download, idempotency: $0.idempotency, into: db) } }
         }
     }
 
+    private static func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: SQLiteConnection) throws -> InsertOutcome {
+        if let idempotency {
+            let existing = try db.prepare(
+                "SELECT body_sha256, download_id FROM idempotency_keys WHERE principal = ? AND key = ?"
+            ).query([.text(idempotency.principal), .text(idempotency.key)]) { ($0.string(0), $0.string(1)) }.first
+            if let (bodySHA256, id) = existing {
+                guard bodySHA256 == idempotency.bodySHA256 else { return .keyMismatch }
+                if let original = try fetch(db, id: id) { return .replayed(original) }
+            }
+        }
+        let tag = try nextFairTag(db, session: download.session)
+        do {
+            // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
+            try db.prepare(
+                "INSERT INTO downloads (\(DownloadColumns.list), lane, fair_tag) VALUES (\(DownloadColumns.placeholders), ?, ?)"
+            ).run(DownloadColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)])
+        } catch let error as StoreError where error.isConstraintViolation {
+            return .destinationBusy
+        }
+        try db.prepare("INSERT OR REPLACE INTO sessions (name, last_tag) VALUES (?, ?)").run([.text(download.session), .integer(tag)])
+        if let idempotency {
+            try db.prepare(
+                "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"
+            ).run([.text(idempotency.principal), .text(idempotency.key), .text(idempotency.bodySHA256),
+                   .text(download.id), .integer(download.createdAt)])
+        }
+        return .created(download)
+    }
+
     public func download(id: String) throws -> Download? {
-        try withConnection { db in try Self.fetch(db, id: id) }
+        try withReader { db in try Self.fetch(db, id: id) }
     }
 
     static func fetch(_ db: SQLiteConnection, id: String) throws -> Download? {
@@ -44,7 +54,7 @@ extension Store {
 
     /// Newest first; the cursor is the id of the last item of the previous page (ids sort by creation).
     public func list(state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage {
-        try withConnection { db in
+        try withReader { db in
             var conditions: [String] = []
             var values: [SQLValue] = []
             if let state { conditions.append("state = ?"); values.append(.text(state.rawValue)) }
@@ -94,7 +104,7 @@ extension Store {
 
     /// The attempts of a job, oldest first.
     public func attempts(of id: String) throws -> [AttemptRecord] {
-        try withConnection { db in
+        try withReader { db in
             try db.prepare("""
                 SELECT number, started_at, ended_at, outcome, error_code, error_message, http_status, bytes_transferred, bytes_on_disk
                 FROM download_attempts WHERE download_id = ? ORDER BY number
@@ -142,7 +152,7 @@ extension Store {
     }
 
     public func counts(session: String? = nil) throws -> [DownloadState: Int] {
-        try withConnection { db in
+        try withReader { db in
             let rows: [(String, Int)]
             if let session {
                 rows = try db.prepare("SELECT state, COUNT(*) FROM downloads WHERE session = ? GROUP BY state")
@@ -173,7 +183,7 @@ extension Store {
 extension Store {
     /// The body digest and the job an idempotency key made, if the key is known.
     public func idempotentDownload(principal: String, key: String) throws -> (String, Download)? {
-        try withConnection { db in
+        try withReader { db in
             guard let (digest, id) = try db.prepare("SELECT body_sha256, download_id FROM idempotency_keys WHERE principal = ? AND key = ?")
                 .query([.text(principal), .text(key)], { ($0.string(0), $0.string(1)) }).first,
                 let download = try Self.fetch(db, id: id) else { return nil }

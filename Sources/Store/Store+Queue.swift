@@ -84,7 +84,7 @@ extension Store {
     /// Queued jobs by why they wait, as far as the database knows: backing off after a failure,
     /// waiting for their date, or due (waiting for a slot, their host, the discretionary rules or disk).
     public func queueDepth() throws -> (retry: Int, earliestBeginDate: Int, due: Int) {
-        try withConnection { db in
+        try withReader { db in
             var depth = (retry: 0, earliestBeginDate: 0, due: 0)
             let rows = try db.prepare("""
                 SELECT due, next_attempt_at IS NOT NULL, COUNT(*) FROM downloads WHERE state = 'queued' GROUP BY 1, 2
@@ -98,7 +98,7 @@ extension Store {
 
     /// Webhook deliveries not yet settled, and when the oldest of their events happened.
     public func webhookBacklog() throws -> (pending: Int, oldestEventAt: Int64?) {
-        try withConnection { db in
+        try withReader { db in
             try db.prepare("""
                 SELECT COUNT(*), MIN(e.created_at) FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
                 WHERE d.state = 'pending'

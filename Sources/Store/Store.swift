@@ -1,13 +1,22 @@
 import DownloadCore
 import Synchronization
 
-/// fetchd's durable state: one SQLite database in WAL mode, one connection, one writer at a time.
-/// Every state change is one transaction and a compare-and-set on the state the caller expects.
+/// fetchd's durable state: one SQLite database in WAL mode. One connection writes, one writer at a
+/// time; every state change is one transaction and a compare-and-set on the state the caller
+/// expects. A few more connections serve the API's reads, which WAL lets run beside the writer on
+/// the last committed state, so a long write (a batch of inserts, a retention pass) never stalls a
+/// `GET`.
 public final class Store: Sendable {
     let connection: Mutex<SQLiteConnection>
+    private let readers: [ReadConnection]
+    /// Where the next read starts looking for an idle reader, so reads spread over them.
+    private let nextReader = Atomic<Int>(0)
 
-    public init(path: String) throws {
+    public static let defaultReaderCount = 4
+
+    public init(path: String, readers readerCount: Int = Store.defaultReaderCount) throws {
         let db = try SQLiteConnection(path: path)
+        var readers: [ReadConnection] = []
         do {
             try db.execute("PRAGMA journal_mode = WAL")
             // In WAL mode NORMAL is durable across a crash of fetchd (kill -9); only a power loss can
@@ -17,23 +26,59 @@ public final class Store: Sendable {
             // Temporary tables and sorts in memory: the data directory is the only place fetchd may write.
             try db.execute("PRAGMA temp_store = MEMORY")
             try Migrations.run(on: db)
+            for _ in 0..<max(1, readerCount) {
+                readers.append(try ReadConnection(path: path))
+            }
         } catch {
+            for reader in readers { reader.connection.withLock { $0.close() } }
             db.close()
             throw error
         }
         connection = Mutex(db)
+        self.readers = readers
     }
 
     public func close() {
         connection.withLock { $0.close() }
+        for reader in readers { reader.connection.withLock { $0.close() } }
     }
 
+    /// Runs `body` on the writing connection: for writes, and for reads that must see what the
+    /// writer is about to change.
     func withConnection<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try connection.withLock { db in try body(db) }
+    }
+
+    /// Runs `body` on an idle read-only connection (waiting for one only if all are busy). It sees
+    /// every transaction committed before it starts.
+    func withReader<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        let start = nextReader.wrappingAdd(1, ordering: .relaxed).newValue & Int.max
+        for offset in 0..<readers.count {
+            let result = try readers[(start + offset) % readers.count].connection.withLockIfAvailable { db in try body(db) }
+            if let result { return result }
+        }
+        return try readers[start % readers.count].connection.withLock { db in try body(db) }
     }
 
     /// True when a write transaction can be taken (for `/readyz`).
     public func isWritable() -> Bool {
         (try? withConnection { db in try db.transaction { } }) != nil
+    }
+}
+
+/// A read-only connection behind its own lock (a `Mutex` cannot sit in an array by itself).
+private final class ReadConnection: Sendable {
+    let connection: Mutex<SQLiteConnection>
+
+    init(path: String) throws {
+        let db = try SQLiteConnection(path: path)
+        do {
+            try db.execute("PRAGMA temp_store = MEMORY")
+            try db.execute("PRAGMA query_only = ON")
+        } catch {
+            db.close()
+            throw error
+        }
+        connection = Mutex(db)
     }
 }

@@ -37,6 +37,17 @@ public struct IdempotencyRecord: Sendable {
     }
 }
 
+/// A job to insert, with the idempotency key it came with.
+public struct NewJob: Sendable {
+    public var download: Download
+    public var idempotency: IdempotencyRecord?
+
+    public init(download: Download, idempotency: IdempotencyRecord?) {
+        self.download = download
+        self.idempotency = idempotency
+    }
+}
+
 public enum InsertOutcome: Sendable, Equatable {
     case created(Download)
     /// The same idempotency key with the same body: the job it made the first time.

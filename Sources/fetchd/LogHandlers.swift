@@ -1,9 +1,11 @@
 import DownloadCore
-import Foundation
+import Glibc
 import Logging
 
 /// Log lines on standard error, as text (`2026-11-22T10:00:00.000Z info message key=value`) or one
-/// JSON object per line. The message is constant; data travels in metadata.
+/// JSON object per line with sorted keys. The message is constant; data travels in metadata.
+/// Each line is built in bytes and written with one write(2): a line per request is on the hot
+/// path of every request.
 struct LineLogHandler: LogHandler {
     enum Format { case text, json }
 
@@ -18,22 +20,48 @@ struct LineLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        let level = event.level
-        let message = event.message
-        let all = metadata.merging(event.metadata ?? [:]) { $1 }
-        let time = RFC3339.format(Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
-        var text: String
+        let all = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
+        let time = RFC3339.format(Self.nowMillis())
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
         switch format {
         case .text:
-            text = "\(time) \(level) \(message)"
-            for key in all.keys.sorted() { text += " \(key)=\(all[key].map { "\($0)" } ?? "")" }
+            line += "\(time) \(event.level) \(event.message)".utf8
+            for key in all.keys.sorted() {
+                line += " \(key)=\(all[key].map { "\($0)" } ?? "")".utf8
+            }
         case .json:
-            var object: [String: String] = ["time": time, "level": "\(level)", "message": "\(message)", "logger": label]
-            for (key, value) in all { object[key] = "\(value)" }
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-            text = String(decoding: data, as: UTF8.self)
+            var fields: [(String, String)] = [("time", time), ("level", "\(event.level)"), ("message", "\(event.message)"), ("logger", label)]
+            for (key, value) in all { fields.append((key, "\(value)")) }
+            line.append(UInt8(ascii: "{"))
+            for (index, (key, value)) in fields.sorted(by: { $0.0 < $1.0 }).enumerated() {
+                if index > 0 { line.append(UInt8(ascii: ",")) }
+                JSONString.append(key, to: &line)
+                line.append(UInt8(ascii: ":"))
+                JSONString.append(value, to: &line)
+            }
+            line.append(UInt8(ascii: "}"))
         }
-        text += "\n"
-        FileHandle.standardError.write(Data(text.utf8))
+        line.append(UInt8(ascii: "\n"))
+        Self.writeToStandardError(line)
+    }
+
+    private static func nowMillis() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+
+    private static func writeToStandardError(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var done = 0
+            while done < buffer.count {
+                let count = write(STDERR_FILENO, buffer.baseAddress.map { $0 + done }, buffer.count - done)
+                if count < 0 && errno == EINTR { continue }
+                // Nowhere to report a failed log write; drop the rest of the line.
+                guard count > 0 else { return }
+                done += count
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct SubmissionValidatorTests {
     func validate(_ json: String) throws -> Result<NewDownload, FieldErrors> {
-        SubmissionValidator.validate(try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)))
+        SubmissionValidator.validate(try JSONParser.parse(Array(json.utf8)))
     }
 
     func fields(_ json: String) throws -> [String] {

@@ -56,6 +56,33 @@ func makeDownload(_ id: String, destination: String? = nil, session: String = "d
         #expect(try db.store.insert(makeDownload("01C", destination: "same"), idempotency: nil) == .created(makeDownload("01C", destination: "same")))
     }
 
+    @Test func aBatchCommitsEachJobAsIfAlone() throws {
+        let db = try TemporaryStore()
+        let key = IdempotencyRecord(principal: "anonymous", key: "k1", bodySHA256: "h1")
+        let first = makeDownload("01A", destination: "same")
+        let keyed = makeDownload("01C")
+        let outcomes = try db.store.insert([
+            NewJob(download: first, idempotency: nil),
+            NewJob(download: makeDownload("01B", destination: "same"), idempotency: nil),
+            NewJob(download: keyed, idempotency: key),
+            NewJob(download: makeDownload("01D"), idempotency: key),
+            NewJob(download: makeDownload("01E"), idempotency: IdempotencyRecord(principal: "anonymous", key: "k1", bodySHA256: "h2")),
+        ])
+        #expect(outcomes == [.created(first), .destinationBusy, .created(keyed), .replayed(keyed), .keyMismatch])
+        #expect(try db.store.list(state: nil, session: nil, limit: 10, cursor: nil).items.map(\.id) == ["01C", "01A"])
+    }
+
+    @Test func readsSeeEveryCommittedWrite() throws {
+        let db = try TemporaryStore()
+        for index in 0..<20 {
+            let download = makeDownload(String(format: "01%02d", index))
+            _ = try db.store.insert(download, idempotency: nil)
+            // Reads go to other connections than the write: each must see the commit just made.
+            #expect(try db.store.download(id: download.id) == download)
+        }
+        #expect(try db.store.counts()[.queued] == 20)
+    }
+
     @Test func updatesAreCompareAndSetOnTheExpectedState() throws {
         let db = try TemporaryStore()
         var download = makeDownload("01A")

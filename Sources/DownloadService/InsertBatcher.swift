@@ -1,0 +1,64 @@
+import Dispatch
+import Store
+import Synchronization
+
+/// Group commit for new jobs. Concurrent `POST /downloads` requests hand their job here and wait;
+/// one writer commits everything that has gathered in a single transaction and then answers each
+/// request with its own outcome. While the writer commits one batch the next one gathers, so
+/// batches grow with the load and no request ever waits for a timer. No 201 is sent before its
+/// job is committed, and the HTTP event loops never block on SQLite.
+final class InsertBatcher: Sendable {
+    private struct Waiting: Sendable {
+        var job: NewJob
+        var continuation: CheckedContinuation<Result<InsertOutcome, any Error>, Never>
+    }
+
+    private struct Pending: Sendable {
+        var waiting: [Waiting] = []
+        /// Whether a drain is queued or running; only it takes from `waiting`.
+        var draining = false
+    }
+
+    private let store: Store
+    /// The most jobs in one transaction, so one batch cannot hold the write lock for long.
+    private let maxBatch: Int
+    private let queue = DispatchQueue(label: "fetchd.insert-batcher")
+    private let pending = Mutex(Pending())
+
+    init(store: Store, maxBatch: Int = 256) {
+        self.store = store
+        self.maxBatch = maxBatch
+    }
+
+    /// Commits `job` with whatever else is waiting; returns once it is durable (or failed).
+    func insert(_ job: NewJob) async throws -> InsertOutcome {
+        let result = await withCheckedContinuation { continuation in
+            let startDrain = pending.withLock { pending in
+                pending.waiting.append(Waiting(job: job, continuation: continuation))
+                defer { pending.draining = true }
+                return !pending.draining
+            }
+            if startDrain { queue.async { self.drain() } }
+        }
+        return try result.get()
+    }
+
+    private func drain() {
+        while true {
+            let batch = pending.withLock { pending -> [Waiting] in
+                let count = min(maxBatch, pending.waiting.count)
+                if count == 0 { pending.draining = false }
+                let batch = Array(pending.waiting.prefix(count))
+                pending.waiting.removeFirst(count)
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            do {
+                let outcomes = try store.insert(batch.map(\.job))
+                for (waiting, outcome) in zip(batch, outcomes) { waiting.continuation.resume(returning: .success(outcome)) }
+            } catch {
+                for waiting in batch { waiting.continuation.resume(returning: .failure(error)) }
+            }
+        }
+    }
+}
