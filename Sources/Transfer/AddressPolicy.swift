@@ -17,11 +17,13 @@ public struct AddressPolicy: Sendable {
 
     public func permits(_ address: IPAddress) -> Bool {
         if allowPrivate { return true }
-        let embedded = address.embeddedIPv4
+        // Connecting to "this host" (0.0.0.0/8, ::) reaches loopback, so only allowing loopback allows it.
+        let judged = address.thisHostAsLoopback
+        let embedded = judged.embeddedIPv4?.thisHostAsLoopback
         let allowed = allowedNetworks.contains { network in
-            network.contains(address) || embedded.map(network.contains) == true
+            network.contains(judged) || embedded.map(network.contains) == true
         }
-        return allowed || address.isPublicUnicast
+        return allowed || judged.isPublicUnicast
     }
 }
 
@@ -58,8 +60,17 @@ extension IPAddress {
     private static let ipv4Carriers: [(network: CIDR, shift: Int)] = [
         ("::ffff:0:0/96", 0),    // IPv4-mapped
         ("64:ff9b::/96", 0),     // NAT64
+        ("64:ff9b:1::/48", 0),   // local-use NAT64 (RFC 8215)
         ("2002::/16", 80),       // 6to4: the IPv4 address follows the first 16 bits
     ].compactMap { text, shift in CIDR(text).map { ($0, shift) } }
+
+    private static let thisHostIPv4: CIDR? = CIDR("0.0.0.0/8")
+
+    /// 0.0.0.0/8 as 127.0.0.1 and :: as ::1: what a connection to them reaches on Linux.
+    var thisHostAsLoopback: IPAddress {
+        if isIPv4 { return Self.thisHostIPv4?.contains(self) == true ? IPAddress(ipv4: 0x7F00_0001) : self }
+        return bits == 0 ? IPAddress(ipv6: 1) : self
+    }
 
     /// The IPv4 address inside an IPv4-mapped, NAT64 or 6to4 IPv6 address.
     var embeddedIPv4: IPAddress? {

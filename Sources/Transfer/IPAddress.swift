@@ -33,9 +33,12 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// An IPv6 literal, with or without a zone ("fe80::1%eth0", or "%25eth0" as a URL spells it):
+    /// the zone picks an interface, not another address, so it is dropped.
     private init?(ipv6Literal literal: String) {
         var raw = in6_addr()
-        guard inet_pton(AF_INET6, literal, &raw) == 1 else { return nil }
+        let address = literal.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        guard inet_pton(AF_INET6, String(address), &raw) == 1 else { return nil }
         self.init(ipv6: withUnsafeBytes(of: raw) { Self.bigEndianValue($0) })
     }
 

@@ -27,6 +27,8 @@ import Testing
         "2001:db8::1", "fec0::1", "100::1",             // documentation, site-local, discard
         "::ffff:127.0.0.1", "::ffff:10.1.2.3", "[::ffff:169.254.169.254]",  // IPv4-mapped
         "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe",        // NAT64
+        "64:ff9b:1::a00:1", "64:ff9b:1:ffff::7f00:1",   // local-use NAT64
+        "fe80::1%eth0", "[fe80::1%25lo]",               // link-local with a zone
         "2002:7f00:1::1", "2002:c0a8:101::",            // 6to4
     ]
 
@@ -65,6 +67,23 @@ import Testing
         #expect(!policy.permits(try address("fc00::1")))
     }
 
+    /// A connection to 0.0.0.0/8 or :: reaches loopback: allowing those networks alone allows nothing.
+    @Test func thisHostCountsAsLoopback() throws {
+        let thisHost = AddressPolicy(allowPrivate: false, allowedNetworks: [try #require(CIDR("0.0.0.0/8")), try #require(CIDR("::/128"))])
+        for text in ["0.0.0.0", "0.1.2.3", "::", "::ffff:0.0.0.0"] {
+            #expect(!thisHost.permits(try address(text)), "\(text)")
+        }
+        let loopback = AddressPolicy(allowPrivate: false, allowedNetworks: [try #require(CIDR("127.0.0.0/8")), try #require(CIDR("::1"))])
+        for text in ["0.0.0.0", "0.1.2.3", "::", "::ffff:0.0.0.0"] {
+            #expect(loopback.permits(try address(text)), "\(text)")
+        }
+    }
+
+    @Test func zonesAreDropped() throws {
+        #expect(try address("fe80::1%eth0") == address("fe80::1"))
+        #expect(try address("[fe80::1%25eth0]") == address("fe80::1"))
+    }
+
     @Test func embeddedIPv4IsExtracted() throws {
         #expect(try address("::ffff:1.2.3.4").embeddedIPv4 == address("1.2.3.4"))
         #expect(try address("64:ff9b::102:304").embeddedIPv4 == address("1.2.3.4"))
@@ -74,7 +93,7 @@ import Testing
     }
 
     @Test(arguments: ["1.2.3", "1.2.3.4.5", "01.2.3.4", "1.2.3.256", "1.2.3.-1", "0x7f.0.0.1", " 1.2.3.4",
-                      "", "[1.2.3.4]", "fe80::1%eth0", "::g", "1::2::3", "[::1", "localhost"])
+                      "", "[1.2.3.4]", "%eth0", "::g", "1::2::3", "[::1", "localhost"])
     func rejectsMalformedAddresses(_ text: String) {
         #expect(IPAddress(text) == nil)
     }

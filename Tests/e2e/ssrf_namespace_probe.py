@@ -51,7 +51,8 @@ class Case:
     @property
     def webhook_host(self) -> str:
         """A literal blocked address is refused at submit, so webhooks go to a name, resolved
-        when delivering. /etc/hosts cannot carry a zone; a zoned literal passes submit instead."""
+        when delivering. /etc/hosts cannot carry a zone, so a zoned address has no name: only the
+        control (which allows it) delivers to its literal."""
         return self.host if "%" in self.host else f"{self.name}.ssrf.test"
 
 
@@ -126,10 +127,12 @@ def download(fd, case: Case, origin: Origin) -> dict:
 def webhook(fd, phase: str, case: Case, receiver: WebhookReceiver, hooked_url: str) -> dict:
     """A job from `hooked_url`, alone in its session, with its webhooks going to the case's address."""
     observed = {}
-    if phase == "blocked" and "%" not in case.host:  # parked until 2099: even if accepted, it never delivers
+    if phase == "blocked":  # parked until 2099: even if accepted, it never delivers
         observed["literal_status"] = fd.api.post("/downloads", {
             "url": hooked_url, "destination": f"{case.name}.literal", "earliestBeginDate": "2099-01-01T00:00:00Z",
             "webhookURL": http_url(case.host, receiver.port, "/hooks")}).status
+        if case.webhook_host == case.host:  # no name to deliver to: refused at submit is the whole story
+            return observed
     before, refused = deliveries(fd), refusals_from_now(fd)
     job = fd.api.submit({"url": hooked_url, "destination": f"{case.name}.hooked", "session": case.name,
                          "webhookURL": http_url(case.webhook_host, receiver.port, "/hooks")})
