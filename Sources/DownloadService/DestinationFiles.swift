@@ -41,20 +41,21 @@ struct DestinationFiles: Sendable {
     }
 
     /// Puts the finished partial file at its destination atomically: hard-link it in under a temporary
-    /// name, then link (no overwrite) or rename (overwrite) onto the final name, and fsync the directory.
-    /// The partial file stays until the caller has committed the completion, so a crash in between is
-    /// recognised at the next start by `isPlaced`.
-    func place(partial: String, destination: String, jobID: String, overwrite: Bool) -> Result<Void, Problem> {
+    /// name, then link (no overwrite) or rename (overwrite) onto the final name. The caller syncs the
+    /// returned directory before it commits the completion (`PlacedDirectory.sync`, once per directory
+    /// for a batch). The partial file stays until the completion is committed, so a crash in between
+    /// is recognised at the next start by `isPlaced`.
+    func place(partial: String, destination: String, jobID: String, overwrite: Bool) -> Result<PlacedDirectory, Problem> {
         guard case .success(let parts) = DestinationPath.components(of: destination) else {
             return .failure(.invalid("the destination is not a valid path"))
         }
-        let dir: Int32
+        let placed: PlacedDirectory
         switch openDirectories(parts.dropLast(), create: true) {
-        case .success(let fd?): dir = fd
+        case .success(let fd?): placed = PlacedDirectory(fd: fd, path: parts.dropLast().joined(separator: "/"))
         case .success(nil): return .failure(.io("cannot create the destination directory"))
         case .failure(let problem): return .failure(problem)
         }
-        defer { close(dir) }
+        let dir = placed.fd
         let name = parts[parts.count - 1]
         let temporary = DestinationPath.reservedPrefix + jobID + ".tmp"
         unlinkat(dir, temporary, 0)  // a leftover from a crash
@@ -70,8 +71,7 @@ struct DestinationFiles: Sendable {
         } else if linkat(dir, temporary, dir, name, 0) != 0 {
             return .failure(errno == EEXIST ? .exists : problem(from: errno, "cannot move the download into place"))
         }
-        fsync(dir)
-        return .success(())
+        return .success(placed)
     }
 
     /// True when the destination is the very file (same inode) as the partial file: a completion
@@ -131,6 +131,28 @@ struct DestinationFiles: Sendable {
     private func problem(from code: Int32, _ message: String) -> Problem {
         if code == ENOSPC || code == EDQUOT { return .diskFull }
         return .io("\(message): \(String(cString: strerror(code)))")
+    }
+}
+
+/// A destination directory a file was just linked into, open until its entries are synced.
+final class PlacedDirectory {
+    fileprivate let fd: Int32
+    /// Relative to the download root; no links on the way, so equal paths are the same directory.
+    let path: String
+
+    fileprivate init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    /// Makes the new names durable: one fsync per distinct directory.
+    static func sync(_ directories: [PlacedDirectory]) {
+        var synced = Set<String>()
+        for directory in directories where synced.insert(directory.path).inserted {
+            fsync(directory.fd)
+        }
     }
 }
 

@@ -52,6 +52,10 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// The earliest `runAt` of jobs stored since `considerNewJobs` last looked, and whether it is queued.
     private let earliestNewJob = Atomic<Int64>(.max)
     private let newJobsPending = Atomic<Bool>(false)
+    /// Writes waiting for the next commit, whether one is queued, and whether an attempt ended since the last.
+    private var pendingWrites: [JobWrite] = []
+    private var commitQueued = false
+    private var attemptsEnded = false
     private var stopping = false
     private var drained: CheckedContinuation<Void, Never>?
 
@@ -168,21 +172,22 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             for lane in [Store.Lane.normal, .discretionary] where current.running < policy.capacity.maxTransfers {
                 let free = policy.capacity.maxTransfers - current.running
                 let fullHosts = current.runningByHost.filter { $0.value >= policy.capacity.maxTransfersPerHost }.map(\.key)
+                var claims: [(running: Active, partialBytes: Int64)] = []
                 for candidate in try store.dueJobs(lane: lane, excludingHosts: fullHosts, limit: free * 2 + 8)
                 where current.running < policy.capacity.maxTransfers && active[candidate.id] == nil {
                     let partialBytes = partials.size(candidate.id)
                     switch policy.decide(candidate, now: now, load: current, partialBytes: partialBytes) {
                     case .start:
-                        if try claim(candidate, now: now, partialBytes: partialBytes) {
-                            current = load
-                            current.freeDiskBytes = freeAtStart.map { $0 - load.reservedDiskBytes }
-                        }
+                        claims.append((reserve(candidate, now: now, partialBytes: partialBytes), partialBytes))
+                        current = load
+                        current.freeDiskBytes = freeAtStart.map { $0 - load.reservedDiskBytes }
                     case .wait(.diskSpace):
                         waitsForDisk = true
                     case .wait:
                         continue
                     }
                 }
+                try start(claims)
             }
             let wakeUps = [
                 try store.nextQueueChange(after: now, agingDelay: policy.capacity.discretionaryMaxDelay),
@@ -201,19 +206,44 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         timerDeadline = deadline ?? .max
     }
 
-    private func claim(_ candidate: Download, now: Int64, partialBytes: Int64) throws -> Bool {
+    /// Counts a job the pass decided to start in the load, before its claim is committed, so the
+    /// pass's later decisions see it.
+    private func reserve(_ candidate: Download, now: Int64, partialBytes: Int64) -> Active {
         var job = candidate
         job.state = .running
         job.attempts += 1
         job.startedAt = job.startedAt ?? now
         job.nextAttemptAt = nil
-        guard try store.claim(job) else { return false }
-        hub.publish(job.id, .state(job))
         let remaining = max(0, (job.bytesExpected ?? 0) - partialBytes)
-        track(Active(download: job, transferID: nil, stopReason: nil, persistedAt: now, attemptStartedAt: now,
-                     discretionary: policy.actsDiscretionary(job, now: now), remainingBytes: remaining), starting: true)
-        start(job, resumeFrom: partialBytes)
-        return true
+        let running = Active(download: job, transferID: nil, stopReason: nil, persistedAt: now, attemptStartedAt: now,
+                             discretionary: policy.actsDiscretionary(job, now: now), remainingBytes: remaining)
+        track(running, starting: true)
+        return running
+    }
+
+    /// Claims the reserved jobs in one transaction and starts those still queued; the others (a
+    /// client changed them meanwhile) leave the load again.
+    private func start(_ claims: [(running: Active, partialBytes: Int64)]) throws {
+        let claimed: [Bool]
+        do {
+            claimed = try store.apply(claims.map { .claim($0.running.download) })
+        } catch {
+            for (running, _) in claims { release(running) }
+            throw error
+        }
+        for ((running, partialBytes), isClaimed) in zip(claims, claimed) {
+            guard isClaimed else {
+                release(running)
+                continue
+            }
+            hub.publish(running.download.id, .state(running.download))
+            start(running.download, resumeFrom: partialBytes)
+        }
+    }
+
+    private func release(_ running: Active) {
+        active[running.download.id] = nil
+        track(running, starting: false)
     }
 
     /// Adds or removes a running transfer from the load the policy sees.
@@ -258,11 +288,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         }
         running.persistedAt = now
         active[id] = running
-        do {
-            try store.updateProgress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected, validator: newValidator)
-        } catch {
-            logger.warning("progress not saved", metadata: ["download.id": "\(id)", "error": "\(error)"])
-        }
+        write(JobWrite(changes: [.progress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected, validator: newValidator)]))
     }
 
     private func finished(_ id: String, _ result: TransferResult) {
@@ -271,10 +297,42 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         liveBytes.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(scheduler: self, job: running.download, result: result, startedAt: running.attemptStartedAt, now: clock.now())
         if let reason = running.stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {
-            outcome.stopped(reason)
+            write(outcome.stopped(reason))
         } else {
-            outcome.settle()
+            write(outcome.settle())
         }
+        attemptsEnded = true
+    }
+
+    // MARK: - Writing in batches
+
+    /// Queues a write for the commit at the queue's next turn, which takes every write queued by then.
+    private func write(_ jobWrite: JobWrite) {
+        pendingWrites.append(jobWrite)
+        guard !commitQueued else { return }
+        commitQueued = true
+        queue.async { self.commitPendingWrites() }
+    }
+
+    /// One transaction for everything written since the last commit, after one fsync per directory
+    /// files were placed in; then one scheduling pass for all the slots that attempts freed.
+    private func commitPendingWrites() {
+        commitQueued = false
+        let writes = pendingWrites
+        pendingWrites = []
+        PlacedDirectory.sync(writes.compactMap(\.placedIn))
+        do {
+            let results = try store.apply(writes.flatMap(\.changes))
+            var offset = 0
+            for write in writes {
+                write.committed(Array(results[offset..<offset + write.changes.count]))
+                offset += write.changes.count
+            }
+        } catch {
+            logger.error("job states not saved; the next start recovers them", metadata: ["jobs": "\(writes.count)", "error": "\(error)"])
+        }
+        guard attemptsEnded else { return }
+        attemptsEnded = false
         if stopping {
             if active.isEmpty { resumeDrained() }
         } else {

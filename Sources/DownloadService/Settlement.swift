@@ -3,8 +3,19 @@ import Logging
 import Store
 import Transfer
 
-/// Settles one finished transfer attempt: completes, retries or fails the job, each as one
-/// compare-and-set transaction on `running` that also records the job's webhook event.
+/// What settling one attempt writes, and what follows once that is committed. The scheduler
+/// commits the writes of every attempt that ended since its last turn in one transaction.
+struct JobWrite {
+    var changes: [StoreChange] = []
+    /// Where a finished file was linked in: synced before the changes are committed.
+    var placedIn: PlacedDirectory?
+    /// Runs after the commit with one result per change; not at all if the commit failed (the
+    /// job then stays `running` until the next start recovers it).
+    var committed: ([Bool]) -> Void = { _ in }
+}
+
+/// Settles one finished transfer attempt: completes, retries or fails the job, each as a
+/// compare-and-set on `running` that also records the job's webhook event.
 struct Settlement {
     let scheduler: Scheduler
     let job: Download
@@ -12,11 +23,10 @@ struct Settlement {
     let startedAt: Int64
     let now: Int64
 
-    private var store: Store { scheduler.store }
     private var logger: Logger { scheduler.logger }
     private var partialPath: String { scheduler.partials.path(job.id) }
 
-    func settle() {
+    func settle() -> JobWrite {
         if result.failure == nil, let digest = result.sha256 {
             return complete(digest: digest)
         }
@@ -24,36 +34,36 @@ struct Settlement {
         switch scheduler.retryPolicy.decide(outcome, attempts: job.attempts, retryAfter: result.retryAfter, jitter: Double.random(in: 0..<1)) {
         case .finish:
             // A 2xx without a digest means the body never reached the file; try again.
-            retry(after: scheduler.retryPolicy.delay(afterAttempt: job.attempts, retryAfter: nil, jitter: 0.5),
+            return retry(after: scheduler.retryPolicy.delay(afterAttempt: job.attempts, retryAfter: nil, jitter: 0.5),
                   cause: DownloadError(code: ErrorCode.fileError, message: "the response body was not stored"))
         case .retry(let after, let cause):
-            retry(after: after, cause: cause)
+            return retry(after: after, cause: cause)
         case .fail(let error):
-            fail(error)
+            return fail(error)
         }
     }
 
     /// The transfer was stopped on purpose: by a cancel, a pause, or fetchd shutting down.
-    func stopped(_ reason: Scheduler.StopReason) {
+    func stopped(_ reason: Scheduler.StopReason) -> JobWrite {
         switch reason {
         case .cancel:
             scheduler.partials.remove(job.id)
-            save { try store.record(attempt("cancelled"), of: job.id) }
+            return JobWrite(changes: [.attempt(attempt("cancelled"), of: job.id)])
         case .pause:
-            save {
-                try store.updateProgress(id: job.id, bytesReceived: result.bytesOnDisk, bytesExpected: result.bytesExpected, validator: result.validator)
-                try store.record(attempt("paused"), of: job.id)
-            }
+            return JobWrite(changes: [
+                .progress(id: job.id, bytesReceived: result.bytesOnDisk, bytesExpected: result.bytesExpected, validator: result.validator),
+                .attempt(attempt("paused"), of: job.id),
+            ])
         case .shutdown:
             var queued = attemptRecorded()
             queued.state = .queued
             queued.runAt = now
             queued.error = job.error
-            saveTransition(queued, attempt: attempt("interrupted"))
+            return transition(queued, attempt: attempt("interrupted"))
         }
     }
 
-    private func complete(digest: String) {
+    private func complete(digest: String) -> JobWrite {
         if let expected = job.expectedSHA256, expected != digest {
             return fail(DownloadError(code: ErrorCode.checksumMismatch, message: "the file's SHA-256 is \(digest), expected \(expected)"))
         }
@@ -66,26 +76,30 @@ struct Settlement {
             return fail(DownloadError(code: ErrorCode.diskFull, message: "no space left to place the file"))
         case .failure(.io(let message)):
             return fail(DownloadError(code: ErrorCode.fileError, message: message))
-        case .success:
-            break
-        }
-        var done = attemptRecorded()
-        done.state = .completed
-        done.sha256 = digest
-        done.bytesExpectedFromOrigin = done.bytesExpectedFromOrigin ?? result.bytesOnDisk
-        done.error = nil
-        done.finishedAt = now
-        if commit(done, attempt: attempt("completed")) {
-            scheduler.partials.remove(job.id)
-            logger.info("download completed", metadata: ["download.id": "\(job.id)", "bytes": "\(result.bytesOnDisk)"])
-        } else {
-            // Cancelled or paused while finishing: take the file back out; a paused job keeps its data.
-            scheduler.files.unplace(partial: partialPath, destination: job.destination)
-            if (try? store.download(id: job.id))??.state != .paused { scheduler.partials.remove(job.id) }
+        case .success(let directory):
+            var done = attemptRecorded()
+            done.state = .completed
+            done.sha256 = digest
+            done.bytesExpectedFromOrigin = done.bytesExpectedFromOrigin ?? result.bytesOnDisk
+            done.error = nil
+            done.finishedAt = now
+            let (job, scheduler, logger, partialPath, bytes) = (job, scheduler, logger, partialPath, result.bytesOnDisk)
+            var write = terminal(done, attempt: attempt("completed")) { committed in
+                if committed {
+                    scheduler.partials.remove(job.id)
+                    logger.info("download completed", metadata: ["download.id": "\(job.id)", "bytes": "\(bytes)"])
+                } else {
+                    // Cancelled or paused while finishing: take the file back out; a paused job keeps its data.
+                    scheduler.files.unplace(partial: partialPath, destination: job.destination)
+                    if (try? scheduler.store.download(id: job.id))??.state != .paused { scheduler.partials.remove(job.id) }
+                }
+            }
+            write.placedIn = directory
+            return write
         }
     }
 
-    private func retry(after seconds: Double, cause: DownloadError) {
+    private func retry(after seconds: Double, cause: DownloadError) -> JobWrite {
         var queued = attemptRecorded()
         queued.state = .queued
         queued.error = cause
@@ -94,10 +108,10 @@ struct Settlement {
         logger.info("download will retry", metadata: [
             "download.id": "\(job.id)", "error.code": "\(cause.code)", "retry.in": "\(seconds)s", "http.status": "\(result.httpStatus ?? 0)",
         ])
-        saveTransition(queued, attempt: attempt("retry", error: cause))
+        return transition(queued, attempt: attempt("retry", error: cause))
     }
 
-    private func fail(_ error: DownloadError) {
+    private func fail(_ error: DownloadError) -> JobWrite {
         var failed = attemptRecorded()
         failed.state = .failed
         failed.error = error
@@ -106,7 +120,7 @@ struct Settlement {
         // The data is of no use now; removing it first frees the space a full disk needs for the commit.
         scheduler.partials.remove(job.id)
         failed.bytesReceived = 0
-        _ = commit(failed, attempt: attempt("failed", error: error))
+        return terminal(failed, attempt: attempt("failed", error: error))
     }
 
     /// The attempt's record, counted in the metrics as it is made.
@@ -129,37 +143,27 @@ struct Settlement {
         return updated
     }
 
-    /// A terminal transition with its webhook event (and `session.finished` if it was the session's last live job).
-    private func commit(_ terminal: Download, attempt: AttemptRecord) -> Bool {
-        let events = scheduler.events
-        let now = self.now
-        var committed = false
-        save {
-            committed = try store.update(terminal, expecting: [.running], events: [events.terminal(terminal, now: now)],
-                                         attempt: attempt) { snapshot in
-                [events.sessionFinished(snapshot, now: now)]
+    /// A terminal transition with its webhook event (and `session.finished` if it was the session's
+    /// last live job); `then` learns whether it was committed.
+    private func terminal(_ download: Download, attempt: AttemptRecord, then: @escaping (Bool) -> Void = { _ in }) -> JobWrite {
+        let (events, scheduler, now) = (scheduler.events, scheduler, now)
+        let change = StoreChange.update(download, expecting: [.running], events: [events.terminal(download, now: now)], attempt: attempt) {
+            [events.sessionFinished($0, now: now)]
+        }
+        return JobWrite(changes: [change]) { results in
+            if results[0] {
+                scheduler.onEventsRecorded()
+                scheduler.hub.publish(download.id, .state(download))
             }
+            then(results[0])
         }
-        if committed {
-            scheduler.onEventsRecorded()
-            scheduler.hub.publish(terminal.id, .state(terminal))
-        }
-        return committed
     }
 
     /// A non-terminal transition from `running` (back to the queue).
-    private func saveTransition(_ download: Download, attempt: AttemptRecord) {
-        save {
-            if try store.update(download, expecting: [.running], attempt: attempt) { scheduler.hub.publish(download.id, .state(download)) }
-        }
-    }
-
-    /// A failed write leaves the job `running`; the next start puts it back in the queue.
-    private func save(_ body: () throws -> Void) {
-        do {
-            try body()
-        } catch {
-            logger.error("job state not saved", metadata: ["download.id": "\(job.id)", "error": "\(error)"])
+    private func transition(_ download: Download, attempt: AttemptRecord) -> JobWrite {
+        let hub = scheduler.hub
+        return JobWrite(changes: [.update(download, expecting: [.running], attempt: attempt)]) { results in
+            if results[0] { hub.publish(download.id, .state(download)) }
         }
     }
 }

@@ -21,7 +21,11 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     static let maxConcurrent = 32
     static let timeout = 30.0
 
+    /// Deliveries being sent, or sent with their outcome not yet recorded (so not picked again).
     private var inFlight: Set<String> = []
+    /// Outcomes waiting to be recorded together at the queue's next turn, and whether that is queued.
+    private var outcomes: [DeliveryAttempt] = []
+    private var recordQueued = false
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(10)) { [unowned self] in self.deliverDue() }
     private var stopping = false
 
@@ -89,7 +93,6 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     }
 
     private func delivered(_ delivery: WebhookDelivery, _ result: TransferResult) {
-        inFlight.remove(delivery.key)
         let now = clock.now()
         let status = result.failure == nil ? result.httpStatus : nil
         let succeeded = status.map { (200..<300).contains($0) } ?? false
@@ -111,11 +114,24 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
             "webhook.id": "\(delivery.eventID)", "webhook.type": "\(delivery.type)", "http.status": "\(status ?? 0)",
             "attempt": "\(delivery.attempts + 1)", "retry": "\(retryAt != nil)", "error": "\(reason ?? "")",
         ])
+        outcomes.append(DeliveryAttempt(delivery: delivery, delivered: succeeded, retryAt: retryAt, status: status, error: reason, now: now))
+        guard !recordQueued else { return }
+        recordQueued = true
+        queue.async { self.recordOutcomes() }
+    }
+
+    /// Records every outcome since the last turn in one transaction, then fills the freed slots.
+    private func recordOutcomes() {
+        recordQueued = false
+        let batch = outcomes
+        outcomes = []
         do {
-            try store.recordDeliveryAttempt(delivery, delivered: succeeded, retryAt: retryAt, status: status, error: reason, now: now)
+            try store.recordDeliveryAttempts(batch)
         } catch {
-            logger.error("webhook delivery not recorded", metadata: ["webhook.id": "\(delivery.eventID)", "error": "\(error)"])
+            // Still pending in the database: each is sent again (at least once, as webhooks promise).
+            logger.error("webhook deliveries not recorded", metadata: ["deliveries": "\(batch.count)", "error": "\(error)"])
         }
+        for attempt in batch { inFlight.remove(attempt.delivery.key) }
         deliverDue()
     }
 

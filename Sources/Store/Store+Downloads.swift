@@ -83,23 +83,30 @@ extension Store {
     ) throws -> Bool {
         try withConnection { db in
             try db.transaction {
-                let states = expecting.map { "'\($0.rawValue)'" }.sorted().joined(separator: ",")
-                var values = Array(DownloadColumns.values(download).dropFirst())
-                values.append(.text(download.id))
-                // A job (re)entering the queue is not due until the promotion step has seen its run_at.
-                let due = download.state == .queued ? ", due = 0" : ""
-                try db.prepare("UPDATE downloads SET \(DownloadColumns.assignments)\(due) WHERE id = ? AND state IN (\(states))").run(values)
-                guard db.changes == 1 else { return false }
-                if let attempt { try Self.record(db, attempt: attempt, of: download.id) }
-                var allEvents = events
-                if download.state.isTerminal, let sessionFinished,
-                   let snapshot = try Self.finishedSession(db, session: download.session) {
-                    allEvents += sessionFinished(snapshot)
-                }
-                try Self.record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
-                return true
+                try Self.update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
             }
         }
+    }
+
+    static func update(
+        _ db: SQLiteConnection, _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent], attempt: AttemptRecord?,
+        sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
+    ) throws -> Bool {
+        let states = expecting.map { "'\($0.rawValue)'" }.sorted().joined(separator: ",")
+        var values = Array(DownloadColumns.values(download).dropFirst())
+        values.append(.text(download.id))
+        // A job (re)entering the queue is not due until the promotion step has seen its run_at.
+        let due = download.state == .queued ? ", due = 0" : ""
+        try db.prepare("UPDATE downloads SET \(DownloadColumns.assignments)\(due) WHERE id = ? AND state IN (\(states))").run(values)
+        guard db.changes == 1 else { return false }
+        if let attempt { try record(db, attempt: attempt, of: download.id) }
+        var allEvents = events
+        if download.state.isTerminal, let sessionFinished,
+           let snapshot = try finishedSession(db, session: download.session) {
+            allEvents += sessionFinished(snapshot)
+        }
+        try record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
+        return true
     }
 
     /// The attempts of a job, oldest first.
@@ -136,11 +143,15 @@ extension Store {
     /// Progress is not a state change: it is written only while the job is still live.
     public func updateProgress(id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?) throws {
         try withConnection { db in
-            try db.prepare(
-                "UPDATE downloads SET bytes_received = ?, bytes_expected = COALESCE(?, bytes_expected), validator = COALESCE(?, validator) WHERE id = ? AND state IN ('running','paused','queued')"
-            ).run([.integer(bytesReceived), bytesExpected.map(SQLValue.integer) ?? .null,
-                   validator.map(SQLValue.text) ?? .null, .text(id)])
+            try Self.updateProgress(db, id: id, bytesReceived: bytesReceived, bytesExpected: bytesExpected, validator: validator)
         }
+    }
+
+    static func updateProgress(_ db: SQLiteConnection, id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?) throws {
+        try db.prepare(
+            "UPDATE downloads SET bytes_received = ?, bytes_expected = COALESCE(?, bytes_expected), validator = COALESCE(?, validator) WHERE id = ? AND state IN ('running','paused','queued')"
+        ).run([.integer(bytesReceived), bytesExpected.map(SQLValue.integer) ?? .null,
+               validator.map(SQLValue.text) ?? .null, .text(id)])
     }
 
     /// Jobs that were running when fetchd stopped (or crashed).

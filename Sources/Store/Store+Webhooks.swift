@@ -43,14 +43,47 @@ extension Store {
     /// Records the outcome of one attempt: `retryAt` nil and `delivered` false means given up for good.
     public func recordDeliveryAttempt(_ delivery: WebhookDelivery, delivered: Bool, retryAt: Int64?, status: Int?,
                                       error: String?, now: Int64) throws {
-        let state = delivered ? "delivered" : (retryAt == nil ? "failed" : "pending")
+        try recordDeliveryAttempts([
+            DeliveryAttempt(delivery: delivery, delivered: delivered, retryAt: retryAt, status: status, error: error, now: now),
+        ])
+    }
+
+    /// Records the outcomes of several attempts in one transaction.
+    public func recordDeliveryAttempts(_ attempts: [DeliveryAttempt]) throws {
+        guard !attempts.isEmpty else { return }
         try withConnection { db in
-            try db.prepare("""
-                UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_status = ?,
-                last_error = ?, updated_at = ? WHERE event_id = ? AND url = ? AND state = 'pending'
-                """).run([.text(state), .integer(retryAt ?? now), status.map { .integer(Int64($0)) } ?? .null,
-                          error.map(SQLValue.text) ?? .null, .integer(now), .text(delivery.eventID), .text(delivery.url)])
+            try db.transaction {
+                for attempt in attempts {
+                    let state = attempt.delivered ? "delivered" : (attempt.retryAt == nil ? "failed" : "pending")
+                    try db.prepare("""
+                        UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_status = ?,
+                        last_error = ?, updated_at = ? WHERE event_id = ? AND url = ? AND state = 'pending'
+                        """).run([.text(state), .integer(attempt.retryAt ?? attempt.now), attempt.status.map { .integer(Int64($0)) } ?? .null,
+                                  attempt.error.map(SQLValue.text) ?? .null, .integer(attempt.now),
+                                  .text(attempt.delivery.eventID), .text(attempt.delivery.url)])
+                }
+            }
         }
+    }
+}
+
+/// The outcome of one delivery attempt.
+public struct DeliveryAttempt: Sendable {
+    public var delivery: WebhookDelivery
+    public var delivered: Bool
+    /// When to try again; nil with `delivered` false means given up for good.
+    public var retryAt: Int64?
+    public var status: Int?
+    public var error: String?
+    public var now: Int64
+
+    public init(delivery: WebhookDelivery, delivered: Bool, retryAt: Int64?, status: Int?, error: String?, now: Int64) {
+        self.delivery = delivery
+        self.delivered = delivered
+        self.retryAt = retryAt
+        self.status = status
+        self.error = error
+        self.now = now
     }
 }
 

@@ -1,0 +1,53 @@
+import DownloadCore
+
+/// One change to a job, for `Store.apply`.
+public enum StoreChange {
+    /// Compare-and-set of the job on the states it is expected in, with its events and attempt,
+    /// as `Store.update` does it.
+    case update(Download, expecting: Set<DownloadState>, events: [WebhookEvent] = [], attempt: AttemptRecord? = nil,
+                sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil)
+    /// A queued job starts running (compare-and-set on `queued`), as `Store.claim` does it.
+    case claim(Download)
+    case progress(id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?)
+    case attempt(AttemptRecord, of: String)
+}
+
+extension Store {
+    /// Applies the changes in order, in one transaction: a pass that starts or settles many
+    /// jobs writes the pages they share (index leaves, the WAL frame) once, not once per job.
+    /// One result per change: false where a compare-and-set found the job in another state
+    /// (progress and attempt records always say true). Nothing is applied if one throws.
+    public func apply(_ changes: [StoreChange]) throws -> [Bool] {
+        guard !changes.isEmpty else { return [] }
+        return try withConnection { db in
+            try db.transaction { try changes.map { try Self.apply($0, db) } }
+        }
+    }
+
+    private static func apply(_ change: StoreChange, _ db: SQLiteConnection) throws -> Bool {
+        switch change {
+        case .update(let download, let expecting, let events, let attempt, let sessionFinished):
+            return try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
+        case .claim(let job):
+            return try claim(db, job)
+        case .progress(let id, let bytesReceived, let bytesExpected, let validator):
+            try updateProgress(db, id: id, bytesReceived: bytesReceived, bytesExpected: bytesExpected, validator: validator)
+            return true
+        case .attempt(let attempt, let id):
+            try record(db, attempt: attempt, of: id)
+            return true
+        }
+    }
+
+    /// Compare-and-set to `running`; the virtual time of fair queueing moves up to the job's tag.
+    static func claim(_ db: SQLiteConnection, _ job: Download) throws -> Bool {
+        var values = Array(DownloadColumns.values(job).dropFirst())
+        values.append(.text(job.id))
+        try db.prepare("UPDATE downloads SET \(DownloadColumns.assignments) WHERE id = ? AND state = 'queued'").run(values)
+        guard db.changes == 1 else { return false }
+        try db.prepare("""
+            UPDATE scheduler_state SET value = MAX(value, (SELECT fair_tag FROM downloads WHERE id = ?)) WHERE key = 'virtual_time'
+            """).run([.text(job.id)])
+        return true
+    }
+}
