@@ -22,8 +22,7 @@ struct DownloadsAPI: Sendable {
     static let maxIdempotencyKeyLength = 255
 
     func create(_ request: HTTPRequest, principal: String) async -> HTTPResponse {
-        let contentType = request.headers["Content-Type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
-        guard contentType == "application/json" else {
+        guard Self.isJSON(request.headers["Content-Type"]) else {
             return .problem(415, title: "Unsupported Media Type", detail: "send the job as JSON with Content-Type: application/json")
         }
         let body: JSONValue
@@ -259,6 +258,17 @@ struct DownloadsAPI: Sendable {
         var headers = HTTPHeaders()
         headers.set("Retry-After", "1")
         return .problem(503, title: "Service Unavailable", detail: detail, headers: headers)
+    }
+
+    /// `application/json`, in any case, with or without parameters (`; charset=utf-8`). Compared
+    /// in bytes: this runs for every POST.
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
+        func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        let trimmed = mediaType.drop(while: isBlank).reversed().drop(while: isBlank).reversed()
+        func lowercased(_ byte: UInt8) -> UInt8 { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte }
+        return trimmed.count == 16 && zip(trimmed, "application/json".utf8).allSatisfy { lowercased($0) == $1 }
     }
 
     /// `"abc"` and `abc` are the same key.

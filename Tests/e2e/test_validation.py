@@ -310,3 +310,8 @@ def test_malformed_bodies_never_get_a_5xx(shared_fetchd, api, raw):
 def test_no_request_in_this_module_got_a_5xx(api):
     fivexx = [r for r in api.responses if r[2] >= 500]
     assert not fivexx, fivexx
+
+
+@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "Application/JSON", " application/json "])
+def test_json_media_type_is_matched_case_insensitively_with_parameters(api, valid, content_type):
+    assert api.submit(valid, content_type=content_type)["state"] == "queued"
