@@ -38,13 +38,14 @@ let package = Package(
         // `make fuzz`: libFuzzer over the request parser; built plainly, it replays a corpus.
         .executableTarget(name: "RequestParserFuzz", dependencies: ["HTTPServer"], path: "Fuzz/RequestParserFuzz"),
 
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: [
             "Transfer",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "DownloadCoreTests", dependencies: ["DownloadCore"]),
+        .testTarget(name: "DownloadCoreTests", dependencies: ["DownloadCore", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "DownloadCore", "CSQLite"]),
         .testTarget(name: "DownloadServiceTests", dependencies: ["DownloadService", "DownloadCore", "Store", "HTTPServer"]),
     ],

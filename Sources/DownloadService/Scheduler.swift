@@ -52,9 +52,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// The earliest `runAt` of jobs stored since `considerNewJobs` last looked, and whether it is queued.
     private let earliestNewJob = Atomic<Int64>(.max)
     private let newJobsPending = Atomic<Bool>(false)
-    /// Writes waiting for the next commit, whether one is queued, and whether an attempt ended since the last.
-    private var pendingWrites: [JobWrite] = []
-    private var commitQueued = false
+    /// Writes waiting for the commit at the queue's next turn, and whether an attempt ended since the last.
+    private lazy var pendingWrites = NextTurnBatch<JobWrite>(queue: queue) { [unowned self] in self.commit($0) }
     private var attemptsEnded = false
     private var stopping = false
     private var drained: CheckedContinuation<Void, Never>?
@@ -288,7 +287,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         }
         running.persistedAt = now
         active[id] = running
-        write(JobWrite(changes: [.progress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected, validator: newValidator)]))
+        pendingWrites.add(JobWrite(changes: [.progress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected, validator: newValidator)]))
     }
 
     private func finished(_ id: String, _ result: TransferResult) {
@@ -297,29 +296,18 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         liveBytes.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(scheduler: self, job: running.download, result: result, startedAt: running.attemptStartedAt, now: clock.now())
         if let reason = running.stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {
-            write(outcome.stopped(reason))
+            pendingWrites.add(outcome.stopped(reason))
         } else {
-            write(outcome.settle())
+            pendingWrites.add(outcome.settle())
         }
         attemptsEnded = true
     }
 
     // MARK: - Writing in batches
 
-    /// Queues a write for the commit at the queue's next turn, which takes every write queued by then.
-    private func write(_ jobWrite: JobWrite) {
-        pendingWrites.append(jobWrite)
-        guard !commitQueued else { return }
-        commitQueued = true
-        queue.async { self.commitPendingWrites() }
-    }
-
     /// One transaction for everything written since the last commit, after one fsync per directory
     /// files were placed in; then one scheduling pass for all the slots that attempts freed.
-    private func commitPendingWrites() {
-        commitQueued = false
-        let writes = pendingWrites
-        pendingWrites = []
+    private func commit(_ writes: [JobWrite]) {
         PlacedDirectory.sync(writes.compactMap(\.placedIn))
         do {
             let results = try store.apply(writes.flatMap(\.changes))

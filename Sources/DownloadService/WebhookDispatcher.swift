@@ -23,9 +23,8 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
 
     /// Deliveries being sent, or sent with their outcome not yet recorded (so not picked again).
     private var inFlight: Set<String> = []
-    /// Outcomes waiting to be recorded together at the queue's next turn, and whether that is queued.
-    private var outcomes: [DeliveryAttempt] = []
-    private var recordQueued = false
+    /// Outcomes waiting to be recorded together at the queue's next turn.
+    private lazy var outcomes = NextTurnBatch<DeliveryAttempt>(queue: queue) { [unowned self] in self.record($0) }
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(10)) { [unowned self] in self.deliverDue() }
     private var stopping = false
 
@@ -114,17 +113,11 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
             "webhook.id": "\(delivery.eventID)", "webhook.type": "\(delivery.type)", "http.status": "\(status ?? 0)",
             "attempt": "\(delivery.attempts + 1)", "retry": "\(retryAt != nil)", "error": "\(reason ?? "")",
         ])
-        outcomes.append(DeliveryAttempt(delivery: delivery, delivered: succeeded, retryAt: retryAt, status: status, error: reason, now: now))
-        guard !recordQueued else { return }
-        recordQueued = true
-        queue.async { self.recordOutcomes() }
+        outcomes.add(DeliveryAttempt(delivery: delivery, delivered: succeeded, retryAt: retryAt, status: status, error: reason, now: now))
     }
 
     /// Records every outcome since the last turn in one transaction, then fills the freed slots.
-    private func recordOutcomes() {
-        recordQueued = false
-        let batch = outcomes
-        outcomes = []
+    private func record(_ batch: [DeliveryAttempt]) {
         do {
             try store.recordDeliveryAttempts(batch)
         } catch {

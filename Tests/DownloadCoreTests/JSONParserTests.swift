@@ -1,6 +1,7 @@
 import DownloadCore
 import Foundation
 import Testing
+import TestSupport
 
 @Suite struct JSONParserTests {
     func parse(_ text: String) throws -> JSONValue {
@@ -75,7 +76,7 @@ import Testing
 
     /// Random documents written by Foundation's JSONSerialization parse back to what was written.
     @Test func agreesWithFoundationOnRandomDocuments() throws {
-        var generator = SplitMix(seed: 7)
+        var generator = SplitMix64(seed: 7)
         for _ in 0..<500 {
             let (object, expected) = randomValue(depth: 0, using: &generator)
             let data = try JSONSerialization.data(withJSONObject: [object], options: [.fragmentsAllowed])
@@ -83,7 +84,7 @@ import Testing
         }
     }
 
-    private func randomValue(depth: Int, using generator: inout SplitMix) -> (Any, JSONValue) {
+    private func randomValue(depth: Int, using generator: inout SplitMix64) -> (Any, JSONValue) {
         switch generator.next() % (depth > 3 ? 5 : 7) {
         case 0: return (NSNull(), .null)
         case 1: let flag = generator.next() % 2 == 0; return (flag, .bool(flag))
@@ -106,20 +107,5 @@ import Testing
             }
             return (object, .object(expected))
         }
-    }
-}
-
-/// A small seeded generator, so a failure reproduces.
-struct SplitMix {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

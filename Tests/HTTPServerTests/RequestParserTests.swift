@@ -1,5 +1,6 @@
 @testable import HTTPServer
 import Testing
+import TestSupport
 
 /// Drives a parser the way a connection does, recording what it asks for.
 private struct Harness {
@@ -236,17 +237,5 @@ extension RequestParser.Action {
     var isNeedMore: Bool {
         if case .needMore = self { return true }
         return false
-    }
-}
-
-struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,0 +1,30 @@
+import Dispatch
+
+/// Items gathered on a serial queue and handed over together at the queue's next turn: whatever
+/// arrives while the queue is busy becomes one batch (one transaction) instead of one each.
+final class NextTurnBatch<Item>: @unchecked Sendable {  // `items` and `queued` are touched only on `queue`
+    private let queue: DispatchQueue
+    private let flush: ([Item]) -> Void
+    private var items: [Item] = []
+    private var queued = false
+
+    init(queue: DispatchQueue, flush: @escaping ([Item]) -> Void) {
+        self.queue = queue
+        self.flush = flush
+    }
+
+    /// Adds an item to the batch that the queue's next turn flushes; on the queue.
+    func add(_ item: Item) {
+        items.append(item)
+        guard !queued else { return }
+        queued = true
+        queue.async { self.flushNow() }
+    }
+
+    private func flushNow() {
+        queued = false
+        let batch = items
+        items = []
+        flush(batch)
+    }
+}
