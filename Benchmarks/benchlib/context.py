@@ -4,11 +4,11 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 
 from . import procs
+from .standalone import log
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Context:
         return path
 
     def log(self, message: str):
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+        log(message)
 
     @contextlib.contextmanager
     def profiled(self, pid: int, label: str):

@@ -26,9 +26,9 @@ class Api:
             conn = self._local.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         return conn
 
-    def request(self, method: str, path: str, body=None) -> tuple[int, object]:
+    def request(self, method: str, path: str, body=None, headers: dict | None = None) -> tuple[int, object]:
         data = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json"} if data is not None else {}
+        headers = {**({"Content-Type": "application/json"} if data is not None else {}), **(headers or {})}
         for attempt in (1, 2):
             conn = self._conn()
             try:
@@ -50,8 +50,8 @@ class Api:
             raise RuntimeError(f"GET {path}: {status} {body!r:.300}")
         return body
 
-    def submit(self, job: dict) -> dict:
-        status, body = self.request("POST", "/downloads", job)
+    def submit(self, job: dict, headers: dict | None = None) -> dict:
+        status, body = self.request("POST", "/downloads", job, headers)
         if status != 201:
             raise RuntimeError(f"POST /downloads: {status} {body!r:.300}")
         return body

@@ -70,7 +70,12 @@ def render(rows: list[Row]) -> str:
         lines.append([r.scenario, r.metric + (f" ({r.note})" if r.note else ""), value, r.spread,
                       r.peer, fmt(r.peer_value) + (unit if r.peer_values else ""), fmt(r.ratio),
                       r.target.replace("value ", ""), met])
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return markdown(lines)
+
+
+def markdown(lines: list[list[str]]) -> str:
+    """Rows of cells (the first is the header) as an aligned Markdown table."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     out = []
     for n, line in enumerate(lines):
         out.append("| " + " | ".join(cell.ljust(w) for cell, w in zip(line, widths)) + " |")

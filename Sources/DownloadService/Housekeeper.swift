@@ -3,8 +3,9 @@ import Logging
 import Store
 
 /// Prunes what `FETCHD_RETENTION` no longer keeps — terminal jobs, settled webhook deliveries —
-/// and idempotency keys after at least 24 hours, then checkpoints the write-ahead log, so the
-/// database stays bounded under steady churn. Runs at start and then every so often.
+/// idempotency keys after at least 24 hours and sessions' spent fair-queueing rows, then
+/// checkpoints the write-ahead log, so the database stays bounded under steady churn. Runs at
+/// start and then every so often.
 final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `queue`
     let queue = DispatchQueue(label: "fetchd.housekeeping", qos: .utility)
     let store: Store
@@ -43,7 +44,7 @@ final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `q
                 try store.checkpoint()
                 logger.info("pruned", metadata: [
                     "downloads": "\(pruned.downloads)", "webhook.deliveries": "\(pruned.deliveries)",
-                    "idempotency.keys": "\(pruned.idempotencyKeys)",
+                    "idempotency.keys": "\(pruned.idempotencyKeys)", "sessions": "\(pruned.sessions)",
                 ])
             }
         } catch {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+import socket
 import time
 
 import pytest
@@ -41,6 +42,34 @@ def test_sigterm_during_a_transfer_exits_0_within_5_seconds_and_the_job_resumes(
     done = fd.api.wait_state(job["id"], "completed", timeout=30)
     assert fd.dest("term.bin").read_bytes() == body
     assert done["sha256"] == sha256_hex(body)
+
+
+def test_sigterm_waits_for_an_unfinished_request_no_longer_than_the_shutdown_timeout(fetchd, origin):
+    """FETCHD_SHUTDOWN_TIMEOUT bounds the drain: a request whose body never completes is waited
+    for until then and no longer, and the transfer stopped meanwhile resumes on the next start."""
+    timeout = 2.0
+    fd = fetchd(env={"FETCHD_SHUTDOWN_TIMEOUT": f"{timeout:g}s"})
+    body = os.urandom(1_000_000)
+    url = origin.add("/drain.bin", body, rate=100_000)
+    job = fd.api.submit({"url": url, "destination": "drain.bin"})
+    # Headers and the start of a body, then nothing: in flight until the server gives up on it.
+    stalled = socket.create_connection((fd.host, fd.port))
+    stalled.sendall(b"POST /downloads HTTP/1.1\r\nHost: fetchd\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 100\r\n\r\n{\"url\": ")
+    wait_for(lambda: fd.api.job(job["id"])["bytesReceived"] > 0, timeout=15, message="bytes to arrive")
+
+    started = time.monotonic()
+    assert fd.stop(signal.SIGTERM, timeout=timeout + 10) == 0
+    elapsed = time.monotonic() - started
+    stalled.close()
+    assert elapsed < timeout + 2, f"exit {elapsed:.2f} s after SIGTERM with FETCHD_SHUTDOWN_TIMEOUT={timeout:g}s"
+    assert elapsed >= timeout - 0.5, f"exit after {elapsed:.2f} s: the unfinished request was not waited for"
+
+    origin.resources["/drain.bin"].rate = None
+    fd.start()
+    done = fd.api.wait_state(job["id"], "completed", timeout=30)
+    assert done["sha256"] == sha256_hex(body)
+    assert fd.dest("drain.bin").read_bytes() == body
 
 
 def test_sigint_exits_0(fetchd):
