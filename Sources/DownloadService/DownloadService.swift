@@ -101,12 +101,15 @@ public final class DownloadService: Sendable {
     }
 
     /// Stops accepting, stops transfers keeping their partial data, finishes in-flight responses.
+    /// Transfers and in-flight requests are drained side by side, so the whole drain fits in one
+    /// `FETCHD_SHUTDOWN_TIMEOUT`.
     public func shutdown() async {
-        let deadline = configuration.shutdownTimeout
-        await scheduler.shutdown(timeout: deadline)
+        let timeout = configuration.shutdownTimeout
         dispatcher.stop()
         housekeeper.stop()
-        await server.shutdown(timeout: deadline)
+        async let transfersStopped: Void = scheduler.shutdown(timeout: timeout)
+        async let requestsDrained: Void = server.shutdown(timeout: timeout)
+        _ = await (transfersStopped, requestsDrained)
         engine.shutdown()
         store.close()
     }
