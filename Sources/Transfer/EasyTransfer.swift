@@ -30,13 +30,19 @@ final class EasyTransfer {
     private var lastActivity = DispatchTime.now().uptimeNanoseconds
     /// The stall clock runs only once connected; before that the connect timeout applies.
     private var isConnected = false
+    /// curl holds the body back because the file's writer is behind (CURL_WRITEFUNC_PAUSE): the
+    /// stall clock stops until `resumeReceiving`.
+    private var isPaused = false
     private var uploaded: curl_off_t = 0
     private var lastProgressReport: UInt64 = 0
     private var lastProgress: TransferProgress?
 
     private static let progressInterval: UInt64 = 250_000_000
 
-    init(id: TransferID, request: TransferRequest, sockets: SocketRegistry, logger: Logger,
+    /// `onWritable` runs (on some other queue) when the file can take bytes again after the transfer
+    /// paused for it: call `resumeReceiving` then.
+    init(id: TransferID, request: TransferRequest, sockets: SocketRegistry, staging: WriteStaging, logger: Logger,
+         onWritable: @escaping @Sendable () -> Void,
          onProgress: @escaping @Sendable (TransferProgress) -> Void,
          onComplete: @escaping @Sendable (TransferResult) -> Void) throws(TransferFailure) {
         var file: FileSink?
@@ -44,14 +50,14 @@ final class EasyTransfer {
         var memoryLimit = 0
         switch request.sink {
         case .file(let path, let validator):
-            let sink = try FileSink(path: path, keepExisting: validator != nil)
+            let sink = try FileSink(path: path, keepExisting: validator != nil, staging: staging, onWritable: onWritable)
             if let validator, sink.length > 0 { resume = (sink.length, validator) }
             file = sink
         case .memory(let limit):
             memoryLimit = max(0, limit)
         }
         guard let handle = curl_easy_init() else {
-            file?.abandon {}
+            file?.abandon { _ in }
             throw .network("curl_easy_init failed")
         }
         self.id = id
@@ -70,7 +76,7 @@ final class EasyTransfer {
             try configure(resume: resume)
         } catch {
             release()
-            file?.abandon {}
+            file?.abandon { _ in }
             throw error
         }
     }
@@ -231,7 +237,21 @@ final class EasyTransfer {
 
     private func received(body: UnsafeRawBufferPointer) -> Int {
         lastActivity = DispatchTime.now().uptimeNanoseconds
+        if receiver.mustWait(toTake: body.count) {
+            // curl keeps these bytes, stops reading the socket, and hands them over again on resume.
+            isPaused = true
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
         return receiver.receiveBody(body) ? body.count : Int(CURL_WRITEFUNC_ERROR)
+    }
+
+    /// Takes the body again after a pause (curl may hand over what it held back right away).
+    /// Not a callback: on the engine queue, outside curl.
+    func resumeReceiving() -> CURLcode {
+        guard isPaused else { return CURLE_OK }
+        isPaused = false
+        lastActivity = DispatchTime.now().uptimeNanoseconds
+        return curl_easy_pause(handle, CURLPAUSE_CONT)
     }
 
     private func received(header: UnsafeRawBufferPointer) -> Int {
@@ -261,7 +281,7 @@ final class EasyTransfer {
             self.uploaded = uploaded
             lastActivity = now
         }
-        if isConnected, Double(now - lastActivity) > request.stallTimeout * 1e9 {
+        if isConnected, !isPaused, Double(now - lastActivity) > request.stallTimeout * 1e9 {
             receiver.stop(.timeout("no data received for \(request.stallTimeout) s"))
             return false
         }
@@ -331,24 +351,27 @@ final class EasyTransfer {
             onComplete(result)
             return
         }
-        result.bytesOnDisk = file.length
         work.enter()
         let onComplete = onComplete
         guard checkComplete(&result, file: file) else {
             // Report only once the file is closed: the caller may delete it, and a deleted file
             // that is still open keeps its space, so a full disk would stay full.
-            let closed = result
-            file.abandon {
+            let unclosed = result
+            file.abandon { length in
+                var closed = unclosed
+                closed.bytesOnDisk = length
+                let result = closed
                 queue.async {
-                    onComplete(closed)
+                    onComplete(result)
                     work.leave()
                 }
             }
             return
         }
         let unhashed = result
-        file.finish { digest in
+        file.finish { length, digest in
             var hashed = unhashed
+            hashed.bytesOnDisk = length
             switch digest {
             case .success(let hex): hashed.sha256 = hex
             case .failure(let failure): hashed.failure = failure

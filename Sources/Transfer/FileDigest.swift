@@ -1,100 +1,110 @@
 import Crypto
 import Dispatch
 import Glibc
-import Synchronization
 
-/// The SHA-256 of a file that is being written, computed on a queue of its own by reading back
-/// what the writer has written (from the page cache). The writer never waits for the hash, a
-/// resumed prefix is hashed while the transfer connects, and nothing is buffered in memory.
+/// The SHA-256 of a file being written front to back, computed on a queue of its own from the
+/// chunks its `FileWriter` has written, so that hashing runs beside receiving and writing rather
+/// than after them (SHA-256 is about as much CPU work as the rest of a download together).
 ///
-/// The writer (the engine queue) only publishes how far the file is written and when it starts
-/// over; everything else happens on `queue`, which is also where the file descriptor is closed.
+/// What the hash lags behind — a resumed prefix already on disk, and whatever is written while
+/// that is being hashed — is read back from the file (the page cache, usually), one chunk per turn
+/// of the queue so that the chunks in between are given back to the writer meanwhile.
 final class FileDigest: @unchecked Sendable {
-    // @unchecked: `hasher`, `hashed`, `hashedGeneration` and `buffer` are touched only on `queue`;
-    // the writer talks to it through the atomics below.
+    // @unchecked: `hasher`, `hashed`, `written`, `isReadingBack` and `isDone` are touched only on `queue`.
     private let fd: Int32
+    private let backlog: WriteBacklog
+    private let pool: ChunkPool
     private let queue = DispatchQueue(label: "fetchd.transfer.digest", target: .global(qos: .utility))
 
-    /// Bytes of the current generation that are on disk and may be hashed.
-    private let written = Atomic<Int64>(0)
-    /// Bumped each time the file is truncated to start over.
-    private let generation = Atomic<UInt64>(0)
-    /// Whether a catch-up pass is already queued.
-    private let scheduled = Atomic<Bool>(false)
-    /// Set when the digest will never be asked for: stop reading.
-    private let abandoned = Atomic<Bool>(false)
-
     private var hasher = SHA256()
+    /// Bytes hashed, from the start of the file.
     private var hashed: Int64 = 0
-    private var hashedGeneration: UInt64 = 0
-    /// Allocated on first use and modest in size: a thousand slow transfers each hold one.
-    private lazy var buffer = [UInt8](repeating: 0, count: 128 << 10)
+    /// The file's length as written, as far as the digest has heard: all of it may be read back.
+    private var written: Int64
+    /// Whether a read-back step is queued.
+    private var isReadingBack = false
+    /// Set by `finish` or `stop`: the file may be closed from then on.
+    private var isDone = false
 
-    init(fd: Int32, alreadyWritten: Int64) {
+    /// `fd`'s first `alreadyWritten` bytes are there already and are read back.
+    init(fd: Int32, alreadyWritten: Int64, backlog: WriteBacklog, pool: ChunkPool) {
         self.fd = fd
-        fileGrew(to: alreadyWritten)
+        self.backlog = backlog
+        self.pool = pool
+        written = alreadyWritten
+        if alreadyWritten > 0 { queue.async { self.readBackIfBehind() } }
     }
 
-    /// The writer appended: the file is now `length` bytes long.
-    func fileGrew(to length: Int64) {
-        written.store(length, ordering: .sequentiallyConsistent)
-        if !scheduled.exchange(true, ordering: .sequentiallyConsistent) {
-            queue.async { self.catchUp() }
+    /// `chunk` is written to the file: hashes it and gives it back to the backlog.
+    func add(_ chunk: WriteChunk) {
+        queue.async {
+            if !self.isDone {
+                self.written = chunk.offset + Int64(chunk.count)
+                if chunk.offset == self.hashed {
+                    self.hasher.update(bufferPointer: chunk.bytes)
+                    self.hashed += Int64(chunk.count)
+                }
+                self.readBackIfBehind()
+            }
+            self.backlog.giveBack(chunk)
         }
     }
 
-    /// The writer truncated the file to start over.
+    /// The file was emptied (after the chunks added before).
     func startOver() {
-        // Order matters: a pass that sees the new generation must not see the old length.
-        written.store(0, ordering: .sequentiallyConsistent)
-        generation.add(1, ordering: .sequentiallyConsistent)
-    }
-
-    /// Hashes whatever is left, fsyncs and closes the file, then calls `completion` on the digest
-    /// queue with the lowercase hex digest (nil after a read error) and fsync's errno (0 for
-    /// success). The writer must be done with the file.
-    func finishAndSync(then completion: @escaping @Sendable (_ hexDigest: String?, _ syncErrno: Int32) -> Void) {
         queue.async {
-            let complete = self.catchUp()
-            let syncErrno = fsync(self.fd) == 0 ? 0 : errno
-            close(self.fd)
-            completion(complete ? Self.hex(self.hasher.finalize()) : nil, syncErrno)
+            self.hasher = SHA256()
+            self.hashed = 0
+            self.written = 0
         }
     }
 
-    /// Closes the file without finishing the hash. The writer must be done with the file.
-    func abandon(then completion: @escaping @Sendable () -> Void) {
-        abandoned.store(true, ordering: .sequentiallyConsistent)
+    /// Hashes whatever is left, then calls `completion` on the digest's queue with the lowercase
+    /// hex digest, or nil if reading the file back failed. Nothing may be added afterwards.
+    func finish(then completion: @escaping @Sendable (_ hexDigest: String?) -> Void) {
         queue.async {
-            close(self.fd)
+            self.isDone = true
+            while self.hashed < self.written {
+                guard self.readBack() else { return completion(nil) }
+            }
+            completion(Self.hex(self.hasher.finalize()))
+        }
+    }
+
+    /// Stops hashing; `completion` runs on the digest's queue once the file is no longer read.
+    func stop(then completion: @escaping @Sendable () -> Void) {
+        queue.async {
+            self.isDone = true
             completion()
         }
     }
 
-    /// Hashes up to the published length; false if reading failed or the digest was abandoned.
-    @discardableResult
-    private func catchUp() -> Bool {
-        scheduled.store(false, ordering: .sequentiallyConsistent)
-        while !abandoned.load(ordering: .sequentiallyConsistent) {
-            let current = generation.load(ordering: .sequentiallyConsistent)
-            if current != hashedGeneration {
-                hasher = SHA256()
-                hashed = 0
-                hashedGeneration = current
-            }
-            let target = written.load(ordering: .sequentiallyConsistent)
-            guard hashed < target else { return true }
-            let wanted = Int(min(Int64(buffer.count), target - hashed))
-            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, wanted, off_t(hashed)) }
-            let readError = errno
-            // Bytes read across a truncation belong to no generation: drop them.
-            guard generation.load(ordering: .sequentiallyConsistent) == hashedGeneration else { continue }
-            if count < 0, readError == EINTR { continue }
-            guard count > 0 else { return false }
-            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-            hashed += Int64(count)
+    /// Queues a read-back step if the hash lags behind. A read error stops the steps: `finish`
+    /// tries again and reports it.
+    private func readBackIfBehind() {
+        guard !isReadingBack, hashed < written else { return }
+        isReadingBack = true
+        queue.async {
+            self.isReadingBack = false
+            guard !self.isDone, self.readBack() else { return }
+            self.readBackIfBehind()
         }
-        return false
+    }
+
+    /// Hashes the next bytes, up to a chunk's worth, read back from the file; false if reading failed.
+    private func readBack() -> Bool {
+        let offset = hashed
+        let wanted = Int(min(Int64(WriteChunk.capacity), written - offset))
+        let chunk = pool.take(at: offset)
+        defer { pool.giveBack(chunk) }
+        var count: Int
+        repeat {
+            count = chunk.refill(upTo: wanted) { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
+        } while count < 0 && errno == EINTR
+        guard count > 0 else { return false }
+        hasher.update(bufferPointer: chunk.bytes)
+        hashed += Int64(count)
+        return true
     }
 
     private static func hex(_ digest: SHA256.Digest) -> String {

@@ -1,83 +1,98 @@
 import Glibc
 
-/// The file one attempt writes to: opened when the attempt starts, appended to with pwrite,
-/// hashed alongside by a `FileDigest`, and synced and closed when the attempt ends.
-/// Used on the engine queue only, until `finish` or `abandon` hands the descriptor to the digest queue.
+/// The file one attempt writes to, as the engine queue sees it: opened when the attempt starts,
+/// body bytes collected into chunks (`WriteStaging`) and handed to a `FileWriter`, which writes,
+/// hashes and at the end syncs and closes the file on its own queue.
+/// Used on the engine queue only.
 final class FileSink {
-    private let path: String
-    private let fd: Int32
-    private let digest: FileDigest
-    /// The file's length, which is where the next byte goes.
+    private let writer: FileWriter
+    private let staging: WriteStaging
+    /// The chunk being filled, not yet handed to the writer.
+    private var chunk: WriteChunk?
+    /// The file's length once everything taken so far is written: where the next byte goes.
     private(set) var length: Int64
 
     /// Opens the file, creating it. `keepExisting` keeps what is there (to resume after it);
-    /// otherwise the file is emptied.
-    init(path: String, keepExisting: Bool) throws(TransferFailure) {
+    /// otherwise the file is emptied. `onWritable` runs (on some other queue) when the sink takes
+    /// bytes again after `mustWait`.
+    init(path: String, keepExisting: Bool, staging: WriteStaging,
+         onWritable: @escaping @Sendable () -> Void) throws(TransferFailure) {
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Self.failure(errno, "open", path) }
+        guard fd >= 0 else { throw FileWriter.failure(errno, "open", path) }
         var status = stat()
         guard fstat(fd, &status) == 0 else {
-            let error = Self.failure(errno, "stat", path)
+            let error = FileWriter.failure(errno, "stat", path)
             Glibc.close(fd)
             throw error
         }
         if !keepExisting, status.st_size > 0, ftruncate(fd, 0) != 0 {
-            let error = Self.failure(errno, "truncate", path)
+            let error = FileWriter.failure(errno, "truncate", path)
             Glibc.close(fd)
             throw error
         }
-        self.path = path
-        self.fd = fd
         length = keepExisting ? Int64(status.st_size) : 0
-        digest = FileDigest(fd: fd, alreadyWritten: length)
+        self.staging = staging
+        writer = FileWriter(fd: fd, path: path, length: length, staging: staging, onWritable: onWritable)
     }
 
-    /// Empties the file, for a response that replaces it from the first byte.
-    func startOver() throws(TransferFailure) {
+    /// What is on disk (in the page cache) so far, for progress reports.
+    var bytesWritten: Int64 { writer.bytesWritten }
+
+    /// Whether the writer is too far behind to take `count` more bytes now; if so, `onWritable`
+    /// runs once it has caught up. Bytes that fit the chunk being filled are always welcome.
+    func mustWait(toTake count: Int) -> Bool {
+        if let chunk, WriteChunk.capacity - chunk.count >= count { return false }
+        return writer.isBehind()
+    }
+
+    /// Empties the file, for a response that replaces it from the first byte. A failure to truncate
+    /// shows at the next write or at the end.
+    func startOver() {
         guard length > 0 else { return }
-        guard ftruncate(fd, 0) == 0 else { throw Self.failure(errno, "truncate", path) }
+        flush()
         length = 0
-        digest.startOver()
+        writer.startOver()
     }
 
-    /// Appends all of `bytes`, retrying short writes.
+    /// Takes all of `bytes`, to be written at the end of the file; fails if an earlier write did.
     func write(_ bytes: UnsafeRawBufferPointer) throws(TransferFailure) {
-        var done = 0
-        while done < bytes.count {
-            let count = pwrite(fd, bytes.baseAddress?.advanced(by: done), bytes.count - done, off_t(length))
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw Self.failure(errno, "write", path)
-            }
-            // pwrite returns 0 only for a zero-length request, which the loop never makes.
-            done += count
-            length += Int64(count)
-        }
-        digest.fileGrew(to: length)
-    }
-
-    /// Finishes the hash, fsyncs and closes the file, off the engine queue; `completion` gets the
-    /// lowercase hex SHA-256 of the whole file, and runs on the digest queue.
-    func finish(completion: @escaping @Sendable (Result<String, TransferFailure>) -> Void) {
-        let path = path
-        digest.finishAndSync { hexDigest, syncErrno in
-            if syncErrno != 0 {
-                completion(.failure(Self.failure(syncErrno, "fsync", path)))
-            } else if let hexDigest {
-                completion(.success(hexDigest))
-            } else {
-                completion(.failure(.fileError("reading \(path) back to hash it failed")))
-            }
+        var rest = bytes
+        while !rest.isEmpty {
+            let chunk = try fillingChunk()
+            let taken = chunk.append(rest)
+            rest = UnsafeRawBufferPointer(rebasing: rest[taken...])
+            length += Int64(taken)
+            if chunk.isFull { flush() }
         }
     }
 
-    /// Closes the file as it is, off the engine queue; `completion` runs once it is closed.
-    func abandon(then completion: @escaping @Sendable () -> Void) {
-        digest.abandon(then: completion)
+    /// Hands the chunk being filled to the writer.
+    func flush() {
+        guard let chunk else { return }
+        self.chunk = nil
+        writer.write(chunk)
     }
 
-    private static func failure(_ code: Int32, _ action: String, _ path: String) -> TransferFailure {
-        if code == ENOSPC || code == EDQUOT { return .diskFull }
-        return .fileError("\(action) \(path): \(String(cString: strerror(code)))")
+    /// Writes what is left, finishes the hash, fsyncs and closes the file, off the engine queue;
+    /// `completion` gets the file's length and its lowercase hex SHA-256 (or what went wrong), on
+    /// some other queue.
+    func finish(then completion: @escaping @Sendable (_ length: Int64, _ digest: Result<String, TransferFailure>) -> Void) {
+        flush()
+        writer.finish(then: completion)
+    }
+
+    /// Writes what is left and closes the file, off the engine queue; `completion` gets the file's
+    /// length once it is closed, on some other queue.
+    func abandon(then completion: @escaping @Sendable (_ length: Int64) -> Void) {
+        flush()
+        writer.abandon(then: completion)
+    }
+
+    private func fillingChunk() throws(TransferFailure) -> WriteChunk {
+        if let chunk { return chunk }
+        if let failure = writer.failure { throw failure }
+        let chunk = staging.chunk(for: self, at: length)
+        self.chunk = chunk
+        return chunk
     }
 }

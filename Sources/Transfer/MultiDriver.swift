@@ -16,10 +16,11 @@ final class MultiDriver: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     private let timer: DispatchSourceTimer
     private var sockets: SocketRegistry?
+    private let staging: WriteStaging
     private var transfers: [TransferID: EasyTransfer] = [:]
     private var isShutDown = false
 
-    init(logger: Logger) {
+    init(logger: Logger, staging: WriteStaging) {
         _ = Self.curlInitialized
         guard let multi = curl_multi_init() else {
             // Only fails when malloc does; nothing sensible is left to do.
@@ -27,6 +28,7 @@ final class MultiDriver: @unchecked Sendable {
         }
         self.logger = logger
         self.multi = multi
+        self.staging = staging
         timer = DispatchSource.makeTimerSource(queue: queue)
         sockets = SocketRegistry(queue: queue, liveSourcesGroup: pendingWork, logger: logger) {
             [weak self] socket, events in self?.socketAction(socket, events)
@@ -68,7 +70,11 @@ final class MultiDriver: @unchecked Sendable {
         let transfer: EasyTransfer
         do {
             transfer = try EasyTransfer(
-                id: id, request: request, sockets: sockets, logger: logger,
+                id: id, request: request, sockets: sockets, staging: staging, logger: logger,
+                onWritable: { [weak self] in
+                    guard let self else { return }
+                    queue.async { self.resumeReceiving(id) }
+                },
                 onProgress: onProgress, onComplete: onComplete)
         } catch {
             onComplete(TransferResult(failure: error))
@@ -87,9 +93,21 @@ final class MultiDriver: @unchecked Sendable {
     /// Stops a transfer, which completes with `.cancelled`; on the queue.
     func cancel(_ id: TransferID) {
         dispatchPrecondition(condition: .onQueue(queue))
+        end(id, .failed(.cancelled))
+    }
+
+    private func end(_ id: TransferID, _ outcome: EasyTransfer.Outcome) {
         guard let transfer = transfers.removeValue(forKey: id) else { return }
         curl_multi_remove_handle(multi, transfer.handle)
-        transfer.finish(.failed(.cancelled), queue: queue, work: pendingWork)
+        transfer.finish(outcome, queue: queue, work: pendingWork)
+    }
+
+    /// A transfer paused for its file's writer may go on.
+    private func resumeReceiving(_ id: TransferID) {
+        guard !isShutDown, let transfer = transfers[id] else { return }
+        let code = transfer.resumeReceiving()
+        staging.flush()
+        if code != CURLE_OK { end(id, .curl(code)) }
     }
 
     /// Cancels everything and frees the multi handle; on the queue. Sockets close once their
@@ -123,6 +141,7 @@ final class MultiDriver: @unchecked Sendable {
         if code != CURLM_OK {
             logger.error("curl_multi_socket_action failed", metadata: ["curl.error": "\(String(cString: curl_multi_strerror(code)))"])
         }
+        staging.flush()
         completeFinishedTransfers()
     }
 

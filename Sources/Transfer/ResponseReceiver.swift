@@ -36,7 +36,7 @@ final class ResponseReceiver {
         self.followRedirects = followRedirects
     }
 
-    var bytesOnDisk: Int64 { file?.length ?? Int64(memory.count) }
+    var bytesOnDisk: Int64 { file?.bytesWritten ?? Int64(memory.count) }
 
     /// Records why the transfer is being stopped from outside (a stall, say).
     func stop(_ failure: TransferFailure) {
@@ -60,6 +60,12 @@ final class ResponseReceiver {
         if line.isEmpty { return headComplete() }
         head?.add(line: line)
         return true
+    }
+
+    /// Whether body bytes must wait: the file's writer is too far behind to take `count` more.
+    func mustWait(toTake count: Int) -> Bool {
+        guard case .writeFile? = plan?.action, let file else { return false }
+        return file.mustWait(toTake: count)
     }
 
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -99,18 +105,14 @@ final class ResponseReceiver {
         let decided = ResponsePlan.decide(
             for: head, resumeOffset: resumeOffset, isFile: file != nil, maxBytes: maxBytes)
         plan = decided
-        do {
-            switch decided.action {
-            case .fail(let failure, let truncate):
-                if truncate { try file?.startOver() }
-                return stop(.failed(failure))
-            case .writeFile(startOver: true):
-                try file?.startOver()
-            case .writeFile(startOver: false), .keepInMemory, .discard, .alreadyComplete:
-                break
-            }
-        } catch {
-            return stop(.failed(error))
+        switch decided.action {
+        case .fail(let failure, let truncate):
+            if truncate { file?.startOver() }
+            return stop(.failed(failure))
+        case .writeFile(startOver: true):
+            file?.startOver()
+        case .writeFile(startOver: false), .keepInMemory, .discard, .alreadyComplete:
+            break
         }
         return true
     }

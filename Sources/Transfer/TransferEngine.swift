@@ -10,8 +10,13 @@ public final class TransferEngine: Sendable {
     private let driver: MultiDriver
     private let lastID = Atomic<UInt64>(0)
 
-    public init(logger: Logger) {
-        driver = MultiDriver(logger: logger)
+    public convenience init(logger: Logger) {
+        self.init(logger: logger, staging: WriteStaging())
+    }
+
+    /// `staging` sets how file writes are buffered (tests make the backlog tiny).
+    init(logger: Logger, staging: WriteStaging) {
+        driver = MultiDriver(logger: logger, staging: staging)
     }
 
     public func start(

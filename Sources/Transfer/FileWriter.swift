@@ -1,0 +1,155 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// The disk side of a `FileSink`: on a queue of its own, writes the sink's chunks in order, passes
+/// each to the `FileDigest` (hashing on its own queue), starts write-back every few MiB
+/// (`WriteBack`), and at the end fsyncs the file (while the last chunks are hashed) and closes it.
+///
+/// The engine queue never waits for it: it hands chunks over with `write`, and while `isBehind`
+/// says the disk side is too far behind it takes no more bytes until `onWritable` runs.
+final class FileWriter: @unchecked Sendable {
+    // @unchecked: `written` and `writeBackFrom` are touched only on `queue`; what other queues read
+    // is in `shared`, a Mutex.
+
+    private struct Shared {
+        /// The file's length as written so far.
+        var written: Int64
+        /// The first error writing, truncating or syncing; nothing is written after it.
+        var failure: TransferFailure?
+    }
+
+    private let fd: Int32
+    private let path: String
+    private let backlog: WriteBacklog
+    private let digest: FileDigest
+    private let writeBack: WriteBack
+    private let queue = DispatchQueue(label: "fetchd.transfer.file", target: .global(qos: .utility))
+    private let shared: Mutex<Shared>
+
+    private var written: Int64
+    /// Where the range not yet handed to write-back starts.
+    private var writeBackFrom: Int64
+
+    /// Takes over `fd`, whose first `length` bytes are there already (a resumed prefix).
+    /// `onWritable` runs, on some other queue, when the sink may take bytes again after `isBehind`.
+    init(fd: Int32, path: String, length: Int64, staging: WriteStaging, onWritable: @escaping @Sendable () -> Void) {
+        self.fd = fd
+        self.path = path
+        backlog = WriteBacklog(limit: staging.backlogLimit, pool: staging.pool, onShrunk: onWritable)
+        digest = FileDigest(fd: fd, alreadyWritten: length, backlog: backlog, pool: staging.pool)
+        writeBack = WriteBack(fd: fd)
+        shared = Mutex(Shared(written: length))
+        written = length
+        writeBackFrom = length
+    }
+
+    /// The first error writing the file, if one happened.
+    var failure: TransferFailure? { shared.withLock { $0.failure } }
+
+    /// The file's length as written so far (chunks handed over may still be on their way).
+    var bytesWritten: Int64 { shared.withLock { $0.written } }
+
+    /// Whether the disk side is too far behind to be handed more; if so, `onWritable` runs once it
+    /// has caught up.
+    func isBehind() -> Bool {
+        backlog.isFull()
+    }
+
+    /// Writes `chunk` at its offset.
+    func write(_ chunk: WriteChunk) {
+        backlog.add()
+        queue.async { self.store(chunk) }
+    }
+
+    /// Empties the file, after the chunks handed over before.
+    func startOver() {
+        queue.async {
+            guard self.failure == nil else { return }
+            guard ftruncate(self.fd, 0) == 0 else { return self.fail(errno, "truncate") }
+            self.written = 0
+            self.writeBackFrom = 0
+            self.shared.withLock { $0.written = 0 }
+            self.digest.startOver()
+        }
+    }
+
+    /// Writes what was handed over, fsyncs and closes the file; `completion` gets the file's
+    /// length and its lowercase hex SHA-256 (or what went wrong), on some other queue.
+    func finish(then completion: @escaping @Sendable (_ length: Int64, _ digest: Result<String, TransferFailure>) -> Void) {
+        queue.async {
+            let length = self.written
+            if self.failure == nil, fsync(self.fd) != 0 { self.fail(errno, "fsync") }
+            if let failure = self.failure {
+                return self.digest.stop {
+                    self.close()
+                    completion(length, .failure(failure))
+                }
+            }
+            let path = self.path
+            self.digest.finish { hexDigest in
+                self.close()
+                completion(length, hexDigest.map { .success($0) } ?? .failure(.fileError("reading \(path) back to hash it failed")))
+            }
+        }
+    }
+
+    /// Writes what was handed over and closes the file; `completion` gets its length, on some other queue.
+    func abandon(then completion: @escaping @Sendable (_ length: Int64) -> Void) {
+        queue.async {
+            let length = self.written
+            self.digest.stop {
+                self.close()
+                completion(length)
+            }
+        }
+    }
+
+    static func failure(_ code: Int32, _ action: String, _ path: String) -> TransferFailure {
+        if code == ENOSPC || code == EDQUOT { return .diskFull }
+        return .fileError("\(action) \(path): \(String(cString: strerror(code)))")
+    }
+
+    // MARK: - On the queue
+
+    private func store(_ chunk: WriteChunk) {
+        guard failure == nil, writeAll(chunk) else { return backlog.giveBack(chunk) }
+        shared.withLock { $0.written = written }
+        digest.add(chunk)
+        if written - writeBackFrom >= WriteBack.step {
+            writeBack.start(from: writeBackFrom, upTo: written)
+            writeBackFrom = written
+        }
+    }
+
+    /// Writes the whole chunk, retrying short writes; false (with the failure recorded) on an error.
+    private func writeAll(_ chunk: WriteChunk) -> Bool {
+        let bytes = chunk.bytes
+        var done = 0
+        while done < bytes.count {
+            let count = pwrite(fd, bytes.baseAddress?.advanced(by: done), bytes.count - done, off_t(chunk.offset) + off_t(done))
+            if count < 0 {
+                if errno == EINTR { continue }
+                fail(errno, "write")
+                return false
+            }
+            // pwrite returns 0 only for a zero-length request, which the loop never makes.
+            done += count
+            written = chunk.offset + Int64(done)
+        }
+        return true
+    }
+
+    private func fail(_ code: Int32, _ action: String) {
+        let failure = Self.failure(code, action, path)
+        shared.withLock { state in
+            if state.failure == nil { state.failure = failure }
+        }
+    }
+
+    /// Once neither the writer nor the digest uses the file any more.
+    private func close() {
+        writeBack.drain()
+        Glibc.close(fd)
+    }
+}

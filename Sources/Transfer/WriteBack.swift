@@ -1,0 +1,46 @@
+import Dispatch
+import Glibc
+
+/// Starts writing a file's newly written ranges back to disk while the download goes on:
+/// sync_file_range(2) with SYNC_FILE_RANGE_WRITE every few MiB. Left to the kernel, a machine with
+/// plenty of memory writes nothing back until the fsync at the end, which then waits for the whole
+/// file; started early, the disk works beside the network and the fsync finds little left.
+///
+/// The calls run on a queue of their own: starting write-back does not wait for the disk, but it
+/// can wait for the filesystem's journal and the device's queue when the disk is busy, and the
+/// writer must not wait with it. Their errors go unreported: the fsync at the end reports any that
+/// matter.
+final class WriteBack: Sendable {
+    /// Write-back starts each time this much more has been written.
+    static let step: Int64 = 8 << 20
+
+    private let fd: Int32
+    private let queue = DispatchQueue(label: "fetchd.transfer.writeback", target: .global(qos: .utility))
+
+    init(fd: Int32) {
+        self.fd = fd
+    }
+
+    /// Starts write-back of the bytes from `offset` to `end`.
+    func start(from offset: Int64, upTo end: Int64) {
+        guard end > offset, let syncFileRange = Self.syncFileRange else { return }
+        queue.async { [fd] in _ = syncFileRange(fd, off_t(offset), off_t(end - offset), Self.startWriting) }
+    }
+
+    /// Returns once every `start` so far has run, so that the file may be closed.
+    func drain() {
+        queue.sync {}
+    }
+
+    private typealias SyncFileRange = @Sendable @convention(c) (Int32, off_t, off_t, UInt32) -> Int32
+
+    /// SYNC_FILE_RANGE_WRITE, from <linux/fs.h>.
+    private static let startWriting: UInt32 = 2
+
+    /// Swift's Glibc module leaves sync_file_range out (glibc declares it only under _GNU_SOURCE),
+    /// so it is looked up at run time.
+    private static let syncFileRange: SyncFileRange? = {
+        guard let program = dlopen(nil, RTLD_NOW), let symbol = dlsym(program, "sync_file_range") else { return nil }
+        return unsafeBitCast(symbol, to: SyncFileRange.self)
+    }()
+}

@@ -1,0 +1,112 @@
+import Logging
+import Synchronization
+import Testing
+@testable import Transfer
+
+/// How body bytes reach the file: chunks written and hashed off the engine queue, a bounded
+/// backlog that pauses the transfer, and a resumed prefix hashed from the file alongside.
+@Suite struct FileWritingTests {
+    @Test func aTransferThatOutrunsItsFileWaitsAndLosesNothing() async throws {
+        // With a backlog of one chunk, nearly every chunk finds the previous one still being
+        // written or hashed, so curl is paused and resumed over and over.
+        let body = largeBody(8 << 20)
+        let origin = try TestOrigin { .resource(body, etag: "\"v1\"", for: $0) }
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let engine = TransferEngine(logger: Logger(label: "transfer-tests"), staging: WriteStaging(backlogLimit: 1))
+        defer { engine.shutdown() }
+
+        var request = download(origin.url("/big"), to: directory.file("out"))
+        request.stallTimeout = 2
+        let result = await engine.run(request)
+
+        #expect(result.failure == nil)
+        #expect(result.bytesOnDisk == Int64(body.count))
+        #expect(result.sha256 == sha256Hex(body))
+        #expect(sha256Hex(contents(directory.file("out"))) == sha256Hex(body))
+    }
+
+    @Test func aLargeResumedPrefixIsHashedAlongsideTheRest() async throws {
+        // Reading the prefix back usually takes longer than the first chunks take to arrive: they
+        // are written at once and read back after it.
+        let body = largeBody(32 << 20)
+        let prefixLength = 24 << 20
+        let origin = try TestOrigin { .resource(body, etag: "\"v1\"", for: $0) }
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let path = directory.file("partial")
+        write(Array(body.prefix(prefixLength)), to: path)
+        let engine = makeEngine()
+        defer { engine.shutdown() }
+
+        let result = await engine.run(download(origin.url("/f"), to: path, validator: "\"v1\""))
+
+        #expect(result.httpStatus == 206)
+        #expect(result.bytesThisAttempt == Int64(body.count - prefixLength))
+        #expect(result.sha256 == sha256Hex(body))
+        #expect(sha256Hex(contents(path)) == sha256Hex(body))
+    }
+
+    @Test func aLargePrefixReplacedMidHashDoesNotCount() async throws {
+        let body = randomBytes(1 << 20)
+        let origin = try TestOrigin { .resource(body, etag: "\"v2\"", for: $0) }
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let path = directory.file("partial")
+        write(largeBody(24 << 20), to: path)
+        let engine = makeEngine()
+        defer { engine.shutdown() }
+
+        let result = await engine.run(download(origin.url("/f"), to: path, validator: "\"v1\""))
+
+        #expect(result.httpStatus == 200)
+        #expect(result.bytesOnDisk == Int64(body.count))
+        #expect(result.sha256 == sha256Hex(body))
+        #expect(contents(path) == body)
+    }
+
+    /// `count` bytes without the cost of `randomBytes` (a system call per 8 bytes): a random block
+    /// repeated. Its length is no multiple of a chunk's, so chunks swapped or hashed twice still
+    /// change the digest.
+    private func largeBody(_ count: Int) -> [UInt8] {
+        let block = randomBytes(WriteChunk.capacity + 4099)
+        var body: [UInt8] = []
+        body.reserveCapacity(count + block.count)
+        while body.count < count { body.append(contentsOf: block) }
+        body.removeLast(body.count - count)
+        return body
+    }
+
+    @Test func theBacklogWakesTheEngineOnceItIsHalfEmpty() {
+        let wakes = Atomic<Int>(0)
+        let pool = ChunkPool()
+        let backlog = WriteBacklog(limit: 4, pool: pool) { wakes.add(1, ordering: .relaxed) }
+        let chunks = (0..<4).map { pool.take(at: Int64($0) * Int64(WriteChunk.capacity)) }
+
+        for _ in chunks { #expect(!backlog.isFull()); backlog.add() }
+        #expect(backlog.isFull())
+        backlog.giveBack(chunks[0])
+        #expect(wakes.load(ordering: .relaxed) == 0)
+        backlog.giveBack(chunks[1])
+        #expect(wakes.load(ordering: .relaxed) == 1)
+        backlog.giveBack(chunks[2])
+        backlog.giveBack(chunks[3])
+        // Nobody waits any more.
+        #expect(wakes.load(ordering: .relaxed) == 1)
+        #expect(!backlog.isFull())
+    }
+
+    @Test func aChunkTakesWhatFitsAndNoMore() {
+        let chunk = ChunkPool().take(at: 100)
+        let bytes = randomBytes(WriteChunk.capacity + 10)
+
+        let first = bytes.withUnsafeBytes { chunk.append(UnsafeRawBufferPointer(rebasing: $0[..<10])) }
+        let rest = bytes.withUnsafeBytes { chunk.append(UnsafeRawBufferPointer(rebasing: $0[10...])) }
+
+        #expect(first == 10)
+        #expect(rest == WriteChunk.capacity - 10)
+        #expect(chunk.isFull)
+        #expect(chunk.offset == 100)
+        #expect(Array(chunk.bytes) == Array(bytes.prefix(WriteChunk.capacity)))
+    }
+}
