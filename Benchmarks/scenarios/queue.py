@@ -11,7 +11,8 @@ fresh copy:
 - how long fetchd stays busy after it is ready (its CPU above 5 % of a core), waited out before
   the list reads: API requests made meanwhile stall behind the scheduler;
 - RSS after start and after list reads; `GET /downloads?limit=100` latency (wrk --latency, with
-  8 connections and with 1);
+  8 connections and with 1), and meanwhile how long fetchd's threads ran and how long they waited,
+  runnable, for a CPU (/proc schedstat): on a busy machine the wait, not fetchd, makes the p99;
 - POST /downloads req/s at N queued (wrk, 64 connections, a short run);
 - dispatch rate. PROBE more jobs are written in the same way, all due at one instant T a few
   seconds after fetchd starts, pointing at a 1 KiB file on nginx; fetchd runs with
@@ -23,6 +24,7 @@ fresh copy:
   (SIGKILL, which fetchd must survive anyway), because settling thousands of completions at N
   queued can take very long.
 """
+import glob
 import os
 import shutil
 import time
@@ -112,11 +114,11 @@ def run(ctx) -> list[Row]:
         Row(label, "RSS after start", "MB", [rss_started], target="value <= 150"),
         Row(label, "RSS after list reads", "MB", [rss_listed], target="value <= 150"),
         Row(label, "GET /downloads?limit=100 p99", "ms", [newest["p99_ms"]], target="value <= 20",
-            note=f"8 conns; p50 {newest['p50_ms']:.2f} ms, {newest['rps']:,.0f} req/s"),
+            note=f"8 conns; p50 {newest['p50_ms']:.2f} ms, {newest['rps']:,.0f} req/s; {newest['cpu']}"),
         Row(label, "GET /downloads?limit=100 p99", "ms", [alone["p99_ms"]],
-            note=f"1 conn; p50 {alone['p50_ms']:.2f} ms, {alone['rps']:,.0f} req/s"),
+            note=f"1 conn; p50 {alone['p50_ms']:.2f} ms, {alone['rps']:,.0f} req/s; {alone['cpu']}"),
         Row(label, "GET /downloads?state=queued&limit=100 p99", "ms", [queued["p99_ms"]],
-            note=f"8 conns; p50 {queued['p50_ms']:.2f} ms"),
+            note=f"8 conns; p50 {queued['p50_ms']:.2f} ms; {queued['cpu']}"),
         Row(label, "restart to ready", "s", restarts, target="value <= 5",
             note=f"first start {first_start:.2f} s"),
         Row(label, "dispatch rate", "jobs/s", at_full, f"fetchd at {SMALL // 1000}k queued", at_small,
@@ -138,9 +140,26 @@ def _snapshot(ctx, data_dir: str, size: int) -> str:
 
 
 def latency(ctx, fetchd, path: str, connections: int = 8) -> dict:
+    ran, waited = _scheduled(fetchd.pid)
     result = wrk.run(fetchd.base + path, connections=connections, threads=min(2, connections),
                      duration=3 if ctx.quick else 10, latency=True)
     if result["failed"]:
         raise RuntimeError(f"queue: {result['failed']} failed requests for {path}")
-    ctx.log(f"queue: {path} ({connections} conns): p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms")
+    ran_after, waited_after = _scheduled(fetchd.pid)
+    result["cpu"] = f"fetchd ran {ran_after - ran:.1f} s, waited for a CPU {waited_after - waited:.1f} s"
+    ctx.log(f"queue: {path} ({connections} conns): p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms; {result['cpu']}")
     return result
+
+
+def _scheduled(pid: int) -> tuple[float, float]:
+    """Seconds the process's threads have run, and have waited runnable for a CPU, so far."""
+    ran = waited = 0
+    for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            with open(path) as f:
+                run_ns, wait_ns, _ = map(int, f.read().split())
+        except OSError:  # the thread ended meanwhile
+            continue
+        ran += run_ns
+        waited += wait_ns
+    return ran / 1e9, waited / 1e9

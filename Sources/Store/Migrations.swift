@@ -118,6 +118,14 @@ enum Migrations {
         CREATE INDEX webhook_events_created ON webhook_events(created_at);
         CREATE INDEX idempotency_keys_created ON idempotency_keys(created_at);
         """,
+        // 6: the claim indexes again, host first: the best due jobs of each host, for passes that
+        // leave out hosts at their limit without stepping over all of those hosts' jobs.
+        """
+        CREATE INDEX downloads_normal_lane_by_host ON downloads(host_key, priority DESC, fair_tag, id)
+            WHERE state = 'queued' AND due = 1 AND lane = 0;
+        CREATE INDEX downloads_discretionary_lane_by_host ON downloads(host_key, expected_bytes_to_receive, priority DESC, fair_tag, id)
+            WHERE state = 'queued' AND due = 1 AND lane = 1;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

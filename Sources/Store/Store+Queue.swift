@@ -31,17 +31,19 @@ extension Store {
 
     /// Due jobs of one lane, best first, leaving out hosts that are at their limit.
     public func dueJobs(lane: Lane, excludingHosts: [String], limit: Int) throws -> [Download] {
-        // The lane is spelled out, not bound: a partial index serves only queries whose WHERE implies its own.
-        let (index, order) = lane == .normal
-            ? ("downloads_normal_lane", "priority DESC, fair_tag, id")
-            : ("downloads_discretionary_lane", "expected_bytes_to_receive, priority DESC, fair_tag, id")
+        let queries = DueQueries.of(lane)
         let hosts = String(decoding: (try? JSONEncoder().encode(excludingHosts)) ?? Data("[]".utf8), as: UTF8.self)
+        // Walking the lane in order and skipping full hosts would step over every due job of theirs
+        // ranked above the jobs it returns: a million behind one busy host. So the walk stops after
+        // a few times `limit` jobs, and if full hosts held too many of those, the best jobs of each
+        // other host are taken instead (a seek per host with due jobs).
+        let walked = excludingHosts.isEmpty ? limit : limit * 4
         return try withConnection { db in
-            try db.prepare("""
-                SELECT \(DownloadColumns.list) FROM downloads INDEXED BY \(index)
-                WHERE state = 'queued' AND due = 1 AND lane = \(lane.rawValue) AND host_key NOT IN (SELECT value FROM json_each(?))
-                ORDER BY \(order) LIMIT ?
-                """).query([.text(hosts), .integer(Int64(limit))], DownloadColumns.download)
+            let best = try db.prepare(queries.walk)
+                .query([.integer(Int64(walked)), .text(hosts), .integer(Int64(limit))], DownloadColumns.download)
+            guard best.count < limit, !excludingHosts.isEmpty else { return best }
+            return try db.prepare(queries.byHost)
+                .query([.text(hosts), .integer(Int64(limit)), .integer(Int64(limit))], DownloadColumns.download)
         }
     }
 
@@ -104,5 +106,47 @@ extension Store {
                 WHERE d.state = 'pending'
                 """).query { ($0.int(0), $0.optionalInt64(1)) }.first ?? (0, nil)
         }
+    }
+}
+
+/// The two ways to read a lane's due jobs best first, as SQL. The lane is spelled out, not bound:
+/// a partial index serves only queries whose WHERE implies its own.
+private struct DueQueries {
+    /// Parameters: how many jobs to walk, the excluded hosts (a JSON array), the limit.
+    let walk: String
+    /// Parameters: the excluded hosts (a JSON array), the limit per host, the limit. The best
+    /// `limit` jobs hold at most `limit` of one host, so that is the limit per host too.
+    let byHost: String
+
+    static let normal = DueQueries(lane: .normal, index: "downloads_normal_lane", order: "priority DESC, fair_tag, id")
+    static let discretionary = DueQueries(
+        lane: .discretionary, index: "downloads_discretionary_lane", order: "expected_bytes_to_receive, priority DESC, fair_tag, id")
+
+    static func of(_ lane: Store.Lane) -> DueQueries { lane == .normal ? normal : discretionary }
+
+    /// `index` is in lane order; `\(index)_by_host` is the same with the host first.
+    private init(lane: Store.Lane, index: String, order: String) {
+        let due = "state = 'queued' AND due = 1 AND lane = \(lane.rawValue)"
+        let excluded = "NOT IN (SELECT value FROM json_each(?))"
+        // INDEXED BY: the planner, without statistics, would rather scan the whole queue by state.
+        // fair_tag is not a column of `Download`; the walk selects it for the outer ORDER BY.
+        walk = """
+            SELECT \(DownloadColumns.list) FROM (SELECT \(DownloadColumns.list), fair_tag FROM downloads INDEXED BY \(index)
+            WHERE \(due) ORDER BY \(order) LIMIT ?)
+            WHERE host_key \(excluded) ORDER BY \(order) LIMIT ?
+            """
+        // The hosts with due jobs, one index seek each (SQLite has no skip scan without statistics).
+        byHost = """
+            WITH RECURSIVE due_hosts(host) AS (
+                SELECT MIN(host_key) FROM downloads INDEXED BY \(index)_by_host WHERE \(due)
+                UNION ALL
+                SELECT (SELECT MIN(host_key) FROM downloads INDEXED BY \(index)_by_host WHERE \(due) AND host_key > host)
+                FROM due_hosts WHERE host IS NOT NULL
+            )
+            SELECT \(DownloadColumns.list) FROM due_hosts, downloads
+            WHERE host \(excluded) AND id IN (SELECT id FROM downloads INDEXED BY \(index)_by_host
+                WHERE \(due) AND host_key = host ORDER BY \(order) LIMIT ?)
+            ORDER BY \(order) LIMIT ?
+            """
     }
 }

@@ -29,6 +29,37 @@ import Testing
         #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: ["example.com:80"], limit: 2)) == ["01B0"])
     }
 
+    /// A full host's jobs fill more of the lane's top than `dueJobs` walks: the other hosts' best come instead, in order.
+    @Test func jobsBehindManyJobsOfAFullHostComeInOrder() throws {
+        let db = try TemporaryStore()
+        for i in 0..<50 { _ = try db.store.insert(makeDownload(String(format: "01A%02d", i), priority: 0.9), idempotency: nil) }
+        for (id, host, priority) in [("01B0", "b.example:80", 0.2), ("01B1", "b.example:80", 0.3), ("01C0", "c.example:80", 0.25),
+                                     ("01D0", "d.example:80", 0.1)] {
+            var job = makeDownload(id, priority: priority)
+            job.hostKey = host
+            _ = try db.store.insert(job, idempotency: nil)
+        }
+        try db.store.promote(now: 0, agedBefore: -1)
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: ["example.com:80"], limit: 3)) == ["01B1", "01C0", "01B0"])
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: ["example.com:80", "b.example:80"], limit: 3)) == ["01C0", "01D0"])
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 2)) == ["01A00", "01A01"])
+    }
+
+    @Test func discretionaryJobsBehindAFullHostComeSmallestFirst() throws {
+        let db = try TemporaryStore()
+        let fullHost = (0..<10).map { (String(format: "01A%02d", $0), "example.com:80", Int64($0)) }
+        for (id, host, size) in fullHost + [("01B0", "b.example:80", 900), ("01C0", "c.example:80", 500), ("01C1", "c.example:80", 700)] {
+            var job = makeDownload(id)
+            job.hostKey = host
+            job.discretionary = true
+            job.expectedBytesToReceive = size
+            _ = try db.store.insert(job, idempotency: nil)
+        }
+        try db.store.promote(now: 0, agedBefore: -1)
+        #expect(try ids(db.store.dueJobs(lane: .discretionary, excludingHosts: ["example.com:80"], limit: 2)) == ["01C0", "01C1"])
+        #expect(try ids(db.store.dueJobs(lane: .discretionary, excludingHosts: ["c.example:80"], limit: 1)) == ["01A00"])
+    }
+
     @Test func sessionsAreInterleavedFairly() throws {
         let db = try TemporaryStore()
         for i in 0..<100 { _ = try db.store.insert(makeDownload(String(format: "01A%03d", i), session: "big"), idempotency: nil) }
