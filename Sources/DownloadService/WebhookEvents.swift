@@ -19,7 +19,7 @@ struct WebhookEvents: Sendable {
     func terminal(_ download: Download, now: Int64) -> WebhookEvent {
         let type = "download." + download.state.rawValue
         let urls = [download.webhookURL, globalURL].compactMap { $0 }
-        return envelope(type: type, urls: urls, now: now) { json in
+        return envelope(type: type, urls: urls, session: download.session, now: now) { json in
             DownloadJSON.write(download, waitingFor: nil, into: &json)
         }
     }
@@ -27,7 +27,7 @@ struct WebhookEvents: Sendable {
     /// `session.finished`: to the global subscriber and every distinct webhookURL in the session.
     func sessionFinished(_ snapshot: SessionSnapshot, now: Int64) -> WebhookEvent {
         let urls = snapshot.webhookURLs + [globalURL].compactMap { $0 }
-        return envelope(type: "session.finished", urls: urls, now: now) { json in
+        return envelope(type: "session.finished", urls: urls, session: snapshot.session, now: now) { json in
             json.beginObject()
             json.field("session", snapshot.session)
             json.key("counts")
@@ -36,7 +36,7 @@ struct WebhookEvents: Sendable {
         }
     }
 
-    private func envelope(type: String, urls: [String], now: Int64, data: (inout JSONWriter) -> Void) -> WebhookEvent {
+    private func envelope(type: String, urls: [String], session: String, now: Int64, data: (inout JSONWriter) -> Void) -> WebhookEvent {
         var json = JSONWriter()
         json.beginObject()
         json.field("type", type)
@@ -44,7 +44,7 @@ struct WebhookEvents: Sendable {
         json.key("data")
         data(&json)
         json.endObject()
-        return WebhookEvent(id: newEventID(now: now), type: type, payload: json.bytes, urls: urls)
+        return WebhookEvent(id: newEventID(now: now), type: type, payload: json.bytes, urls: urls, session: session)
     }
 }
 

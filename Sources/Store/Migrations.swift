@@ -126,6 +126,13 @@ enum Migrations {
         CREATE INDEX downloads_discretionary_lane_by_host ON downloads(host_key, expected_bytes_to_receive, priority DESC, fair_tag, id)
             WHERE state = 'queued' AND due = 1 AND lane = 1;
         """,
+        // 7: the session an event belongs to, so a session.finished waits only for its own session's
+        // earlier events (those to the same URL), not for every other session's.
+        """
+        ALTER TABLE webhook_events ADD COLUMN session TEXT NOT NULL DEFAULT '';
+        UPDATE webhook_events SET session = COALESCE(json_extract(CAST(payload AS TEXT), '$.data.session'), '');
+        CREATE INDEX webhook_events_session ON webhook_events(session, id);
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -182,9 +182,12 @@ extension Store {
     }
 
     static func finishedSession(_ db: SQLiteConnection, session: String) throws -> SessionSnapshot? {
+        // Most terminal updates leave live jobs behind: one index seek says so without counting the session.
+        let live = try db.prepare("SELECT EXISTS (SELECT 1 FROM downloads WHERE session = ? AND state IN ('queued','running','paused'))")
+            .query([.text(session)]) { $0.int(0) }.first ?? 0
+        guard live == 0 else { return nil }
         let counts = countsByState(try db.prepare("SELECT state, COUNT(*) FROM downloads WHERE session = ? GROUP BY state")
             .query([.text(session)]) { ($0.string(0), $0.int(1)) })
-        guard DownloadState.nonTerminal.allSatisfy({ counts[$0, default: 0] == 0 }) else { return nil }
         let urls = try db.prepare("SELECT DISTINCT webhook_url FROM downloads WHERE session = ? AND webhook_url IS NOT NULL")
             .query([.text(session)]) { $0.string(0) }
         return SessionSnapshot(session: session, counts: counts, webhookURLs: urls.sorted())

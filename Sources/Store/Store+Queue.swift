@@ -50,18 +50,7 @@ extension Store {
     /// Starts a queued job: compare-and-set to `running`, and the virtual time of fair queueing
     /// moves up to its tag.
     public func claim(_ job: Download) throws -> Bool {
-        try withConnection { db in
-            try db.transaction {
-                var values = Array(DownloadColumns.values(job).dropFirst())
-                values.append(.text(job.id))
-                try db.prepare("UPDATE downloads SET \(DownloadColumns.assignments) WHERE id = ? AND state = 'queued'").run(values)
-                guard db.changes == 1 else { return false }
-                try db.prepare("""
-                    UPDATE scheduler_state SET value = MAX(value, (SELECT fair_tag FROM downloads WHERE id = ?)) WHERE key = 'virtual_time'
-                    """).run([.text(job.id)])
-                return true
-            }
-        }
+        try apply([.claim(job)])[0]
     }
 
     /// The next time a queued job becomes due or a discretionary job ages into the normal lane.

@@ -3,8 +3,8 @@ import DownloadCore
 extension Store {
     static func record(_ db: SQLiteConnection, events: [WebhookEvent], now: Int64) throws {
         for event in events where !event.urls.isEmpty {
-            try db.prepare("INSERT INTO webhook_events (id, type, payload, created_at) VALUES (?, ?, ?, ?)")
-                .run([.text(event.id), .text(event.type), .blob(event.payload), .integer(now)])
+            try db.prepare("INSERT INTO webhook_events (id, type, payload, created_at, session) VALUES (?, ?, ?, ?, ?)")
+                .run([.text(event.id), .text(event.type), .blob(event.payload), .integer(now), .text(event.session)])
             for url in Set(event.urls) {
                 try db.prepare(
                     "INSERT INTO webhook_deliveries (event_id, url, state, next_attempt_at, updated_at) VALUES (?, ?, 'pending', ?, ?)"
@@ -14,16 +14,17 @@ extension Store {
     }
 
     /// Pending deliveries that are due, oldest first, leaving out those already in flight and a
-    /// `session.finished` whose URL still has earlier events to settle.
+    /// `session.finished` whose URL still has earlier events of the same session to settle.
     public func dueDeliveries(now: Int64, limit: Int, excluding inFlight: Set<String>) throws -> [WebhookDelivery] {
         try withConnection { db in
             let rows = try db.prepare("""
                 SELECT d.event_id, d.url, e.type, e.payload, d.attempts FROM webhook_deliveries d
                 JOIN webhook_events e ON e.id = d.event_id
                 WHERE d.state = 'pending' AND d.next_attempt_at <= ?
-                -- session.finished waits until every earlier event to the same URL is settled.
+                -- session.finished waits until every earlier event of its session to the same URL is settled.
                 AND (e.type != 'session.finished' OR NOT EXISTS (
-                    SELECT 1 FROM webhook_deliveries p WHERE p.url = d.url AND p.state = 'pending' AND p.event_id < d.event_id))
+                    SELECT 1 FROM webhook_events pe JOIN webhook_deliveries p ON p.event_id = pe.id AND p.url = d.url
+                    WHERE pe.session = e.session AND pe.id < e.id AND p.state = 'pending'))
                 ORDER BY d.next_attempt_at, d.event_id LIMIT ?
                 """).query([.integer(now), .integer(Int64(limit + inFlight.count))]) {
                 WebhookDelivery(eventID: $0.string(0), url: $0.string(1), type: $0.string(2), payload: $0.blob(3), attempts: $0.int(4))

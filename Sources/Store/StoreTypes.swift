@@ -7,12 +7,15 @@ public struct WebhookEvent: Sendable, Equatable {
     /// The exact bytes POSTed on every attempt.
     public var payload: [UInt8]
     public var urls: [String]
+    /// The session of the job (or, for `session.finished`, the session) the event is about.
+    public var session: String
 
-    public init(id: String, type: String, payload: [UInt8], urls: [String]) {
+    public init(id: String, type: String, payload: [UInt8], urls: [String], session: String) {
         self.id = id
         self.type = type
         self.payload = payload
         self.urls = urls
+        self.session = session
     }
 }
 

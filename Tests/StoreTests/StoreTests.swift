@@ -127,10 +127,10 @@ func makeDownload(_ id: String, destination: String? = nil, session: String = "d
         done.state = .cancelled
         done.finishedAt = 10
         var snapshots: [SessionSnapshot] = []
-        let event = WebhookEvent(id: "msg_1", type: "download.cancelled", payload: Array("{}".utf8), urls: ["http://a/", "http://b/"])
+        let event = WebhookEvent(id: "msg_1", type: "download.cancelled", payload: Array("{}".utf8), urls: ["http://a/", "http://b/"], session: "s")
         #expect(try db.store.update(done, expecting: [.queued], events: [event]) { snapshot in
             snapshots.append(snapshot)
-            return [WebhookEvent(id: "msg_2", type: "session.finished", payload: Array("{}".utf8), urls: ["http://a/"])]
+            return [WebhookEvent(id: "msg_2", type: "session.finished", payload: Array("{}".utf8), urls: ["http://a/"], session: "s")]
         })
         #expect(snapshots.map(\.session) == ["s"])
         #expect(snapshots.first?.counts[.cancelled] == 1)
@@ -144,9 +144,9 @@ func makeDownload(_ id: String, destination: String? = nil, session: String = "d
         _ = try db.store.insert(makeDownload("01A", session: "s"), idempotency: nil)
         var done = try #require(try db.store.download(id: "01A"))
         done.state = .cancelled
-        let jobEvent = WebhookEvent(id: "msg_1", type: "download.cancelled", payload: [], urls: ["http://a/"])
+        let jobEvent = WebhookEvent(id: "msg_1", type: "download.cancelled", payload: [], urls: ["http://a/"], session: "s")
         _ = try db.store.update(done, expecting: [.queued], events: [jobEvent]) { _ in
-            [WebhookEvent(id: "msg_2", type: "session.finished", payload: [], urls: ["http://a/"])]
+            [WebhookEvent(id: "msg_2", type: "session.finished", payload: [], urls: ["http://a/"], session: "s")]
         }
         let first = try db.store.dueDeliveries(now: 0, limit: 10, excluding: [])
         #expect(first.map(\.eventID) == ["msg_1"])
@@ -157,12 +157,32 @@ func makeDownload(_ id: String, destination: String? = nil, session: String = "d
         #expect(try db.store.dueDeliveries(now: 100, limit: 10, excluding: []).map(\.eventID) == ["msg_2"])
     }
 
+    /// One subscriber of many sessions: a session's finish waits for its own events only.
+    @Test func sessionFinishedDoesNotWaitForOtherSessions() throws {
+        let db = try TemporaryStore()
+        for (id, session) in [("01A", "busy"), ("01B", "done")] {
+            _ = try db.store.insert(makeDownload(id, session: session), idempotency: nil)
+            var job = try #require(try db.store.download(id: id))
+            job.state = .cancelled
+            let event = WebhookEvent(id: "msg_\(id)", type: "download.cancelled", payload: [], urls: ["http://a/"], session: session)
+            _ = try db.store.update(job, expecting: [.queued], events: [event]) { snapshot in
+                [WebhookEvent(id: "msg_\(id)z", type: "session.finished", payload: [], urls: ["http://a/"], session: snapshot.session)]
+            }
+        }
+        let first = try db.store.dueDeliveries(now: 0, limit: 10, excluding: [])
+        #expect(first.map(\.eventID) == ["msg_01A", "msg_01B"])
+        // The busy session's event is still failing; the other session's finish is not held up by it.
+        try db.store.recordDeliveryAttempt(first[1], delivered: true, retryAt: nil, status: 200, error: nil, now: 0)
+        try db.store.recordDeliveryAttempt(first[0], delivered: false, retryAt: 100, status: 500, error: nil, now: 0)
+        #expect(try db.store.dueDeliveries(now: 0, limit: 10, excluding: []).map(\.eventID) == ["msg_01Bz"])
+    }
+
     @Test func deliveriesAreRetriedThenDelivered() throws {
         let db = try TemporaryStore()
         _ = try db.store.insert(makeDownload("01A"), idempotency: nil)
         var done = try #require(try db.store.download(id: "01A"))
         done.state = .cancelled
-        let event = WebhookEvent(id: "msg_1", type: "download.cancelled", payload: Array("{}".utf8), urls: ["http://a/"])
+        let event = WebhookEvent(id: "msg_1", type: "download.cancelled", payload: Array("{}".utf8), urls: ["http://a/"], session: "default")
         _ = try db.store.update(done, expecting: [.queued], events: [event])
         let delivery = try #require(try db.store.dueDeliveries(now: 0, limit: 10, excluding: []).first)
         try db.store.recordDeliveryAttempt(delivery, delivered: false, retryAt: 500, status: 500, error: "answered 500", now: 0)
@@ -232,7 +252,7 @@ func makeDownload(_ id: String, destination: String? = nil, session: String = "d
             guard state != .queued else { continue }
             job.state = state
             job.finishedAt = finished
-            let event = WebhookEvent(id: "msg_\(id)", type: "download.\(state.rawValue)", payload: [], urls: ["http://a/"])
+            let event = WebhookEvent(id: "msg_\(id)", type: "download.\(state.rawValue)", payload: [], urls: ["http://a/"], session: "default")
             _ = try db.store.update(job, expecting: [.queued], events: [event])
         }
         let pending = try db.store.dueDeliveries(now: 1000, limit: 10, excluding: [])
