@@ -133,6 +133,22 @@ enum Migrations {
         UPDATE webhook_events SET session = COALESCE(json_extract(CAST(payload AS TEXT), '$.data.session'), '');
         CREATE INDEX webhook_events_session ON webhook_events(session, id);
         """,
+        // 8: jobs by state, kept by triggers in the transaction of every change, so /metrics and
+        // FETCHD_MAX_QUEUED read six rows instead of counting the queue.
+        """
+        CREATE TABLE job_counts (state TEXT PRIMARY KEY NOT NULL, count INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT INTO job_counts (state, count) SELECT state, COUNT(*) FROM downloads GROUP BY state;
+        CREATE TRIGGER job_counts_insert AFTER INSERT ON downloads BEGIN
+            INSERT INTO job_counts (state, count) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET count = count + 1;
+        END;
+        CREATE TRIGGER job_counts_delete AFTER DELETE ON downloads BEGIN
+            UPDATE job_counts SET count = count - 1 WHERE state = OLD.state;
+        END;
+        CREATE TRIGGER job_counts_update AFTER UPDATE OF state ON downloads WHEN OLD.state != NEW.state BEGIN
+            UPDATE job_counts SET count = count - 1 WHERE state = OLD.state;
+            INSERT INTO job_counts (state, count) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET count = count + 1;
+        END;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -162,6 +162,7 @@ extension Store {
         }
     }
 
+    /// Jobs by state: of one session (counted), or of all (kept up to date by triggers, O(1)).
     public func counts(session: String? = nil) throws -> [DownloadState: Int] {
         try withReader { db in
             let rows: [(String, Int)]
@@ -169,7 +170,7 @@ extension Store {
                 rows = try db.prepare("SELECT state, COUNT(*) FROM downloads WHERE session = ? GROUP BY state")
                     .query([.text(session)]) { ($0.string(0), $0.int(1)) }
             } else {
-                rows = try db.prepare("SELECT state, COUNT(*) FROM downloads GROUP BY state").query { ($0.string(0), $0.int(1)) }
+                rows = try db.prepare("SELECT state, count FROM job_counts").query { ($0.string(0), $0.int(1)) }
             }
             return Self.countsByState(rows)
         }

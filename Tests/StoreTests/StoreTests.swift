@@ -83,6 +83,33 @@ func makeDownload(_ id: String, destination: String? = nil, session: String = "d
         #expect(try db.store.counts()[.queued] == 20)
     }
 
+    /// The kept counts agree with counting the table through inserts, claims, transitions and pruning.
+    @Test func keptCountsFollowEveryChange() throws {
+        let db = try TemporaryStore()
+        func expectCountsMatchTheTable() throws {
+            let counted = try db.store.counts(session: "s")  // counted from the table: all jobs are in "s"
+            #expect(try db.store.counts() == counted)
+        }
+        for index in 0..<6 { _ = try db.store.insert(makeDownload("01\(index)", session: "s"), idempotency: nil) }
+        try expectCountsMatchTheTable()
+        var running = try #require(try db.store.download(id: "010"))
+        running.state = .running
+        #expect(try db.store.claim(running))
+        var done = try #require(try db.store.download(id: "011"))
+        done.state = .completed
+        done.finishedAt = 1
+        #expect(try db.store.update(done, expecting: [.queued]))
+        var paused = try #require(try db.store.download(id: "012"))
+        paused.state = .paused
+        #expect(try db.store.update(paused, expecting: [.queued]))
+        #expect(try db.store.update(paused, expecting: [.queued]) == false)  // no change, no count change
+        try expectCountsMatchTheTable()
+        #expect(try db.store.counts()[.queued] == 3)
+        _ = try db.store.prune(finishedBefore: 10, settledBefore: 10, keysBefore: 10)
+        try expectCountsMatchTheTable()
+        #expect(try db.store.counts()[.completed] == 0)
+    }
+
     @Test func updatesAreCompareAndSetOnTheExpectedState() throws {
         let db = try TemporaryStore()
         var download = makeDownload("01A")
