@@ -33,13 +33,8 @@ import Testing
         let prefixLength = 24 << 20
         let origin = try TestOrigin { .resource(body, etag: "\"v1\"", for: $0) }
         defer { origin.stop() }
-        let directory = try TemporaryDirectory()
-        let path = directory.file("partial")
-        write(Array(body.prefix(prefixLength)), to: path)
-        let engine = makeEngine()
-        defer { engine.shutdown() }
-
-        let result = await engine.run(download(origin.url("/f"), to: path, validator: "\"v1\""))
+        let run = try await downloadOverPartialFile(origin.url("/f"), holding: Array(body.prefix(prefixLength)), validator: "\"v1\"")
+        let (path, result) = (run.path, run.result)
 
         #expect(result.httpStatus == 206)
         #expect(result.bytesThisAttempt == Int64(body.count - prefixLength))
@@ -51,13 +46,8 @@ import Testing
         let body = randomBytes(1 << 20)
         let origin = try TestOrigin { .resource(body, etag: "\"v2\"", for: $0) }
         defer { origin.stop() }
-        let directory = try TemporaryDirectory()
-        let path = directory.file("partial")
-        write(largeBody(24 << 20), to: path)
-        let engine = makeEngine()
-        defer { engine.shutdown() }
-
-        let result = await engine.run(download(origin.url("/f"), to: path, validator: "\"v1\""))
+        let run = try await downloadOverPartialFile(origin.url("/f"), holding: largeBody(24 << 20), validator: "\"v1\"")
+        let (path, result) = (run.path, run.result)
 
         #expect(result.httpStatus == 200)
         #expect(result.bytesOnDisk == Int64(body.count))

@@ -9,13 +9,8 @@ import Transfer
         let body = body
         let origin = try TestOrigin { .resource(body, etag: "\"v1\"", for: $0) }
         defer { origin.stop() }
-        let directory = try TemporaryDirectory()
-        let path = directory.file("partial")
-        write(Array(body.prefix(prefixLength)), to: path)
-        let engine = makeEngine()
-        defer { engine.shutdown() }
-
-        let result = await engine.run(download(origin.url("/f"), to: path, validator: "\"v1\""))
+        let run = try await downloadOverPartialFile(origin.url("/f"), holding: Array(body.prefix(prefixLength)), validator: "\"v1\"")
+        let (path, result) = (run.path, run.result)
 
         #expect(result.failure == nil)
         #expect(result.httpStatus == 206)
@@ -34,13 +29,8 @@ import Transfer
         let body = body
         let origin = try TestOrigin { .resource(body, etag: "\"v1\"", for: $0, honourRange: false) }
         defer { origin.stop() }
-        let directory = try TemporaryDirectory()
-        let path = directory.file("partial")
-        write(randomBytes(prefixLength), to: path)
-        let engine = makeEngine()
-        defer { engine.shutdown() }
-
-        let result = await engine.run(download(origin.url("/f"), to: path, validator: "\"v1\""))
+        let run = try await downloadOverPartialFile(origin.url("/f"), holding: randomBytes(prefixLength), validator: "\"v1\"")
+        let (path, result) = (run.path, run.result)
 
         #expect(result.failure == nil)
         #expect(result.httpStatus == 200)
@@ -52,13 +42,8 @@ import Transfer
         let body = body
         let origin = try TestOrigin { .resource(body, etag: "\"v2\"", for: $0) }
         defer { origin.stop() }
-        let directory = try TemporaryDirectory()
-        let path = directory.file("partial")
-        write(randomBytes(prefixLength), to: path)
-        let engine = makeEngine()
-        defer { engine.shutdown() }
-
-        let result = await engine.run(download(origin.url("/f"), to: path, validator: "\"v1\""))
+        let run = try await downloadOverPartialFile(origin.url("/f"), holding: randomBytes(prefixLength), validator: "\"v1\"")
+        let (path, result) = (run.path, run.result)
 
         #expect(result.httpStatus == 200)
         #expect(result.validator == "\"v2\"")
@@ -70,13 +55,8 @@ import Transfer
         let body = body
         let origin = try TestOrigin { .resource(body, etag: "\"v1\"", for: $0) }
         defer { origin.stop() }
-        let directory = try TemporaryDirectory()
-        let path = directory.file("partial")
-        write(randomBytes(2_000_000), to: path)
-        let engine = makeEngine()
-        defer { engine.shutdown() }
-
-        let result = await engine.run(download(origin.url("/f"), to: path))
+        let run = try await downloadOverPartialFile(origin.url("/f"), holding: randomBytes(2_000_000))
+        let (path, result) = (run.path, run.result)
 
         #expect(result.httpStatus == 200)
         #expect(origin.requests.first?.header("Range") == nil)
@@ -90,13 +70,8 @@ import Transfer
                            body: Array(body.prefix(1000)))
         }
         defer { origin.stop() }
-        let directory = try TemporaryDirectory()
-        let path = directory.file("partial")
-        write(Array(body.prefix(prefixLength)), to: path)
-        let engine = makeEngine()
-        defer { engine.shutdown() }
-
-        let result = await engine.run(download(origin.url("/f"), to: path, validator: "\"v1\""))
+        let run = try await downloadOverPartialFile(origin.url("/f"), holding: Array(body.prefix(prefixLength)), validator: "\"v1\"")
+        let (path, result) = (run.path, run.result)
 
         guard case .rangeMismatch? = result.failure else {
             Issue.record("expected rangeMismatch, got \(String(describing: result.failure))")
@@ -111,13 +86,8 @@ import Transfer
         let body = body
         let origin = try TestOrigin { .resource(body, etag: "\"v1\"", for: $0) }
         defer { origin.stop() }
-        let directory = try TemporaryDirectory()
-        let path = directory.file("partial")
-        write(body, to: path)
-        let engine = makeEngine()
-        defer { engine.shutdown() }
-
-        let result = await engine.run(download(origin.url("/f"), to: path, validator: "\"v1\""))
+        let run = try await downloadOverPartialFile(origin.url("/f"), holding: body, validator: "\"v1\"")
+        let (path, result) = (run.path, run.result)
 
         #expect(result.failure == nil)
         #expect(result.httpStatus == 416)
@@ -135,13 +105,8 @@ import Transfer
                            body: Array(body[prefixLength..<(prefixLength + 1000)]))
         }
         defer { origin.stop() }
-        let directory = try TemporaryDirectory()
-        let path = directory.file("partial")
-        write(Array(body.prefix(prefixLength)), to: path)
-        let engine = makeEngine()
-        defer { engine.shutdown() }
-
-        let result = await engine.run(download(origin.url("/f"), to: path, validator: "\"v1\""))
+        let run = try await downloadOverPartialFile(origin.url("/f"), holding: Array(body.prefix(prefixLength)), validator: "\"v1\"")
+        let (path, result) = (run.path, run.result)
 
         guard case .network? = result.failure else {
             Issue.record("expected a network failure, got \(String(describing: result.failure))")

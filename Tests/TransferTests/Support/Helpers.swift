@@ -70,3 +70,22 @@ func measure<T>(_ body: () async throws -> T) async rethrows -> (T, Double) {
     let value = try await body()
     return (value, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
 }
+
+/// A download into a partial file that already holds `prefix`, as a retry after an interrupted
+/// attempt finds it; resumed with `validator` if one is given.
+struct PartialFileRun {
+    /// Keeps the file until the test is done with it.
+    let directory: TemporaryDirectory
+    let path: String
+    let result: TransferResult
+}
+
+func downloadOverPartialFile(_ url: String, holding prefix: [UInt8], validator: String? = nil) async throws -> PartialFileRun {
+    let directory = try TemporaryDirectory()
+    let path = directory.file("partial")
+    write(prefix, to: path)
+    let engine = makeEngine()
+    defer { engine.shutdown() }
+    let result = await engine.run(download(url, to: path, validator: validator))
+    return PartialFileRun(directory: directory, path: path, result: result)
+}
