@@ -1,12 +1,6 @@
 -- wrk script: aria2 JSON-RPC aria2.addUri, paused (nothing downloads), a unique output per request.
 -- args: origin-url prefix
-local threads, next_id = {}, 1
-
-function setup(thread)
-  thread:set("tid", next_id)
-  next_id = next_id + 1
-  table.insert(threads, thread)
-end
+dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "threads.lua")
 
 function init(args)
   origin, prefix = args[1], args[2]
@@ -23,10 +17,4 @@ end
 
 function response(status, headers, body)
   if status ~= 200 or string.find(body, '"error"', 1, true) then failed = failed + 1 end
-end
-
-function done(summary, latency, requests)
-  local total = 0
-  for _, t in ipairs(threads) do total = total + t:get("failed") end
-  print("bench-failed " .. total)
 end

@@ -1,13 +1,7 @@
 -- wrk script: POST /downloads with a unique destination per request.
 -- args: origin-url prefix session earliestBeginDate [max-requests-per-thread, 0 = no limit]
 -- Once a thread has sent its maximum it stops; the driver watches the queue and ends wrk.
-local threads, next_id = {}, 1
-
-function setup(thread)
-  thread:set("tid", next_id)
-  next_id = next_id + 1
-  table.insert(threads, thread)
-end
+dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "threads.lua")
 
 function init(args)
   origin, prefix, session, earliest = args[1], args[2], args[3], args[4]
@@ -29,10 +23,4 @@ end
 
 function response(status, headers, body)
   if status ~= 201 and status ~= 200 then failed = failed + 1 end
-end
-
-function done(summary, latency, requests)
-  local total = 0
-  for _, t in ipairs(threads) do total = total + t:get("failed") end
-  print("bench-failed " .. total)
 end

@@ -125,10 +125,6 @@ extension Store {
     }
 
     /// Records an attempt that ended without a state change of its own (a pause or cancel stopped it).
-    public func record(_ attempt: AttemptRecord, of id: String) throws {
-        try withConnection { db in try Self.record(db, attempt: attempt, of: id) }
-    }
-
     static func record(_ db: SQLiteConnection, attempt: AttemptRecord, of id: String) throws {
         try db.prepare("""
             INSERT OR REPLACE INTO download_attempts (download_id, number, started_at, ended_at, outcome, error_code,
@@ -141,12 +137,6 @@ extension Store {
     }
 
     /// Progress is not a state change: it is written only while the job is still live.
-    public func updateProgress(id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?) throws {
-        try withConnection { db in
-            try Self.updateProgress(db, id: id, bytesReceived: bytesReceived, bytesExpected: bytesExpected, validator: validator)
-        }
-    }
-
     static func updateProgress(_ db: SQLiteConnection, id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?) throws {
         try db.prepare(
             "UPDATE downloads SET bytes_received = ?, bytes_expected = COALESCE(?, bytes_expected), validator = COALESCE(?, validator) WHERE id = ? AND state IN ('running','paused','queued')"

@@ -239,7 +239,7 @@ func makeDownload(_ id: String, destination: String? = nil, session: String = "d
         #expect(try db.store.update(job, expecting: [.running], attempt: retry))
         let paused = AttemptRecord(number: 2, startedAt: 30, endedAt: 40, outcome: "paused", error: nil, httpStatus: 200,
                                    bytesTransferred: 5, bytesOnDisk: 5)
-        try db.store.record(paused, of: "01A")
+        _ = try db.store.apply([.attempt(paused, of: "01A")])
         #expect(try db.store.attempts(of: "01A") == [retry, paused])
     }
 
