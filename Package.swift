@@ -24,9 +24,11 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "DownloadCore"),
-        .target(name: "Store", dependencies: ["CSQLite", "DownloadCore"]),
+        // The store as the service sees it (a protocol and its values); one module per backend.
+        .target(name: "Persistence", dependencies: ["DownloadCore"]),
+        .target(name: "Store", dependencies: ["CSQLite", "DownloadCore", "Persistence"]),
         .target(name: "DownloadService", dependencies: [
-            "DownloadCore", "Store", "Transfer", "HTTPServer",
+            "DownloadCore", "Persistence", "Store", "Transfer", "HTTPServer",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -46,7 +48,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "DownloadCoreTests", dependencies: ["DownloadCore", "TestSupport"]),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "DownloadCore", "CSQLite"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Persistence", "DownloadCore", "CSQLite"]),
+        // What every JobStore backend must do; each backend is one entry of StoreBackend.all.
+        .testTarget(name: "StoreConformanceTests", dependencies: ["Store", "Persistence", "DownloadCore"]),
         .testTarget(name: "DownloadServiceTests", dependencies: ["DownloadService", "DownloadCore", "Store", "HTTPServer"]),
     ],
     swiftLanguageModes: [.v6]

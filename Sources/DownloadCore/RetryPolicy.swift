@@ -16,25 +16,25 @@ public enum AttemptOutcome: Sendable, Equatable {
 public enum AttemptDecision: Sendable, Equatable {
     /// The body is complete: verify and move it into place.
     case finish
-    /// Try again after this many seconds.
-    case retry(after: Double, cause: DownloadError)
+    /// Try again after this long.
+    case retry(after: Duration, cause: DownloadError)
     case fail(DownloadError)
 }
 
 /// Which outcomes are worth another attempt, and when. Pure: randomness comes in as a value in 0..<1.
 public struct RetryPolicy: Sendable {
     public var maxAttempts: Int
-    public var baseDelay: Double
-    public var maxDelay: Double
+    public var baseDelay: Duration
+    public var maxDelay: Duration
 
-    public init(maxAttempts: Int, baseDelay: Double, maxDelay: Double = 3600) {
+    public init(maxAttempts: Int, baseDelay: Duration, maxDelay: Duration = .seconds(3600)) {
         self.maxAttempts = maxAttempts
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
     }
 
-    /// `attempts` counts the attempt that just ended; `retryAfter` is the origin's Retry-After in seconds.
-    public func decide(_ outcome: AttemptOutcome, attempts: Int, retryAfter: Double?, jitter: Double) -> AttemptDecision {
+    /// `attempts` counts the attempt that just ended; `retryAfter` is the origin's Retry-After.
+    public func decide(_ outcome: AttemptOutcome, attempts: Int, retryAfter: Duration?, jitter: Double) -> AttemptDecision {
         let transient: DownloadError
         switch outcome {
         case .http(let status) where (200..<300).contains(status):
@@ -67,16 +67,10 @@ public struct RetryPolicy: Sendable {
     }
 
     /// Exponential backoff (base × 2^(n-1)) with ±25 % jitter, capped; a Retry-After is honoured as a minimum.
-    public func delay(afterAttempt attempts: Int, retryAfter: Double?, jitter: Double) -> Double {
-        let exponent = Double(max(0, min(attempts - 1, 30)))
-        let backoff = min(maxDelay, baseDelay * pow2(exponent)) * (0.75 + 0.5 * jitter)
+    public func delay(afterAttempt attempts: Int, retryAfter: Duration?, jitter: Double) -> Duration {
+        let doublings = max(0, min(attempts - 1, 30))
+        let backoff = min(maxDelay, baseDelay * (1 << doublings)) * (0.75 + 0.5 * jitter)
         guard let retryAfter else { return backoff }
         return max(backoff, min(retryAfter, maxDelay))
-    }
-
-    private func pow2(_ exponent: Double) -> Double {
-        var value = 1.0
-        for _ in 0..<Int(exponent) { value *= 2 }
-        return value
     }
 }

@@ -3,13 +3,13 @@ public struct Capacity: Sendable {
     public var maxTransfers: Int
     public var maxTransfersPerHost: Int
     public var discretionaryMaxShare: Double
-    /// Milliseconds after creation when a discretionary job starts running like a normal one.
-    public var discretionaryMaxDelay: Int64
+    /// How long after creation a discretionary job starts running like a normal one.
+    public var discretionaryMaxDelay: Duration
     public var discretionaryWindow: DailyWindow?
     /// Free space kept under the download root.
     public var diskReserve: Int64
 
-    public init(maxTransfers: Int, maxTransfersPerHost: Int, discretionaryMaxShare: Double, discretionaryMaxDelay: Int64,
+    public init(maxTransfers: Int, maxTransfersPerHost: Int, discretionaryMaxShare: Double, discretionaryMaxDelay: Duration,
                 discretionaryWindow: DailyWindow?, diskReserve: Int64) {
         self.maxTransfers = maxTransfers
         self.maxTransfersPerHost = maxTransfersPerHost
@@ -75,7 +75,7 @@ public struct SchedulingPolicy: Sendable {
 
     /// A discretionary job that has waited `discretionaryMaxDelay` runs like a normal one.
     public func actsDiscretionary(_ job: Download, now: Int64) -> Bool {
-        job.discretionary && now - job.createdAt < capacity.discretionaryMaxDelay
+        job.discretionary && now - job.createdAt < capacity.discretionaryMaxDelay.wholeMilliseconds
     }
 
     /// When the discretionary window next opens, if it is closed at `now`.

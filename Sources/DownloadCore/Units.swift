@@ -1,10 +1,11 @@
 /// Parsing of the configuration's durations (`200ms`, `5s`, `24h`, bare number = seconds) and
 /// sizes (`1GiB`, bare number = bytes).
 public enum Units {
-    /// Seconds, or nil if the text is not a duration.
-    public static func duration(_ text: String) -> Double? {
+    /// The span (to the millisecond), or nil if the text is not a duration.
+    public static func duration(_ text: String) -> Duration? {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400)]
-        return number(text.trimmingSpaces, units: units, bare: 1)
+        guard let seconds = number(text.trimmingSpaces, units: units, bare: 1), seconds < 9e15 else { return nil }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
     /// Bytes, or nil if the text is not a size.

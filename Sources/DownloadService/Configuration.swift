@@ -16,22 +16,22 @@ public struct Configuration: Sendable {
     public var maxTransfers: Int
     public var maxTransfersPerHost: Int
     public var maxAttempts: Int
-    public var retryBaseDelay: Double
+    public var retryBaseDelay: Duration
     public var webhookURL: String?
     public var webhookSecrets: [String]
-    public var webhookRetrySchedule: [Double]
+    public var webhookRetrySchedule: [Duration]
     public var addressPolicy: AddressPolicy
     public var discretionaryWindow: DailyWindow?
     public var discretionaryMaxShare: Double
-    public var discretionaryMaxDelay: Double
+    public var discretionaryMaxDelay: Duration
     public var maxDownloadBytes: Int64?
-    public var stallTimeout: Double
+    public var stallTimeout: Duration
     public var diskReserve: Int64
     public var maxQueued: Int?
     public var maxRequestBody: Int
     public var maxConnections: Int
-    public var shutdownTimeout: Double
-    public var retention: Double
+    public var shutdownTimeout: Duration
+    public var retention: Duration
     public var logFormat: String
 
     public struct Invalid: Error, CustomStringConvertible, Sendable {
@@ -66,8 +66,8 @@ public struct Configuration: Sendable {
             throw Invalid(description: "invalid FETCHD_WEBHOOK_SECRET (--webhook-secret): expected whsec_ followed by base64")
         }
         webhookRetrySchedule = try reader.list("webhook-retry-schedule").map { item throws(Invalid) in
-            guard let seconds = Units.duration(item) else { throw reader.invalid("webhook-retry-schedule", item, "expected durations like 0,5s,5m") }
-            return seconds
+            guard let delay = Units.duration(item) else { throw reader.invalid("webhook-retry-schedule", item, "expected durations like 0,5s,5m") }
+            return delay
         }
         if webhookRetrySchedule.isEmpty { throw reader.invalid("webhook-retry-schedule", "", "needs at least one delay") }
         let allowPrivate = try reader.bool("allow-private-networks")
@@ -107,7 +107,7 @@ public struct Configuration: Sendable {
 
     public var capacity: Capacity {
         Capacity(maxTransfers: maxTransfers, maxTransfersPerHost: maxTransfersPerHost, discretionaryMaxShare: discretionaryMaxShare,
-                 discretionaryMaxDelay: Int64(discretionaryMaxDelay * 1000), discretionaryWindow: discretionaryWindow,
+                 discretionaryMaxDelay: discretionaryMaxDelay, discretionaryWindow: discretionaryWindow,
                  diskReserve: diskReserve)
     }
 
@@ -169,10 +169,10 @@ struct SettingReader {
         return number
     }
 
-    func duration(_ flag: String) throws(Configuration.Invalid) -> Double {
+    func duration(_ flag: String) throws(Configuration.Invalid) -> Duration {
         let value = try text(flag)
-        guard let seconds = Units.duration(value) else { throw invalid(flag, value, "expected a duration like 200ms, 5s, 10m, 24h or 7d") }
-        return seconds
+        guard let duration = Units.duration(value) else { throw invalid(flag, value, "expected a duration like 200ms, 5s, 10m, 24h or 7d") }
+        return duration
     }
 
     func size(_ flag: String, _ value: String) throws(Configuration.Invalid) -> Int64 {

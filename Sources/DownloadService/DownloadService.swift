@@ -3,20 +3,22 @@ import Foundation
 import Glibc
 import HTTPServer
 import Logging
+import Persistence
 import Store
 import Transfer
 
 /// The application: the store, the transfer engine, the scheduler, webhook delivery and the API,
-/// started and stopped together.
+/// started and stopped together. This is the composition root: it builds every collaborator and
+/// hands each only what it uses.
 public final class DownloadService: Sendable {
     let configuration: Configuration
     let logger: Logger
     let clock: Clock
-    let store: Store
+    let store: any JobStore
     let engine: TransferEngine
     let scheduler: Scheduler
     let dispatcher: WebhookDispatcher
-    let events: WebhookEvents
+    let recovery: Recovery
     let authenticator: Authenticator
     let server: HTTPServer
     let lock: DataDirectoryLock
@@ -30,35 +32,49 @@ public final class DownloadService: Sendable {
             && !configuration.insecure {
             throw Configuration.Invalid(description: "refusing to listen on \(configuration.listenHost) without FETCHD_API_TOKENS or FETCHD_API_TOKENS_FILE; pass --insecure to do it anyway")
         }
-        for directory in [configuration.dataDirectory, configuration.partialDirectory, configuration.downloadRoot] {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            } catch {
-                throw Configuration.Invalid(description: "cannot create directory \(directory): \(error.localizedDescription)")
-            }
-        }
+        try DirectoryCreation.create(configuration.dataDirectory, setting: "data-dir")
+        try DirectoryCreation.create(configuration.partialDirectory,
+                                     setting: configuration.stagingDirectory == nil ? "data-dir" : "staging-dir")
+        try DirectoryCreation.create(configuration.downloadRoot, setting: "download-root")
         try Self.checkSameFileSystem(configuration)
         lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         authenticator = try Authenticator(tokens: configuration.apiTokens, tokensFile: configuration.apiTokensFile)
-        store = try Store(path: configuration.databasePath)
-        engine = TransferEngine(logger: logger)
-        events = WebhookEvents(globalURL: configuration.webhookURL)
+        let store = try SQLiteStore(path: configuration.databasePath, readers: HTTPServer.eventLoopCount + 1)
+        self.store = store
+        let engine = TransferEngine(logger: logger)
+        self.engine = engine
+        let events = WebhookEvents(globalURL: configuration.webhookURL)
         let metrics = Metrics()
-        let dispatcher = WebhookDispatcher(store: store, engine: engine, configuration: configuration, metrics: metrics,
-                                           clock: clock, logger: logger)
+        let files = DestinationFiles(root: configuration.downloadRoot)
+        let partials = PartialFiles(directory: configuration.partialDirectory)
+        let disk = DiskSpace(paths: [configuration.partialDirectory, configuration.downloadRoot])
+        let hub = EventHub(clock: clock)
+        let dispatcher = WebhookDispatcher(
+            store: store,
+            sender: EngineWebhookSender(transfers: engine, signer: WebhookSigner(secrets: configuration.webhookSecrets),
+                                        addressPolicy: configuration.addressPolicy),
+            policy: DeliveryPolicy(schedule: configuration.webhookRetrySchedule), metrics: metrics, clock: clock, logger: logger)
         self.dispatcher = dispatcher
         housekeeper = Housekeeper(store: store, retention: configuration.retention, clock: clock, logger: logger)
-        let hub = EventHub(clock: clock)
-        scheduler = Scheduler(store: store, engine: engine, configuration: configuration, events: events, hub: hub,
-                              metrics: metrics, clock: clock, logger: logger, onEventsRecorded: { dispatcher.poke() })
+        recovery = Recovery(store: store, files: files, partials: partials, events: events, logger: logger)
+        let settlement = SettlementContext(
+            files: files, partials: partials,
+            retryPolicy: RetryPolicy(maxAttempts: configuration.maxAttempts, baseDelay: configuration.retryBaseDelay),
+            events: events, metrics: metrics, logger: logger,
+            publish: { hub.publish($0.id, .state($0)) }, eventsRecorded: { dispatcher.poke() },
+            read: { try store.download(id: $0) })
+        let scheduler = Scheduler(store: store, transfers: engine, template: TransferTemplate(configuration: configuration),
+                                  settlement: settlement, policy: SchedulingPolicy(capacity: configuration.capacity),
+                                  disk: disk, hub: hub, clock: clock, logger: logger)
+        self.scheduler = scheduler
         var http = HTTPServerConfiguration()
         http.host = configuration.listenHost
         http.port = configuration.listenPort
         http.maxBodyBytes = configuration.maxRequestBody
         http.maxConnections = configuration.maxConnections
         let downloads = DownloadsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
-                                     files: scheduler.files, configuration: configuration, clock: clock, ids: IDSource(),
-                                     inserts: InsertBatcher(store: store))
+                                     files: files, configuration: configuration, clock: clock, ids: IDSource(),
+                                     inserts: InsertBatcher(store: store), writes: WriteQueue())
         server = HTTPServer(configuration: http, router: Self.router(
             downloads: downloads, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
@@ -92,8 +108,7 @@ public final class DownloadService: Sendable {
 
     /// Recovers interrupted work, starts scheduling and delivery, and listens. Returns the bound port.
     public func start() throws -> Int {
-        try Recovery(store: store, files: scheduler.files, partials: scheduler.partials, events: events, logger: logger)
-            .run(now: clock.now())
+        try recovery.run(now: clock.now())
         scheduler.poke()
         dispatcher.poke()
         housekeeper.start()
@@ -108,7 +123,7 @@ public final class DownloadService: Sendable {
         dispatcher.stop()
         housekeeper.stop()
         async let transfersStopped: Void = scheduler.shutdown(timeout: timeout)
-        async let requestsDrained: Void = server.shutdown(timeout: timeout)
+        async let requestsDrained: Void = server.shutdown(timeout: timeout.inSeconds)
         _ = await (transfersStopped, requestsDrained)
         engine.shutdown()
         store.close()
@@ -119,12 +134,14 @@ public final class DownloadService: Sendable {
         try authenticator.reload()
     }
 
+    /// One route per endpoint, each with the one function that handles it (README, Architecture).
     static func router(downloads: DownloadsAPI, events: EventsAPI, status: StatusAPI, authenticator: Authenticator,
                        metrics: Metrics, logger: Logger) -> Router {
         var router = Router()
-        /// Registers a route whose requests are logged, counted and timed under its pattern; `open` routes need no token.
+        /// Registers a route whose requests are logged, counted and timed under its pattern; `open`
+        /// routes need no token. What a handler throws becomes its response here, and only here.
         func route(_ method: String, _ pattern: String, open: Bool = false,
-                   _ handler: @escaping @Sendable (HTTPRequest, PathParameters, _ principal: String) async -> HTTPResponse) {
+                   _ handler: @escaping @Sendable (HTTPRequest, PathParameters, _ principal: String) async throws -> HTTPResponse) {
             // Built once per route; only the status varies per request.
             let requestLabels = Metrics.labels(["route": pattern, "method": method])
             let durationLabels = Metrics.labels(["route": pattern])
@@ -132,12 +149,15 @@ public final class DownloadService: Sendable {
                 let started = ContinuousClock.now
                 let response: HTTPResponse
                 if let principal = open ? "anonymous" : authenticator.principal(for: request) {
-                    response = await handler(request, parameters, principal)
+                    do {
+                        response = try await handler(request, parameters, principal)
+                    } catch {
+                        response = APIProblem.response(for: error, logger: logger)
+                    }
                 } else {
                     response = Authenticator.unauthorized()
                 }
-                let elapsed = started.duration(to: .now)
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                let seconds = started.duration(to: .now).inSeconds
                 metrics.increment("fetchd_http_requests_total", labels: requestLabels + ",status=\"\(response.status)\"")
                 metrics.observe("fetchd_http_request_duration_seconds", labels: durationLabels,
                                 seconds: seconds, bounds: Metrics.requestBuckets)
@@ -150,18 +170,18 @@ public final class DownloadService: Sendable {
                 return response
             }
         }
-        route("POST", "/downloads") { request, _, principal in await downloads.create(request, principal: principal) }
-        route("GET", "/downloads") { request, _, _ in downloads.list(request) }
-        route("GET", "/downloads/{id}") { _, p, _ in downloads.get(p["id"] ?? "") }
-        route("DELETE", "/downloads/{id}") { _, p, _ in downloads.cancel(p["id"] ?? "") }
-        route("POST", "/downloads/{id}/pause") { _, p, _ in downloads.pause(p["id"] ?? "") }
-        route("POST", "/downloads/{id}/resume") { _, p, _ in downloads.resume(p["id"] ?? "") }
-        route("GET", "/downloads/{id}/attempts") { _, p, _ in downloads.attempts(p["id"] ?? "") }
+        route("POST", "/downloads") { request, _, principal in try await downloads.create(request, principal: principal) }
+        route("GET", "/downloads") { request, _, _ in try downloads.list(request) }
+        route("GET", "/downloads/{id}") { _, p, _ in try downloads.get(p["id"] ?? "") }
+        route("DELETE", "/downloads/{id}") { _, p, _ in try await downloads.cancel(p["id"] ?? "") }
+        route("POST", "/downloads/{id}/pause") { _, p, _ in try await downloads.pause(p["id"] ?? "") }
+        route("POST", "/downloads/{id}/resume") { _, p, _ in try await downloads.resume(p["id"] ?? "") }
+        route("GET", "/downloads/{id}/attempts") { _, p, _ in try downloads.attempts(p["id"] ?? "") }
         route("GET", "/downloads/{id}/events") { request, p, _ in
-            events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])
+            try events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])
         }
-        route("GET", "/sessions/{session}") { _, p, _ in status.session(p["session"] ?? "") }
-        route("GET", "/metrics") { _, _, _ in status.prometheus() }
+        route("GET", "/sessions/{session}") { _, p, _ in try status.session(p["session"] ?? "") }
+        route("GET", "/metrics") { _, _, _ in try status.prometheus() }
         route("GET", "/healthz", open: true) { _, _, _ in status.health() }
         route("GET", "/readyz", open: true) { _, _, _ in status.readiness() }
         return router

@@ -3,12 +3,13 @@ import DownloadCore
 import Foundation
 import HTTPServer
 import Logging
-import Store
+import Persistence
 import Transfer
 
-/// The `/downloads` endpoints.
+/// The `/downloads` endpoints. Each handler returns its response or throws: an `APIProblem` for
+/// what it knows about the request, anything else (a store error) for the router to answer `503`.
 struct DownloadsAPI: Sendable {
-    let store: Store
+    let store: any JobStore
     let scheduler: Scheduler
     let dispatcher: WebhookDispatcher
     let hub: EventHub
@@ -18,83 +19,73 @@ struct DownloadsAPI: Sendable {
     let clock: Clock
     let ids: IDSource
     let inserts: InsertBatcher
+    let writes: WriteQueue
 
     static let maxIdempotencyKeyLength = 255
 
-    func create(_ request: HTTPRequest, principal: String) async -> HTTPResponse {
+    func create(_ request: HTTPRequest, principal: String) async throws -> HTTPResponse {
         guard Self.isJSON(request.headers["Content-Type"]) else {
-            return .problem(415, title: "Unsupported Media Type", detail: "send the job as JSON with Content-Type: application/json")
+            throw APIProblem.unsupportedMediaType("send the job as JSON with Content-Type: application/json")
         }
         let body: JSONValue
         do {
             body = try JSONParser.parse(request.body)
         } catch {
-            return .problem(400, title: "Bad Request", detail: "the body is not valid JSON: \(error)")
+            throw APIProblem(status: 400, title: "Bad Request", detail: "the body is not valid JSON: \(error)")
         }
         let submission: NewDownload
         switch SubmissionValidator.validate(body) {
         case .success(let value): submission = value
-        case .failure(let failure): return Self.invalid(failure.errors)
+        case .failure(let failure): throw APIProblem.invalid(failure.errors)
         }
         if let webhookURL = submission.webhookURL, case .success(let parsed) = HTTPURL.parse(webhookURL),
            let address = IPAddress(parsed.host), !configuration.addressPolicy.permits(address) {
-            return Self.invalid([FieldError(field: "webhookURL", message: "the address \(parsed.host) is not allowed")])
+            throw APIProblem.invalid("webhookURL", "the address \(parsed.host) is not allowed")
         }
 
         var idempotency: IdempotencyRecord?
         if let rawKey = request.headers["Idempotency-Key"] {
             let key = Self.unquoted(rawKey)
             guard !key.isEmpty, key.utf8.count <= Self.maxIdempotencyKeyLength else {
-                return Self.invalid([FieldError(field: "Idempotency-Key", message: "must be 1–\(Self.maxIdempotencyKeyLength) characters")])
+                throw APIProblem.invalid("Idempotency-Key", "must be 1–\(Self.maxIdempotencyKeyLength) characters")
             }
             let digest = SHA256.hash(data: request.body).hex
             idempotency = IdempotencyRecord(principal: principal, key: key, bodySHA256: digest)
         }
-        if let idempotency, let earlier = replay(idempotency) { return earlier }
+        if let idempotency, let earlier = try store.idempotentDownload(principal: idempotency.principal, key: idempotency.key) {
+            guard earlier.bodySHA256 == idempotency.bodySHA256 else { throw APIProblem.keyMismatch }
+            return created201(earlier.download)
+        }
 
         switch files.check(submission.destination) {
         case .failure(.invalid(let message)):
-            return Self.invalid([FieldError(field: "destination", message: message)])
+            throw APIProblem.invalid("destination", message)
         case .failure(let problem):
-            return .problem(400, title: "Bad Request", detail: "the destination cannot be used: \(problem)",
-                            errors: [(field: "destination", message: "cannot be used")])
+            throw APIProblem(status: 400, title: "Bad Request", detail: "the destination cannot be used: \(problem)",
+                             errors: [FieldError(field: "destination", message: "cannot be used")])
         case .success(true) where !submission.overwrite:
-            return .problem(409, title: "Conflict", detail: "a file already exists at the destination; set \"overwrite\": true to replace it")
+            throw APIProblem.conflict("a file already exists at the destination; set \"overwrite\": true to replace it")
         case .success:
             break
         }
-        if let maxQueued = configuration.maxQueued, (try? store.counts()[.queued] ?? 0) ?? 0 >= maxQueued {
-            var headers = HTTPHeaders()
-            headers.set("Retry-After", "5")
-            return .problem(429, title: "Too Many Requests", detail: "the queue holds its maximum of \(maxQueued) jobs", headers: headers)
+        // Fails closed: a count that cannot be read throws (503) rather than letting the queue grow past its cap.
+        if let maxQueued = configuration.maxQueued, try store.counts()[.queued, default: 0] >= maxQueued {
+            throw APIProblem.tooManyRequests("the queue holds its maximum of \(maxQueued) jobs", retryAfterSeconds: 5)
         }
 
         let now = clock.now()
         let download = submission.makeDownload(id: ids.next(now: now), now: now)
-        let outcome: InsertOutcome
-        do {
-            outcome = try await inserts.insert(NewJob(download: download, idempotency: idempotency))
-        } catch {
-            return Self.unavailable("the job could not be stored")
-        }
-        switch outcome {
+        switch try await inserts.insert(NewJob(download: download, idempotency: idempotency)) {
         case .created(let created):
             scheduler.jobStored(runAt: created.runAt)
             return created201(created)
         case .replayed(let original):
             return created201(original)
         case .keyMismatch:
-            return Self.keyMismatch()
+            throw APIProblem.keyMismatch
         case .destinationBusy:
-            return .problem(409, title: "Conflict", detail: "another live job already writes to this destination")
+            throw APIProblem.conflict("another live job already writes to this destination")
         }
-    }
-
-    private func replay(_ idempotency: IdempotencyRecord) -> HTTPResponse? {
-        guard let (bodySHA256, original) = try? store.idempotentDownload(principal: idempotency.principal, key: idempotency.key) else {
-            return nil
-        }
-        return bodySHA256 == idempotency.bodySHA256 ? created201(original) : Self.keyMismatch()
     }
 
     private func created201(_ download: Download) -> HTTPResponse {
@@ -103,15 +94,20 @@ struct DownloadsAPI: Sendable {
         return .json(201, encode(download), headers: headers)
     }
 
-    func get(_ id: String) -> HTTPResponse {
-        guard let download = try? store.download(id: id) else { return Self.notFound(id) }
-        return .json(200, encode(download))
+    /// The job, or `404` when the store says there is none.
+    private func existing(_ id: String) throws -> Download {
+        guard let download = try store.download(id: id) else { throw APIProblem.notFound() }
+        return download
+    }
+
+    func get(_ id: String) throws -> HTTPResponse {
+        .json(200, encode(try existing(id)))
     }
 
     /// `GET /downloads/{id}/attempts`: every attempt so far, oldest first.
-    func attempts(_ id: String) -> HTTPResponse {
-        guard (try? store.download(id: id)) != nil else { return Self.notFound(id) }
-        guard let records = try? store.attempts(of: id) else { return Self.unavailable("the attempts could not be read") }
+    func attempts(_ id: String) throws -> HTTPResponse {
+        _ = try existing(id)
+        let records = try store.attempts(of: id)
         var json = JSONWriter(capacity: 200 * records.count + 16)
         json.beginObject()
         json.key("items")
@@ -133,7 +129,7 @@ struct DownloadsAPI: Sendable {
         return .json(200, json.bytes)
     }
 
-    func list(_ request: HTTPRequest) -> HTTPResponse {
+    func list(_ request: HTTPRequest) throws -> HTTPResponse {
         var errors: [FieldError] = []
         var state: DownloadState?
         if let text = request.query["state"] {
@@ -154,10 +150,8 @@ struct DownloadsAPI: Sendable {
         if let cursor, cursor.isEmpty || cursor.utf8.count > 64 || !cursor.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
             errors.append(FieldError(field: "cursor", message: "is not a cursor this server issued"))
         }
-        guard errors.isEmpty else { return Self.invalid(errors) }
-        guard let page = try? store.list(state: state, session: session, limit: limit, cursor: cursor) else {
-            return Self.unavailable("the list could not be read")
-        }
+        guard errors.isEmpty else { throw APIProblem.invalid(errors) }
+        let page = try store.list(state: state, session: session, limit: limit, cursor: cursor)
         var json = JSONWriter(capacity: 600 * page.items.count + 64)
         let load = scheduler.loadSnapshot()
         let now = clock.now()
@@ -171,8 +165,8 @@ struct DownloadsAPI: Sendable {
         return .json(200, json.bytes)
     }
 
-    func cancel(_ id: String) -> HTTPResponse {
-        transition(id, to: .cancelled, unchangedIn: [.cancelled]) { job, now in
+    func cancel(_ id: String) async throws -> HTTPResponse {
+        try await transition(id, to: .cancelled, unchangedIn: [.cancelled]) { job, now in
             job.finishedAt = now
             job.nextAttemptAt = nil
         } after: { job in
@@ -180,16 +174,16 @@ struct DownloadsAPI: Sendable {
         }
     }
 
-    func pause(_ id: String) -> HTTPResponse {
-        transition(id, to: .paused, unchangedIn: [.paused]) { job, _ in
+    func pause(_ id: String) async throws -> HTTPResponse {
+        try await transition(id, to: .paused, unchangedIn: [.paused]) { job, _ in
             job.nextAttemptAt = nil
         } after: { job in
             scheduler.stop(job.id, reason: .pause)
         }
     }
 
-    func resume(_ id: String) -> HTTPResponse {
-        transition(id, to: .queued, unchangedIn: [.queued, .running]) { job, now in
+    func resume(_ id: String) async throws -> HTTPResponse {
+        try await transition(id, to: .queued, unchangedIn: [.queued, .running]) { job, now in
             job.runAt = max(now, job.earliestBeginDate ?? now)
             job.error = nil
         } after: { _ in
@@ -198,26 +192,28 @@ struct DownloadsAPI: Sendable {
     }
 
     /// A client-requested transition, as compare-and-set on the state just read (retried if the
-    /// scheduler moved the job meanwhile). Terminal jobs are a conflict.
+    /// scheduler moved the job meanwhile), written off the event loop. Terminal jobs are a conflict.
     private func transition(
         _ id: String, to target: DownloadState, unchangedIn: Set<DownloadState>,
-        change: (inout Download, Int64) -> Void, after: (Download) -> Void
-    ) -> HTTPResponse {
+        change: @escaping @Sendable (inout Download, Int64) -> Void, after: (Download) -> Void
+    ) async throws -> HTTPResponse {
         for _ in 0..<10 {
-            guard let current = try? store.download(id: id) else { return Self.notFound(id) }
+            let current = try existing(id)
             if unchangedIn.contains(current.state) { return .json(200, encode(current)) }
             guard current.state.canTransition(to: target) else {
-                return .problem(409, title: "Conflict", detail: "the job is \(current.state.rawValue) and can no longer become \(target.rawValue)")
+                throw APIProblem.conflict("the job is \(current.state.rawValue) and can no longer become \(target.rawValue)")
             }
             let now = clock.now()
             var updated = current
             updated.state = target
             change(&updated, now)
             let jobEvents = target.isTerminal ? [events.terminal(updated, now: now)] : []
-            let events = self.events
-            guard let committed = try? store.update(updated, expecting: [current.state], events: jobEvents, sessionFinished: {
-                [events.sessionFinished($0, now: now)]
-            }) else { return Self.unavailable("the change could not be stored") }
+            let (store, events, changed) = (store, events, updated)
+            let committed = try await writes.perform {
+                try store.update(changed, expecting: [current.state], events: jobEvents, sessionFinished: {
+                    [events.sessionFinished($0, now: now)]
+                })
+            }
             if committed {
                 if !jobEvents.isEmpty { dispatcher.poke() }
                 hub.publish(updated.id, .state(updated))
@@ -225,7 +221,7 @@ struct DownloadsAPI: Sendable {
                 return .json(200, encode(updated))
             }
         }
-        return Self.unavailable("the job kept changing; try again")
+        throw APIProblem.unavailable("the job kept changing; try again")
     }
 
     // MARK: - Presentation
@@ -237,27 +233,8 @@ struct DownloadsAPI: Sendable {
     }
 
     private func write(_ download: Download, load: Load, now: Int64, into json: inout JSONWriter) {
-        let live = download.state == .running ? scheduler.liveBytes.withLock { $0[download.id] } : nil
+        let live = download.state == .running ? scheduler.liveBytes(of: download.id) : nil
         DownloadJSON.write(download, waitingFor: scheduler.waitingFor(download, load: load, now: now), liveBytes: live, into: &json)
-    }
-
-    static func invalid(_ errors: [FieldError]) -> HTTPResponse {
-        .problem(400, title: "Bad Request", detail: errors.map { "\($0.field.isEmpty ? "body" : $0.field): \($0.message)" }.joined(separator: "; "),
-                 errors: errors.map { (field: $0.field, message: $0.message) })
-    }
-
-    static func notFound(_ id: String) -> HTTPResponse {
-        .problem(404, title: "Not Found", detail: "no download with this id")
-    }
-
-    static func keyMismatch() -> HTTPResponse {
-        .problem(422, title: "Unprocessable Content", detail: "this Idempotency-Key was used with a different body")
-    }
-
-    static func unavailable(_ detail: String) -> HTTPResponse {
-        var headers = HTTPHeaders()
-        headers.set("Retry-After", "1")
-        return .problem(503, title: "Service Unavailable", detail: detail, headers: headers)
     }
 
     /// `application/json`, in any case, with or without parameters (`; charset=utf-8`). Compared

@@ -1,20 +1,20 @@
 import DownloadCore
 import HTTPServer
-import Store
+import Persistence
 
 /// `GET /downloads/{id}/events`: Server-Sent Events. The stream opens with the job's current
 /// state, then carries `progress` and `state` events, and ends right after the terminal state
 /// event (at once for a finished job). A `Last-Event-ID` at or past a finished job's last event
 /// ends the stream without repeating it. Comments keep idle connections alive.
 struct EventsAPI: Sendable {
-    let store: Store
+    let store: any JobStore
     let hub: EventHub
     let present: @Sendable (Download) -> [UInt8]
 
     static let keepAliveInterval: Duration = .seconds(15)
 
-    func stream(_ id: String, lastEventID: String?) -> HTTPResponse {
-        guard let first = try? store.download(id: id) else { return DownloadsAPI.notFound(id) }
+    func stream(_ id: String, lastEventID: String?) throws -> HTTPResponse {
+        guard let first = try store.download(id: id) else { throw APIProblem.notFound() }
         let (body, output) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(512))
         output.yield(Array("retry: 2000\n\n".utf8))
         if first.state.isTerminal {
@@ -27,6 +27,8 @@ struct EventsAPI: Sendable {
         }
         // Subscribe, then read the snapshot again, so no change falls between the two.
         let events = hub.subscribe(id)
+        // If this second read fails, the first is shown: it too is a real state of the job, read
+        // a moment ago, and every change since comes through the subscription.
         let snapshot = (try? store.download(id: id)) ?? first
         output.yield(frame(id: hub.nextEventID(id), .state(snapshot)))
         let forward = Task {
@@ -40,6 +42,7 @@ struct EventsAPI: Sendable {
         }
         let keepAlive = Task {
             while !Task.isCancelled {
+                // Cancelled when the stream ends: the loop then stops without another comment.
                 try? await Task.sleep(for: Self.keepAliveInterval)
                 output.yield(Array(": keep-alive\n\n".utf8))
             }

@@ -1,14 +1,14 @@
 import Dispatch
+import DownloadCore
 import Logging
-import Store
+import Persistence
 
 /// Prunes what `FETCHD_RETENTION` no longer keeps — terminal jobs, settled webhook deliveries —
-/// idempotency keys after at least 24 hours and sessions' spent fair-queueing rows, then
-/// checkpoints the write-ahead log, so the database stays bounded under steady churn. Runs at
-/// start and then every so often.
+/// idempotency keys after at least 24 hours and the store's own spent bookkeeping, so the
+/// database stays bounded under steady churn. Runs at start and then every so often.
 final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `queue`
     let queue = DispatchQueue(label: "fetchd.housekeeping", qos: .utility)
-    let store: Store
+    let store: any JobStore
     let retention: Int64
     let clock: Clock
     let logger: Logger
@@ -17,9 +17,9 @@ final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `q
     /// Idempotency keys make retries safe for at least this long, whatever the retention.
     static let minimumKeyLifetime: Int64 = 24 * 3_600_000
 
-    init(store: Store, retention: Double, clock: Clock, logger: Logger) {
+    init(store: any JobStore, retention: Duration, clock: Clock, logger: Logger) {
         self.store = store
-        self.retention = Int64(retention * 1000)
+        self.retention = retention.wholeMilliseconds
         self.clock = clock
         self.logger = logger
     }
@@ -41,7 +41,6 @@ final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `q
             let pruned = try store.prune(finishedBefore: now - retention, settledBefore: now - retention,
                                          keysBefore: now - max(retention, Self.minimumKeyLifetime))
             if !pruned.isEmpty {
-                try store.checkpoint()
                 logger.info("pruned", metadata: [
                     "downloads": "\(pruned.downloads)", "webhook.deliveries": "\(pruned.deliveries)",
                     "idempotency.keys": "\(pruned.idempotencyKeys)", "sessions": "\(pruned.sessions)",

@@ -1,5 +1,5 @@
 import Dispatch
-import Store
+import Persistence
 import Synchronization
 
 /// Group commit for new jobs. Concurrent `POST /downloads` requests hand their job here and wait;
@@ -19,13 +19,13 @@ final class InsertBatcher: Sendable {
         var draining = false
     }
 
-    private let store: Store
+    private let store: any JobStore
     /// The most jobs in one transaction, so one batch cannot hold the write lock for long.
     private let maxBatch: Int
     private let queue = DispatchQueue(label: "fetchd.insert-batcher")
     private let pending = Mutex(Pending())
 
-    init(store: Store, maxBatch: Int = 256) {
+    init(store: any JobStore, maxBatch: Int = 256) {
         self.store = store
         self.maxBatch = maxBatch
     }

@@ -2,20 +2,20 @@ import Crypto
 import DownloadCore
 import Glibc
 import Logging
-import Store
+import Persistence
 
 /// What the start of fetchd does before scheduling: jobs that were running when it stopped go back
 /// to the queue (their partial files say how far they got), completions that were placed but not
 /// committed are committed, and partial files no live job owns are removed.
 struct Recovery {
-    let store: Store
+    let store: any JobStore
     let files: DestinationFiles
     let partials: PartialFiles
     let events: WebhookEvents
     let logger: Logger
 
     func run(now: Int64) throws {
-        for job in try store.jobs(in: .running) {
+        for job in try store.interruptedJobs() {
             let partialPath = partials.path(job.id)
             if files.isPlaced(partial: partialPath, destination: job.destination), let digest = sha256(ofFile: partialPath) {
                 var done = job

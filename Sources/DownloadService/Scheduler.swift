@@ -1,7 +1,7 @@
 import Dispatch
 import DownloadCore
 import Logging
-import Store
+import Persistence
 import Synchronization
 import Transfer
 
@@ -23,25 +23,20 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     }
 
     let queue = DispatchQueue(label: "fetchd.scheduler")
-    let store: Store
-    let engine: TransferEngine
-    let configuration: Configuration
-    let events: WebhookEvents
-    let hub: EventHub
-    let metrics: Metrics
-    let files: DestinationFiles
-    let partials: PartialFiles
-    let disk: DiskSpace
-    let clock: Clock
-    let logger: Logger
-    let retryPolicy: RetryPolicy
-    let policy: SchedulingPolicy
-    /// Called after a transaction recorded webhook events.
-    let onEventsRecorded: @Sendable () -> Void
+    private let store: any JobStore
+    private let transfers: any TransferRunning
+    private let template: TransferTemplate
+    private let settlement: SettlementContext
+    private let partials: PartialFiles
+    private let disk: DiskSpace
+    private let hub: EventHub
+    private let clock: Clock
+    private let logger: Logger
+    private let policy: SchedulingPolicy
     /// Bytes on disk of running transfers, for API reads between persisted updates.
-    let liveBytes = Mutex<[String: Int64]>([:])
+    private let liveBytes = Mutex<[String: Int64]>([:])
     /// What runs now, published after every change for the API's `waitingFor`.
-    let publishedLoad = Mutex(Load())
+    private let publishedLoad = Mutex(Load())
 
     private var active: [String: Active] = [:]
     private var load = Load()
@@ -54,6 +49,10 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private let newJobsPending = Atomic<Bool>(false)
     /// Writes waiting for the commit at the queue's next turn, and whether an attempt ended since the last.
     private lazy var pendingWrites = NextTurnBatch<JobWrite>(queue: queue) { [unowned self] in self.commit($0) }
+    /// Writes whose commit failed (the database could not be written): committed again, before
+    /// anything newer, until they are saved.
+    private var unsavedWrites: [JobWrite] = []
+    private var commitRetryArmed = false
     private var attemptsEnded = false
     private var stopping = false
     private var drained: CheckedContinuation<Void, Never>?
@@ -62,23 +61,21 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     static let progressPersistInterval: Int64 = 1000
     /// While a job waits for disk space, how often space is looked at again (nothing signals it).
     static let diskRecheckInterval: Int64 = 2000
+    /// How soon a failed commit or scheduling pass is tried again.
+    static let storeRetryInterval: Int64 = 1000
 
-    init(store: Store, engine: TransferEngine, configuration: Configuration, events: WebhookEvents, hub: EventHub,
-         metrics: Metrics, clock: Clock, logger: Logger, onEventsRecorded: @escaping @Sendable () -> Void) {
-        self.metrics = metrics
+    init(store: any JobStore, transfers: any TransferRunning, template: TransferTemplate, settlement: SettlementContext,
+         policy: SchedulingPolicy, disk: DiskSpace, hub: EventHub, clock: Clock, logger: Logger) {
         self.store = store
-        self.engine = engine
-        self.configuration = configuration
-        self.events = events
+        self.transfers = transfers
+        self.template = template
+        self.settlement = settlement
+        self.partials = settlement.partials
+        self.policy = policy
+        self.disk = disk
         self.hub = hub
-        self.files = DestinationFiles(root: configuration.downloadRoot)
-        self.partials = PartialFiles(directory: configuration.partialDirectory)
-        self.disk = DiskSpace(paths: [configuration.partialDirectory, configuration.downloadRoot])
         self.clock = clock
         self.logger = logger
-        self.retryPolicy = RetryPolicy(maxAttempts: configuration.maxAttempts, baseDelay: configuration.retryBaseDelay)
-        self.policy = SchedulingPolicy(capacity: configuration.capacity)
-        self.onEventsRecorded = onEventsRecorded
     }
 
     /// Asks for a scheduling pass; many requests before it runs make one pass.
@@ -103,11 +100,21 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         if earliest < timerDeadline { schedule() }
     }
 
+    // MARK: - Questions the API asks
+
     /// What runs now and the free disk space, for explaining waits; take one per API request.
     func loadSnapshot() -> Load {
         var snapshot = publishedLoad.withLock { $0 }
         snapshot.freeDiskBytes = disk.freeBytes(now: clock.now(), maxAge: DiskSpace.readerMaxAge).map { $0 - snapshot.reservedDiskBytes }
         return snapshot
+    }
+
+    /// Transfers running now.
+    var runningTransfers: Int { publishedLoad.withLock { $0.running } }
+
+    /// Bytes on disk of a running job, fresher than its stored count.
+    func liveBytes(of id: String) -> Int64? {
+        liveBytes.withLock { $0[id] }
     }
 
     /// Why a queued job waits now, by the same rule the scheduler follows (its saved byte count
@@ -120,13 +127,15 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         }
     }
 
+    // MARK: - Stopping
+
     /// Stops a job's transfer if it runs; a cancelled job's partial data is removed either way.
     func stop(_ id: String, reason: StopReason) {
         queue.async {
             if var running = self.active[id], let transferID = running.transferID {
                 running.stopReason = reason
                 self.active[id] = running
-                self.engine.cancel(transferID)
+                self.transfers.cancel(transferID)
             } else if reason == .cancel {
                 self.partials.remove(id)
             }
@@ -134,7 +143,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     }
 
     /// Stops every transfer, keeping partial data; the jobs go back to `queued` for the next start.
-    func shutdown(timeout: Double) async {
+    func shutdown(timeout: Duration) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {
                 self.stopping = true
@@ -144,9 +153,9 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 self.drained = continuation
                 for (id, running) in self.active {
                     self.active[id]?.stopReason = .shutdown
-                    if let transferID = running.transferID { self.engine.cancel(transferID) }
+                    if let transferID = running.transferID { self.transfers.cancel(transferID) }
                 }
-                self.queue.asyncAfter(deadline: .now() + timeout) { self.resumeDrained() }
+                self.queue.asyncAfter(deadline: .now() + .milliseconds(Int(timeout.wholeMilliseconds))) { self.resumeDrained() }
             }
         }
     }
@@ -158,45 +167,64 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     // MARK: - Claiming work
 
-    private func schedule() {
+    /// One scheduling pass: the store promotes, reads candidates and claims in one transaction,
+    /// asking the policy about each candidate with the load as it grows during the pass.
+    func schedule() {
         passPending.store(false, ordering: .releasing)
         guard !stopping else { return }
         let now = clock.now()
+        let capacity = policy.capacity
+        let freeAtStart = disk.freeBytes(now: now)
         var waitsForDisk = false
-        do {
-            try store.promote(now: now, agedBefore: now - policy.capacity.discretionaryMaxDelay)
-            let freeAtStart = disk.freeBytes(now: now)
-            var current = load
-            current.freeDiskBytes = freeAtStart.map { $0 - load.reservedDiskBytes }
-            for lane in [Store.Lane.normal, .discretionary] where current.running < policy.capacity.maxTransfers {
-                let free = policy.capacity.maxTransfers - current.running
-                let fullHosts = current.runningByHost.filter { $0.value >= policy.capacity.maxTransfersPerHost }.map(\.key)
-                var claims: [(running: Active, partialBytes: Int64)] = []
-                for candidate in try store.dueJobs(lane: lane, excludingHosts: fullHosts, limit: free * 2 + 8)
-                where current.running < policy.capacity.maxTransfers && active[candidate.id] == nil {
-                    let partialBytes = partials.size(candidate.id)
-                    switch policy.decide(candidate, now: now, load: current, partialBytes: partialBytes) {
-                    case .start:
-                        claims.append((reserve(candidate, now: now, partialBytes: partialBytes), partialBytes))
-                        current = load
-                        current.freeDiskBytes = freeAtStart.map { $0 - load.reservedDiskBytes }
-                    case .wait(.diskSpace):
-                        waitsForDisk = true
-                    case .wait:
-                        continue
-                    }
+        var reserved: [(running: Active, partialBytes: Int64)] = []
+        let pass = ClaimPass(
+            now: now, agedBefore: now - capacity.discretionaryMaxDelay.wholeMilliseconds,
+            agingDelay: capacity.discretionaryMaxDelay.wholeMilliseconds,
+            candidates: { _ in
+                let free = capacity.maxTransfers - self.load.running
+                guard free > 0 else { return nil }
+                let fullHosts = self.load.runningByHost.filter { $0.value >= capacity.maxTransfersPerHost }.map(\.key)
+                return (limit: free * 2 + 8, excludingHosts: fullHosts)
+            },
+            choose: { candidate in
+                guard self.load.running < capacity.maxTransfers, self.active[candidate.id] == nil else { return nil }
+                let partialBytes = self.partials.size(candidate.id)
+                var current = self.load
+                current.freeDiskBytes = freeAtStart.map { $0 - self.load.reservedDiskBytes }
+                switch self.policy.decide(candidate, now: now, load: current, partialBytes: partialBytes) {
+                case .start:
+                    let running = self.reserve(candidate, now: now, partialBytes: partialBytes)
+                    reserved.append((running, partialBytes))
+                    return running.download
+                case .wait(.diskSpace):
+                    waitsForDisk = true
+                    return nil
+                case .wait:
+                    return nil
                 }
-                try start(claims)
+            })
+        do {
+            let result = try store.claim(pass)
+            let claimed = Set(result.claimed.map(\.id))
+            for (running, partialBytes) in reserved {
+                // A job a client changed meanwhile was not claimed: it leaves the load again.
+                guard claimed.contains(running.download.id) else {
+                    release(running)
+                    continue
+                }
+                hub.publish(running.download.id, .state(running.download))
+                start(running.download, resumeFrom: partialBytes)
             }
             let wakeUps = [
-                try store.nextQueueChange(after: now, agingDelay: policy.capacity.discretionaryMaxDelay),
+                result.nextQueueChange,
                 policy.nextWindowOpening(after: now),
                 waitsForDisk ? now + Self.diskRecheckInterval : nil,
             ]
             arm(at: wakeUps.compactMap { $0 }.min(), now: now)
         } catch {
+            for (running, _) in reserved { release(running) }
             logger.error("scheduling failed", metadata: ["error": "\(error)"])
-            arm(at: now + 1000, now: now)
+            arm(at: now + Self.storeRetryInterval, now: now)
         }
     }
 
@@ -220,26 +248,6 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         return running
     }
 
-    /// Claims the reserved jobs in one transaction and starts those still queued; the others (a
-    /// client changed them meanwhile) leave the load again.
-    private func start(_ claims: [(running: Active, partialBytes: Int64)]) throws {
-        let claimed: [Bool]
-        do {
-            claimed = try store.apply(claims.map { .claim($0.running.download) })
-        } catch {
-            for (running, _) in claims { release(running) }
-            throw error
-        }
-        for ((running, partialBytes), isClaimed) in zip(claims, claimed) {
-            guard isClaimed else {
-                release(running)
-                continue
-            }
-            hub.publish(running.download.id, .state(running.download))
-            start(running.download, resumeFrom: partialBytes)
-        }
-    }
-
     private func release(_ running: Active) {
         active[running.download.id] = nil
         track(running, starting: false)
@@ -260,13 +268,9 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     private func start(_ job: Download, resumeFrom: Int64) {
         let id = job.id
-        var request = TransferRequest(url: job.url, sink: .file(path: partials.path(id), resumeValidator: resumeFrom > 0 ? job.validator : nil))
-        request.headers = job.headers.map { ($0.name, $0.value) }
-        request.maxBytes = configuration.maxDownloadBytes
-        request.stallTimeout = configuration.stallTimeout
-        request.addressPolicy = configuration.addressPolicy
+        let request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom)
         logger.info("transfer started", metadata: ["download.id": "\(id)", "attempt": "\(job.attempts)", "resume.offset": "\(resumeFrom)"])
-        let transferID = engine.start(
+        let transferID = transfers.start(
             request,
             onProgress: { progress in self.queue.async { self.progressed(id, progress) } },
             onComplete: { result in self.queue.async { self.finished(id, result) } })
@@ -294,7 +298,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         guard let running = active.removeValue(forKey: id) else { return }
         track(running, starting: false)
         liveBytes.withLock { _ = $0.removeValue(forKey: id) }
-        let outcome = Settlement(scheduler: self, job: running.download, result: result, startedAt: running.attemptStartedAt, now: clock.now())
+        let outcome = Settlement(context: settlement, job: running.download, result: result, startedAt: running.attemptStartedAt,
+                                 now: clock.now(), jitter: Double.random(in: 0..<1))
         if let reason = running.stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {
             pendingWrites.add(outcome.stopped(reason))
         } else {
@@ -305,19 +310,34 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     // MARK: - Writing in batches
 
-    /// One transaction for everything written since the last commit, after one fsync per directory
-    /// files were placed in; then one scheduling pass for all the slots that attempts freed.
+    /// One transaction for everything written since the last commit (and whatever an earlier
+    /// commit could not save), after one fsync per directory files were placed in; then one
+    /// scheduling pass for all the slots that attempts freed.
     private func commit(_ writes: [JobWrite]) {
-        PlacedDirectory.sync(writes.compactMap(\.placedIn))
+        let batch = unsavedWrites + writes
+        unsavedWrites = []
+        guard !batch.isEmpty else { return }
+        PlacedDirectory.sync(batch.compactMap(\.placedIn))
         do {
-            let results = try store.apply(writes.flatMap(\.changes))
+            let results = try store.apply(batch.flatMap(\.changes))
             var offset = 0
-            for write in writes {
+            for write in batch {
                 write.committed(Array(results[offset..<offset + write.changes.count]))
                 offset += write.changes.count
             }
         } catch {
-            logger.error("job states not saved; the next start recovers them", metadata: ["jobs": "\(writes.count)", "error": "\(error)"])
+            // Nothing of the batch is saved; the jobs stay `running` in the database, so nothing
+            // else claims them, and their settlement is tried again until the store takes it.
+            logger.error("job states not saved; trying again", metadata: ["jobs": "\(batch.count)", "error": "\(error)"])
+            unsavedWrites = batch
+            if !commitRetryArmed {
+                commitRetryArmed = true
+                queue.asyncAfter(deadline: .now() + .milliseconds(Int(Self.storeRetryInterval))) {
+                    self.commitRetryArmed = false
+                    self.commit([])
+                }
+            }
+            return
         }
         guard attemptsEnded else { return }
         attemptsEnded = false

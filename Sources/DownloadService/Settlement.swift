@@ -1,6 +1,6 @@
 import DownloadCore
 import Logging
-import Store
+import Persistence
 import Transfer
 
 /// What settling one attempt writes, and what follows once that is committed. The scheduler
@@ -9,32 +9,51 @@ struct JobWrite {
     var changes: [StoreChange] = []
     /// Where a finished file was linked in: synced before the changes are committed.
     var placedIn: PlacedDirectory?
-    /// Runs after the commit with one result per change; not at all if the commit failed (the
-    /// job then stays `running` until the next start recovers it).
+    /// Runs after the commit with one result per change, once the commit succeeded (the scheduler
+    /// commits a failed write again until it does).
     var committed: ([Bool]) -> Void = { _ in }
+}
+
+/// What settling needs besides the attempt itself: the files, the rules, and where to announce.
+struct SettlementContext: Sendable {
+    let files: DestinationFiles
+    let partials: PartialFiles
+    let retryPolicy: RetryPolicy
+    let events: WebhookEvents
+    let metrics: Metrics
+    let logger: Logger
+    /// Tells event streams about a committed state change.
+    let publish: @Sendable (Download) -> Void
+    /// Called after a transaction recorded webhook events.
+    let eventsRecorded: @Sendable () -> Void
+    /// Reads a job as stored now (a completion that could not be committed asks what became of it).
+    let read: @Sendable (String) throws -> Download?
 }
 
 /// Settles one finished transfer attempt: completes, retries or fails the job, each as a
 /// compare-and-set on `running` that also records the job's webhook event.
 struct Settlement {
-    let scheduler: Scheduler
+    let context: SettlementContext
     let job: Download
     let result: TransferResult
     let startedAt: Int64
     let now: Int64
+    /// In 0..<1, spreads retries.
+    let jitter: Double
 
-    private var logger: Logger { scheduler.logger }
-    private var partialPath: String { scheduler.partials.path(job.id) }
+    private var logger: Logger { context.logger }
+    private var partialPath: String { context.partials.path(job.id) }
 
     func settle() -> JobWrite {
         if result.failure == nil, let digest = result.sha256 {
             return complete(digest: digest)
         }
         guard let outcome = AttemptOutcome(result) else { return stopped(.shutdown) }
-        switch scheduler.retryPolicy.decide(outcome, attempts: job.attempts, retryAfter: result.retryAfter, jitter: Double.random(in: 0..<1)) {
+        let retryAfter = result.retryAfter.map { Duration.milliseconds(Int64($0 * 1000)) }
+        switch context.retryPolicy.decide(outcome, attempts: job.attempts, retryAfter: retryAfter, jitter: jitter) {
         case .finish:
             // A 2xx without a digest means the body never reached the file; try again.
-            return retry(after: scheduler.retryPolicy.delay(afterAttempt: job.attempts, retryAfter: nil, jitter: 0.5),
+            return retry(after: context.retryPolicy.delay(afterAttempt: job.attempts, retryAfter: nil, jitter: 0.5),
                   cause: DownloadError(code: ErrorCode.fileError, message: "the response body was not stored"))
         case .retry(let after, let cause):
             return retry(after: after, cause: cause)
@@ -47,7 +66,7 @@ struct Settlement {
     func stopped(_ reason: Scheduler.StopReason) -> JobWrite {
         switch reason {
         case .cancel:
-            scheduler.partials.remove(job.id)
+            context.partials.remove(job.id)
             return JobWrite(changes: [.attempt(attempt("cancelled"), of: job.id)])
         case .pause:
             return JobWrite(changes: [
@@ -67,7 +86,7 @@ struct Settlement {
         if let expected = job.expectedSHA256, expected != digest {
             return fail(DownloadError(code: ErrorCode.checksumMismatch, message: "the file's SHA-256 is \(digest), expected \(expected)"))
         }
-        switch scheduler.files.place(partial: partialPath, destination: job.destination, jobID: job.id, overwrite: job.overwrite) {
+        switch context.files.place(partial: partialPath, destination: job.destination, jobID: job.id, overwrite: job.overwrite) {
         case .failure(.exists):
             return fail(DownloadError(code: ErrorCode.destinationExists, message: "a file appeared at the destination before completion"))
         case .failure(.invalid(let message)):
@@ -83,15 +102,17 @@ struct Settlement {
             done.bytesExpectedFromOrigin = done.bytesExpectedFromOrigin ?? result.bytesOnDisk
             done.error = nil
             done.finishedAt = now
-            let (job, scheduler, logger, partialPath, bytes) = (job, scheduler, logger, partialPath, result.bytesOnDisk)
+            let (job, context, partialPath, bytes) = (job, context, partialPath, result.bytesOnDisk)
             var write = terminal(done, attempt: attempt("completed")) { committed in
                 if committed {
-                    scheduler.partials.remove(job.id)
-                    logger.info("download completed", metadata: ["download.id": "\(job.id)", "bytes": "\(bytes)"])
+                    context.partials.remove(job.id)
+                    context.logger.info("download completed", metadata: ["download.id": "\(job.id)", "bytes": "\(bytes)"])
                 } else {
-                    // Cancelled or paused while finishing: take the file back out; a paused job keeps its data.
-                    scheduler.files.unplace(partial: partialPath, destination: job.destination)
-                    if (try? scheduler.store.download(id: job.id))??.state != .paused { scheduler.partials.remove(job.id) }
+                    // Cancelled or paused while finishing: take the file back out. Only a job known to
+                    // be cancelled loses its data; a paused one keeps it, and so does one whose state
+                    // could not be read (the next start removes data no live job owns).
+                    context.files.unplace(partial: partialPath, destination: job.destination)
+                    if Self.isCancelled(job.id, context: context) { context.partials.remove(job.id) }
                 }
             }
             write.placedIn = directory
@@ -99,14 +120,23 @@ struct Settlement {
         }
     }
 
-    private func retry(after seconds: Double, cause: DownloadError) -> JobWrite {
+    private static func isCancelled(_ id: String, context: SettlementContext) -> Bool {
+        do {
+            return try context.read(id)?.state == .cancelled
+        } catch {
+            context.logger.error("cannot read the job's state; its partial data is kept", metadata: ["download.id": "\(id)", "error": "\(error)"])
+            return false
+        }
+    }
+
+    private func retry(after delay: Duration, cause: DownloadError) -> JobWrite {
         var queued = attemptRecorded()
         queued.state = .queued
         queued.error = cause
-        queued.nextAttemptAt = now + Int64(seconds * 1000)
+        queued.nextAttemptAt = now + delay.wholeMilliseconds
         queued.runAt = max(queued.nextAttemptAt ?? now, job.earliestBeginDate ?? now)
         logger.info("download will retry", metadata: [
-            "download.id": "\(job.id)", "error.code": "\(cause.code)", "retry.in": "\(seconds)s", "http.status": "\(result.httpStatus ?? 0)",
+            "download.id": "\(job.id)", "error.code": "\(cause.code)", "retry.in": "\(delay)", "http.status": "\(result.httpStatus ?? 0)",
         ])
         return transition(queued, attempt: attempt("retry", error: cause))
     }
@@ -118,14 +148,14 @@ struct Settlement {
         failed.finishedAt = now
         logger.info("download failed", metadata: ["download.id": "\(job.id)", "error.code": "\(error.code)", "http.status": "\(result.httpStatus ?? 0)"])
         // The data is of no use now; removing it first frees the space a full disk needs for the commit.
-        scheduler.partials.remove(job.id)
+        context.partials.remove(job.id)
         failed.bytesReceived = 0
         return terminal(failed, attempt: attempt("failed", error: error))
     }
 
     /// The attempt's record, counted in the metrics as it is made.
     private func attempt(_ outcome: String, error: DownloadError? = nil) -> AttemptRecord {
-        let metrics = scheduler.metrics
+        let metrics = context.metrics
         metrics.increment("fetchd_attempts_total", labels: Metrics.labels(["outcome": outcome]))
         metrics.increment("fetchd_downloaded_bytes_total", by: Double(result.bytesThisAttempt))
         metrics.observe("fetchd_transfer_duration_seconds", seconds: Double(now - startedAt) / 1000, bounds: Metrics.transferBuckets)
@@ -146,14 +176,14 @@ struct Settlement {
     /// A terminal transition with its webhook event (and `session.finished` if it was the session's
     /// last live job); `then` learns whether it was committed.
     private func terminal(_ download: Download, attempt: AttemptRecord, then: @escaping (Bool) -> Void = { _ in }) -> JobWrite {
-        let (events, scheduler, now) = (scheduler.events, scheduler, now)
+        let (events, context, now) = (context.events, context, now)
         let change = StoreChange.update(download, expecting: [.running], events: [events.terminal(download, now: now)], attempt: attempt) {
             [events.sessionFinished($0, now: now)]
         }
         return JobWrite(changes: [change]) { results in
             if results[0] {
-                scheduler.onEventsRecorded()
-                scheduler.hub.publish(download.id, .state(download))
+                context.eventsRecorded()
+                context.publish(download)
             }
             then(results[0])
         }
@@ -161,9 +191,9 @@ struct Settlement {
 
     /// A non-terminal transition from `running` (back to the queue).
     private func transition(_ download: Download, attempt: AttemptRecord) -> JobWrite {
-        let hub = scheduler.hub
+        let publish = context.publish
         return JobWrite(changes: [.update(download, expecting: [.running], attempt: attempt)]) { results in
-            if results[0] { hub.publish(download.id, .state(download)) }
+            if results[0] { publish(download) }
         }
     }
 }

@@ -1,19 +1,19 @@
 import DownloadCore
 import HTTPServer
-import Store
+import Persistence
 
 /// Sessions, health, readiness and metrics.
 struct StatusAPI: Sendable {
-    let store: Store
+    let store: any JobStore
     let scheduler: Scheduler
     let metrics: Metrics
     let clock: Clock
 
-    func session(_ name: String) -> HTTPResponse {
+    func session(_ name: String) throws -> HTTPResponse {
         guard SubmissionValidator.isValidSession(name) else {
-            return DownloadsAPI.invalid([FieldError(field: "session", message: "is not a valid session name")])
+            throw APIProblem.invalid("session", "is not a valid session name")
         }
-        guard let counts = try? store.counts(session: name) else { return DownloadsAPI.unavailable("the session could not be read") }
+        let counts = try store.counts(session: name)
         let total = counts.values.reduce(0, +)
         let live = DownloadState.nonTerminal.reduce(0) { $0 + counts[$1, default: 0] }
         var json = JSONWriter()
@@ -31,15 +31,13 @@ struct StatusAPI: Sendable {
     }
 
     func readiness() -> HTTPResponse {
-        guard store.isWritable() else { return DownloadsAPI.unavailable("the database is not writable") }
+        guard store.isWritable() else { return APIProblem.unavailable("the database is not writable").response }
         return .json(200, Array(#"{"status":"ready"}"#.utf8))
     }
 
     /// Prometheus text exposition: gauges read from the database now, counters and histograms kept since start.
-    func prometheus() -> HTTPResponse {
-        guard let counts = try? store.counts(), let depth = try? store.queueDepth(), let backlog = try? store.webhookBacklog() else {
-            return DownloadsAPI.unavailable("the metrics could not be read")
-        }
+    func prometheus() throws -> HTTPResponse {
+        let (counts, depth, backlog) = (try store.counts(), try store.queueDepth(), try store.webhookBacklog())
         let now = clock.now()
         var text = Self.gauge("fetchd_downloads", "Download jobs by state.",
                               DownloadState.allCases.map { (Metrics.labels(["state": $0.rawValue]), counts[$0, default: 0]) })
@@ -48,7 +46,7 @@ struct StatusAPI: Sendable {
             (Metrics.labels(["waiting_for": "retry"]), depth.retry),
             (Metrics.labels(["waiting_for": "due"]), depth.due),
         ])
-        text += Self.gauge("fetchd_active_transfers", "Transfers running now.", [("", scheduler.publishedLoad.withLock { $0.running })])
+        text += Self.gauge("fetchd_active_transfers", "Transfers running now.", [("", scheduler.runningTransfers)])
         text += Self.gauge("fetchd_webhook_backlog", "Webhook deliveries not yet settled.", [("", backlog.pending)])
         text += Self.gauge("fetchd_webhook_oldest_pending_age_seconds", "Age of the oldest event with an unsettled delivery.",
                            [("", backlog.oldestEventAt.map { Int(max(0, now - $0) / 1000) } ?? 0)])

@@ -1,25 +1,21 @@
 import Dispatch
 import DownloadCore
 import Logging
-import Store
+import Persistence
 import Transfer
 
-/// Delivers the webhook outbox: POSTs each pending delivery when due, signed, and records the
-/// outcome. A 2xx is delivered; 410 or a blocked address stops that delivery for good; anything
-/// else is retried on the configured schedule (honouring Retry-After), across restarts.
+/// Delivers the webhook outbox: sends each pending delivery when due and records the outcome as
+/// `DeliveryPolicy` judges it, across restarts.
 final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below is touched only on `queue`
     let queue = DispatchQueue(label: "fetchd.webhooks")
-    let store: Store
-    let engine: TransferEngine
-    let signer: WebhookSigner
-    let schedule: [Double]
-    let addressPolicy: AddressPolicy
-    let clock: Clock
-    let logger: Logger
-    let metrics: Metrics
+    private let store: any JobStore
+    private let sender: any WebhookSending
+    private let policy: DeliveryPolicy
+    private let clock: Clock
+    private let logger: Logger
+    private let metrics: Metrics
 
     static let maxConcurrent = 32
-    static let timeout = 30.0
 
     /// Deliveries being sent, or sent with their outcome not yet recorded (so not picked again).
     private var inFlight: Set<String> = []
@@ -28,13 +24,11 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(10)) { [unowned self] in self.deliverDue() }
     private var stopping = false
 
-    init(store: Store, engine: TransferEngine, configuration: Configuration, metrics: Metrics, clock: Clock, logger: Logger) {
-        self.metrics = metrics
+    init(store: any JobStore, sender: any WebhookSending, policy: DeliveryPolicy, metrics: Metrics, clock: Clock, logger: Logger) {
         self.store = store
-        self.engine = engine
-        self.signer = WebhookSigner(secrets: configuration.webhookSecrets)
-        self.schedule = configuration.webhookRetrySchedule
-        self.addressPolicy = configuration.addressPolicy
+        self.sender = sender
+        self.policy = policy
+        self.metrics = metrics
         self.clock = clock
         self.logger = logger
     }
@@ -57,7 +51,10 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
             let free = Self.maxConcurrent - inFlight.count
             if free > 0 {
                 for delivery in try store.dueDeliveries(now: now, limit: free, excluding: inFlight) {
-                    send(delivery, now: now)
+                    inFlight.insert(delivery.key)
+                    sender.send(delivery, timestamp: now / 1000) { result in
+                        self.queue.async { self.delivered(delivery, result) }
+                    }
                 }
             }
             // Due deliveries left over (all slots busy) are picked up when one finishes; the timer is for later ones.
@@ -68,52 +65,15 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
         }
     }
 
-    private func send(_ delivery: WebhookDelivery, now: Int64) {
-        inFlight.insert(delivery.key)
-        let timestamp = now / 1000
-        var request = TransferRequest(url: delivery.url, sink: .memory(limit: 4096))
-        request.method = .post
-        request.body = delivery.payload
-        request.followRedirects = false
-        request.totalTimeout = Self.timeout
-        request.connectTimeout = 10
-        request.addressPolicy = addressPolicy
-        request.headers = [
-            ("Content-Type", "application/json"),
-            ("webhook-id", delivery.eventID),
-            ("webhook-timestamp", String(timestamp)),
-        ]
-        if let signature = signer.signature(id: delivery.eventID, timestamp: timestamp, body: delivery.payload) {
-            request.headers.append(("webhook-signature", signature))
-        }
-        _ = engine.start(request, onProgress: { _ in }, onComplete: { result in
-            self.queue.async { self.delivered(delivery, result) }
-        })
-    }
-
     private func delivered(_ delivery: WebhookDelivery, _ result: TransferResult) {
-        let now = clock.now()
-        let status = result.failure == nil ? result.httpStatus : nil
-        let succeeded = status.map { (200..<300).contains($0) } ?? false
-        var retryAt: Int64?
-        var reason: String?
-        if !succeeded {
-            reason = status.map { "answered \($0)" } ?? "\(result.failure.map { "\($0)" } ?? "no response")"
-            let permanent = status == 410 || { if case .blockedAddress? = result.failure { return true } else { return false } }()
-            // schedule[0] is the delay before the first attempt; schedule[n] the one before attempt n + 1.
-            let attemptsMade = delivery.attempts + 1
-            if !permanent, attemptsMade < schedule.count {
-                let delay = max(schedule[attemptsMade], min(result.retryAfter ?? 0, 86400)) * Double.random(in: 1.0..<1.1)
-                retryAt = now + Int64(delay * 1000)
-            }
-        }
-        let outcome = succeeded ? "delivered" : (retryAt == nil ? "failed" : "retry")
+        let attempt = policy.outcome(of: delivery, result: result, now: clock.now(), jitter: Double.random(in: 0..<1))
+        let outcome = attempt.delivered ? "delivered" : (attempt.retryAt == nil ? "failed" : "retry")
         metrics.increment("fetchd_webhook_deliveries_total", labels: Metrics.labels(["outcome": outcome]))
-        logger.info(succeeded ? "webhook delivered" : "webhook delivery failed", metadata: [
-            "webhook.id": "\(delivery.eventID)", "webhook.type": "\(delivery.type)", "http.status": "\(status ?? 0)",
-            "attempt": "\(delivery.attempts + 1)", "retry": "\(retryAt != nil)", "error": "\(reason ?? "")",
+        logger.info(attempt.delivered ? "webhook delivered" : "webhook delivery failed", metadata: [
+            "webhook.id": "\(delivery.eventID)", "webhook.type": "\(delivery.type)", "http.status": "\(attempt.status ?? 0)",
+            "attempt": "\(delivery.attempts + 1)", "retry": "\(attempt.retryAt != nil)", "error": "\(attempt.error ?? "")",
         ])
-        outcomes.add(DeliveryAttempt(delivery: delivery, delivered: succeeded, retryAt: retryAt, status: status, error: reason, now: now))
+        outcomes.add(attempt)
     }
 
     /// Records every outcome since the last turn in one transaction, then fills the freed slots.
@@ -127,5 +87,4 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
         for attempt in batch { inFlight.remove(attempt.delivery.key) }
         deliverDue()
     }
-
 }

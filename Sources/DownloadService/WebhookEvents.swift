@@ -1,5 +1,5 @@
 import DownloadCore
-import Store
+import Persistence
 
 /// Builds the outbox rows for webhook events: `{"type", "timestamp", "data"}`, addressed to the
 /// job's own URL and the global subscriber.

@@ -133,11 +133,14 @@ public final class HTTPServer: Sendable {
     // MARK: Accepting
 
     /// One loop per core.
+    /// One epoll loop per online core.
+    public static var eventLoopCount: Int { max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) }
+
     private func startLoops() throws -> [EventLoop] {
         let interval = Connection.deadlineCheckInterval(configuration)
         var loops: [EventLoop] = []
         do {
-            for _ in 0..<max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) {
+            for _ in 0..<Self.eventLoopCount {
                 let loop = try EventLoop(tickInterval: interval)
                 try loop.start()
                 loops.append(loop)

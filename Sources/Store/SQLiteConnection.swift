@@ -10,7 +10,7 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     public var isConstraintViolation: Bool { code & 0xFF == SQLITE_CONSTRAINT }
 }
 
-/// One SQLite connection with a cache of prepared statements. Not thread-safe: `Store` owns it
+/// One SQLite connection with a cache of prepared statements. Not thread-safe: `SQLiteStore` owns it
 /// behind a mutex.
 final class SQLiteConnection {
     private var handle: OpaquePointer?

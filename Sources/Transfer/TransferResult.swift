@@ -2,6 +2,11 @@
 public struct TransferID: Hashable, Sendable, CustomStringConvertible {
     let rawValue: UInt64
 
+    /// Public so that stand-ins for the engine in tests can hand out ids.
+    public init(rawValue: UInt64) {
+        self.rawValue = rawValue
+    }
+
     public var description: String { "transfer-\(rawValue)" }
 }
 

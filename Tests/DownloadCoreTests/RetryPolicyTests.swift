@@ -2,7 +2,7 @@ import DownloadCore
 import Testing
 
 @Suite struct RetryPolicyTests {
-    let policy = RetryPolicy(maxAttempts: 3, baseDelay: 1)
+    let policy = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1))
 
     @Test(arguments: [408, 429, 500, 502, 503, 599])
     func transientStatusesAreRetried(status: Int) {
@@ -41,12 +41,13 @@ import Testing
     }
 
     @Test func backoffDoublesWithJitterAndHonoursRetryAfter() {
-        #expect(policy.delay(afterAttempt: 1, retryAfter: nil, jitter: 0.5) == 1)
-        #expect(policy.delay(afterAttempt: 3, retryAfter: nil, jitter: 0.5) == 4)
-        #expect(policy.delay(afterAttempt: 3, retryAfter: nil, jitter: 0) == 3)
-        #expect(policy.delay(afterAttempt: 3, retryAfter: nil, jitter: 1) == 5)
-        #expect(policy.delay(afterAttempt: 1, retryAfter: 30, jitter: 0.5) == 30)
-        #expect(RetryPolicy(maxAttempts: 99, baseDelay: 1, maxDelay: 60).delay(afterAttempt: 40, retryAfter: nil, jitter: 0.5) == 60)
+        #expect(policy.delay(afterAttempt: 1, retryAfter: nil, jitter: 0.5) == .seconds(1))
+        #expect(policy.delay(afterAttempt: 3, retryAfter: nil, jitter: 0.5) == .seconds(4))
+        #expect(policy.delay(afterAttempt: 3, retryAfter: nil, jitter: 0) == .seconds(3))
+        #expect(policy.delay(afterAttempt: 3, retryAfter: nil, jitter: 1) == .seconds(5))
+        #expect(policy.delay(afterAttempt: 1, retryAfter: .seconds(30), jitter: 0.5) == .seconds(30))
+        #expect(RetryPolicy(maxAttempts: 99, baseDelay: .seconds(1), maxDelay: .seconds(60))
+            .delay(afterAttempt: 40, retryAfter: nil, jitter: 0.5) == .seconds(60))
     }
 }
 

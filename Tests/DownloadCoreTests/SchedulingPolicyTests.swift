@@ -5,7 +5,7 @@ private let hour: Int64 = 3_600_000
 
 @Suite struct SchedulingPolicyTests {
     let policy = SchedulingPolicy(capacity: Capacity(
-        maxTransfers: 4, maxTransfersPerHost: 2, discretionaryMaxShare: 0.5, discretionaryMaxDelay: 24 * hour,
+        maxTransfers: 4, maxTransfersPerHost: 2, discretionaryMaxShare: 0.5, discretionaryMaxDelay: .milliseconds(24 * hour),
         discretionaryWindow: DailyWindow("01:00-06:00"), diskReserve: 100))
 
     func job(_ id: String = "01A", host: String = "a:80", discretionary: Bool = false, runAt: Int64 = 0,

@@ -3,13 +3,14 @@ import Testing
 
 @Suite struct UnitsTests {
     @Test func durations() {
-        #expect(Units.duration("200ms") == 0.2)
-        #expect(Units.duration("5s") == 5)
-        #expect(Units.duration("5") == 5)
-        #expect(Units.duration("10m") == 600)
-        #expect(Units.duration("24h") == 86400)
-        #expect(Units.duration("7d") == 604800)
-        #expect(Units.duration("0") == 0)
+        #expect(Units.duration("200ms") == .milliseconds(200))
+        #expect(Units.duration("5s") == .seconds(5))
+        #expect(Units.duration("5") == .seconds(5))
+        #expect(Units.duration("1.5") == .milliseconds(1500))
+        #expect(Units.duration("10m") == .seconds(600))
+        #expect(Units.duration("24h") == .seconds(86400))
+        #expect(Units.duration("7d") == .seconds(604800))
+        #expect(Units.duration("0") == .zero)
         for bad in ["", "s", "-1s", "5 parsecs", "1e3s", "ms", "nan"] { #expect(Units.duration(bad) == nil, "\(bad)") }
     }
 

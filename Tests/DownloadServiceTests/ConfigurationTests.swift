@@ -7,10 +7,10 @@ import Testing
         #expect(configuration.listenHost == "127.0.0.1")
         #expect(configuration.listenPort == 8080)
         #expect(configuration.maxTransfers == 16)
-        #expect(configuration.retryBaseDelay == 1)
-        #expect(configuration.webhookRetrySchedule == [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400])
+        #expect(configuration.retryBaseDelay == .seconds(1))
+        #expect(configuration.webhookRetrySchedule == [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400].map { .seconds($0) })
         #expect(configuration.diskReserve == 1 << 30)
-        #expect(configuration.retention == 7 * 86400)
+        #expect(configuration.retention == .seconds(7 * 86400))
     }
 
     @Test func parsesUnits() throws {
@@ -19,9 +19,9 @@ import Testing
         ])
         #expect(configuration.listenHost == "::1")
         #expect(configuration.listenPort == 0)
-        #expect(configuration.retryBaseDelay == 0.2)
+        #expect(configuration.retryBaseDelay == .milliseconds(200))
         #expect(configuration.maxDownloadBytes == 10 << 20)
-        #expect(configuration.stallTimeout == 2)
+        #expect(configuration.stallTimeout == .seconds(2))
     }
 
     @Test(arguments: [

@@ -1,5 +1,6 @@
 import DownloadCore
-import Store
+import Persistence
+@testable import Store
 import Testing
 
 @Suite struct QueueTests {

@@ -1,6 +1,7 @@
 import CSQLite
 import DownloadCore
-import Store
+import Persistence
+@testable import Store
 import Testing
 
 /// Retention also drops sessions' fair-queueing rows, but only those that no longer decide any
@@ -46,7 +47,7 @@ import Testing
         try start(db, "01A")                               // virtual time 1
         try insert(db, "01B1", session: "ahead")           // tag 2
         try insert(db, "01B2", session: "ahead")           // tag 3: its own backlog comes first
-        #expect(try db.store.prune(finishedBefore: 0, settledBefore: 0, keysBefore: 0) == Store.Pruned(sessions: 1))
+        #expect(try db.store.prune(finishedBefore: 0, settledBefore: 0, keysBefore: 0) == Pruned(sessions: 1))
         #expect(try sessionRow(db, "done") == nil)
         #expect(try sessionRow(db, "ahead") == 3)
 

@@ -1,23 +1,10 @@
+import Persistence
+
 /// Housekeeping: rows that have served their purpose are deleted in small batches, so that
 /// pruning never holds the write lock for long and the database does not grow under churn
-/// (SQLite reuses the freed pages).
-extension Store {
-    public struct Pruned: Sendable, Equatable {
-        public var downloads = 0
-        public var deliveries = 0
-        public var idempotencyKeys = 0
-        public var sessions = 0
-
-        public init(downloads: Int = 0, deliveries: Int = 0, idempotencyKeys: Int = 0, sessions: Int = 0) {
-            self.downloads = downloads
-            self.deliveries = deliveries
-            self.idempotencyKeys = idempotencyKeys
-            self.sessions = sessions
-        }
-
-        public var isEmpty: Bool { downloads == 0 && deliveries == 0 && idempotencyKeys == 0 && sessions == 0 }
-    }
-
+/// (SQLite reuses the freed pages, and the write-ahead log is checkpointed after a pass that
+/// deleted something).
+extension SQLiteStore {
     static let pruneBatch = 2000
 
     /// Deletes terminal jobs (with their attempts) finished before `finishedBefore`, settled webhook
@@ -51,11 +38,12 @@ extension Store {
             DELETE FROM sessions WHERE name IN (SELECT name FROM sessions
             WHERE last_tag <= (SELECT value FROM scheduler_state WHERE key = 'virtual_time') LIMIT ?)
             """)
+        if !pruned.isEmpty { try checkpoint() }
         return pruned
     }
 
     /// Moves the write-ahead log back into the database and truncates it.
-    public func checkpoint() throws {
+    private func checkpoint() throws {
         try withConnection { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 

@@ -1,14 +1,8 @@
 import DownloadCore
+import Persistence
 
-extension Store {
-    /// Inserts a new job, honouring its idempotency key and the one-live-job-per-destination rule atomically.
-    public func insert(_ download: Download, idempotency: IdempotencyRecord?) throws -> InsertOutcome {
-        try insert([NewJob(download: download, idempotency: idempotency)])[0]
-    }
-
-    /// Inserts several new jobs in one transaction (group commit), each as `insert(_:idempotency:)`
-    /// would on its own, in order: a later job sees the earlier ones (their destinations and keys).
-    /// One outcome per job; if the transaction fails, none is stored and the error is thrown.
+extension SQLiteStore {
+    /// Each job honours its idempotency key and the one-live-job-per-destination rule atomically.
     public func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] {
         try withConnection { db in
             try db.transaction { try jobs.map { try Self.insert($0.download, idempotency: $0.idempotency, into: db) } }
@@ -77,17 +71,6 @@ extension Store {
     /// its events. When the write makes the job terminal and leaves its session with no live job,
     /// `sessionFinished` is asked for the events that announce it, in the same transaction.
     /// Returns false, writing nothing, if the stored state was not one expected.
-    public func update(
-        _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent] = [], attempt: AttemptRecord? = nil,
-        sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil
-    ) throws -> Bool {
-        try withConnection { db in
-            try db.transaction {
-                try Self.update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
-            }
-        }
-    }
-
     static func update(
         _ db: SQLiteConnection, _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent], attempt: AttemptRecord?,
         sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
@@ -144,16 +127,17 @@ extension Store {
                validator.map(SQLValue.text) ?? .null, .text(id)])
     }
 
-    /// Jobs that were running when fetchd stopped (or crashed).
-    public func jobs(in state: DownloadState) throws -> [Download] {
+    /// One process owns the data directory (its lock), so at start every running job was left by a
+    /// process that stopped.
+    public func interruptedJobs() throws -> [Download] {
         try withConnection { db in
-            try db.prepare("SELECT \(DownloadColumns.list) FROM downloads WHERE state = ?")
-                .query([.text(state.rawValue)], DownloadColumns.download)
+            try db.prepare("SELECT \(DownloadColumns.list) FROM downloads WHERE state = 'running'")
+                .query([], DownloadColumns.download)
         }
     }
 
     /// Jobs by state: of one session (counted), or of all (kept up to date by triggers, O(1)).
-    public func counts(session: String? = nil) throws -> [DownloadState: Int] {
+    public func counts(session: String?) throws -> [DownloadState: Int] {
         try withReader { db in
             let rows: [(String, Int)]
             if let session {
@@ -185,9 +169,9 @@ extension Store {
     }
 }
 
-extension Store {
+extension SQLiteStore {
     /// The body digest and the job an idempotency key made, if the key is known.
-    public func idempotentDownload(principal: String, key: String) throws -> (String, Download)? {
+    public func idempotentDownload(principal: String, key: String) throws -> (bodySHA256: String, download: Download)? {
         try withReader { db in
             guard let (digest, id) = try db.prepare("SELECT body_sha256, download_id FROM idempotency_keys WHERE principal = ? AND key = ?")
                 .query([.text(principal), .text(key)], { ($0.string(0), $0.string(1)) }).first,

@@ -1,6 +1,7 @@
 import DownloadCore
+import Persistence
 
-extension Store {
+extension SQLiteStore {
     static func record(_ db: SQLiteConnection, events: [WebhookEvent], now: Int64) throws {
         for event in events where !event.urls.isEmpty {
             try db.prepare("INSERT INTO webhook_events (id, type, payload, created_at, session) VALUES (?, ?, ?, ?, ?)")
@@ -41,15 +42,6 @@ extension Store {
         }
     }
 
-    /// Records the outcome of one attempt: `retryAt` nil and `delivered` false means given up for good.
-    public func recordDeliveryAttempt(_ delivery: WebhookDelivery, delivered: Bool, retryAt: Int64?, status: Int?,
-                                      error: String?, now: Int64) throws {
-        try recordDeliveryAttempts([
-            DeliveryAttempt(delivery: delivery, delivered: delivered, retryAt: retryAt, status: status, error: error, now: now),
-        ])
-    }
-
-    /// Records the outcomes of several attempts in one transaction.
     public func recordDeliveryAttempts(_ attempts: [DeliveryAttempt]) throws {
         guard !attempts.isEmpty else { return }
         try withConnection { db in
@@ -66,29 +58,4 @@ extension Store {
             }
         }
     }
-}
-
-/// The outcome of one delivery attempt.
-public struct DeliveryAttempt: Sendable {
-    public var delivery: WebhookDelivery
-    public var delivered: Bool
-    /// When to try again; nil with `delivered` false means given up for good.
-    public var retryAt: Int64?
-    public var status: Int?
-    public var error: String?
-    public var now: Int64
-
-    public init(delivery: WebhookDelivery, delivered: Bool, retryAt: Int64?, status: Int?, error: String?, now: Int64) {
-        self.delivery = delivery
-        self.delivered = delivered
-        self.retryAt = retryAt
-        self.status = status
-        self.error = error
-        self.now = now
-    }
-}
-
-extension WebhookDelivery {
-    /// Identifies one delivery (an event to one URL).
-    public var key: String { eventID + " " + url }
 }

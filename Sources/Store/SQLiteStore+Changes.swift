@@ -1,18 +1,7 @@
 import DownloadCore
+import Persistence
 
-/// One change to a job, for `Store.apply`.
-public enum StoreChange {
-    /// Compare-and-set of the job on the states it is expected in, with its events and attempt,
-    /// as `Store.update` does it.
-    case update(Download, expecting: Set<DownloadState>, events: [WebhookEvent] = [], attempt: AttemptRecord? = nil,
-                sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil)
-    /// A queued job starts running (compare-and-set on `queued`), as `Store.claim` does it.
-    case claim(Download)
-    case progress(id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?)
-    case attempt(AttemptRecord, of: String)
-}
-
-extension Store {
+extension SQLiteStore {
     /// Applies the changes in order, in one transaction: a pass that starts or settles many
     /// jobs writes the pages they share (index leaves, the WAL frame) once, not once per job.
     /// One result per change: false where a compare-and-set found the job in another state
@@ -28,8 +17,6 @@ extension Store {
         switch change {
         case .update(let download, let expecting, let events, let attempt, let sessionFinished):
             return try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
-        case .claim(let job):
-            return try claim(db, job)
         case .progress(let id, let bytesReceived, let bytesExpected, let validator):
             try updateProgress(db, id: id, bytesReceived: bytesReceived, bytesExpected: bytesExpected, validator: validator)
             return true

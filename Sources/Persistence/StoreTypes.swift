@@ -26,6 +26,14 @@ public struct WebhookDelivery: Sendable, Equatable {
     public var type: String
     public var payload: [UInt8]
     public var attempts: Int
+
+    public init(eventID: String, url: String, type: String, payload: [UInt8], attempts: Int) {
+        self.eventID = eventID
+        self.url = url
+        self.type = type
+        self.payload = payload
+        self.attempts = attempts
+    }
 }
 
 public struct IdempotencyRecord: Sendable {
@@ -64,6 +72,11 @@ public enum InsertOutcome: Sendable, Equatable {
 public struct DownloadPage: Sendable {
     public var items: [Download]
     public var nextCursor: String?
+
+    public init(items: [Download], nextCursor: String?) {
+        self.items = items
+        self.nextCursor = nextCursor
+    }
 }
 
 /// What happened to a session when one of its jobs reached a terminal state.
@@ -71,6 +84,12 @@ public struct SessionSnapshot: Sendable {
     public var session: String
     public var counts: [DownloadState: Int]
     public var webhookURLs: [String]
+
+    public init(session: String, counts: [DownloadState: Int], webhookURLs: [String]) {
+        self.session = session
+        self.counts = counts
+        self.webhookURLs = webhookURLs
+    }
 }
 
 /// How one attempt of a job went.
@@ -99,3 +118,56 @@ public struct AttemptRecord: Sendable, Equatable {
         self.bytesOnDisk = bytesOnDisk
     }
 }
+
+/// One change to a job, for `JobStore.apply`.
+public enum StoreChange {
+    /// Compare-and-set of the job on the states it is expected in, with its events and attempt,
+    /// as `JobStore.update` does it.
+    case update(Download, expecting: Set<DownloadState>, events: [WebhookEvent] = [], attempt: AttemptRecord? = nil,
+                sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil)
+    case progress(id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?)
+    case attempt(AttemptRecord, of: String)
+}
+
+/// The outcome of one delivery attempt.
+public struct DeliveryAttempt: Sendable {
+    public var delivery: WebhookDelivery
+    public var delivered: Bool
+    /// When to try again; nil with `delivered` false means given up for good.
+    public var retryAt: Int64?
+    public var status: Int?
+    public var error: String?
+    public var now: Int64
+
+    public init(delivery: WebhookDelivery, delivered: Bool, retryAt: Int64?, status: Int?, error: String?, now: Int64) {
+        self.delivery = delivery
+        self.delivered = delivered
+        self.retryAt = retryAt
+        self.status = status
+        self.error = error
+        self.now = now
+    }
+}
+
+extension WebhookDelivery {
+    /// Identifies one delivery (an event to one URL).
+    public var key: String { eventID + " " + url }
+}
+
+/// What one housekeeping pass deleted.
+public struct Pruned: Sendable, Equatable {
+    public var downloads = 0
+    public var deliveries = 0
+    public var idempotencyKeys = 0
+    public var sessions = 0
+
+    public init(downloads: Int = 0, deliveries: Int = 0, idempotencyKeys: Int = 0, sessions: Int = 0) {
+        self.downloads = downloads
+        self.deliveries = deliveries
+        self.idempotencyKeys = idempotencyKeys
+        self.sessions = sessions
+    }
+
+    public var isEmpty: Bool { downloads == 0 && deliveries == 0 && idempotencyKeys == 0 && sessions == 0 }
+}
+

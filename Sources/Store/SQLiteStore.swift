@@ -1,4 +1,5 @@
 import DownloadCore
+import Persistence
 import Synchronization
 
 /// fetchd's durable state: one SQLite database in WAL mode. One connection writes, one writer at a
@@ -6,7 +7,7 @@ import Synchronization
 /// expects. A few more connections serve the API's reads, which WAL lets run beside the writer on
 /// the last committed state, so a long write (a batch of inserts, a retention pass) never stalls a
 /// `GET`.
-public final class Store: Sendable {
+public final class SQLiteStore: JobStore {
     let connection: Mutex<SQLiteConnection>
     private let readers: [ReadConnection]
     /// Where the next read starts looking for an idle reader, so reads spread over them.
@@ -14,7 +15,7 @@ public final class Store: Sendable {
 
     public static let defaultReaderCount = 4
 
-    public init(path: String, readers readerCount: Int = Store.defaultReaderCount) throws {
+    public init(path: String, readers readerCount: Int = SQLiteStore.defaultReaderCount) throws {
         let db = try SQLiteConnection(path: path)
         var readers: [ReadConnection] = []
         do {

@@ -1,67 +1,65 @@
-import Foundation
 import DownloadCore
+import Foundation
+import Persistence
 
 /// The scheduler's queries. Each touches only the rows it returns or changes, through partial
 /// indexes, so their cost does not grow with the length of the queue.
-extension Store {
-    public enum Lane: Int, Sendable {
-        /// Normal jobs, and discretionary ones that have waited their maximum delay: priority, then fair order.
-        case normal = 0
-        /// Discretionary jobs: smaller expected size first, then priority, then fair order.
-        case discretionary = 1
-    }
-
-    /// Marks queued jobs whose run_at has passed as due, and moves discretionary jobs created at or
-    /// before `agedBefore` into the normal lane.
-    public func promote(now: Int64, agedBefore: Int64) throws {
+extension SQLiteStore {
+    /// One transaction: promote, then per lane read candidates, let the pass choose, claim the chosen.
+    public func claim(_ pass: ClaimPass) throws -> ClaimResult {
         try withConnection { db in
             try db.transaction {
-                // INDEXED BY: the planner, without statistics, would rather scan the whole queue by state.
-                try db.prepare("""
-                    UPDATE downloads SET due = 1 WHERE id IN (SELECT id FROM downloads INDEXED BY downloads_pending
-                    WHERE state = 'queued' AND due = 0 AND run_at <= ?)
-                    """).run([.integer(now)])
-                try db.prepare("""
-                    UPDATE downloads SET lane = 0 WHERE id IN (SELECT id FROM downloads INDEXED BY downloads_aging
-                    WHERE state = 'queued' AND lane = 1 AND created_at <= ?)
-                    """).run([.integer(agedBefore)])
+                try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
+                var claimed: [Download] = []
+                for lane in Lane.allCases {
+                    guard let (limit, excludingHosts) = pass.candidates(lane) else { continue }
+                    for candidate in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) {
+                        if let started = pass.choose(candidate), try Self.claim(db, started) { claimed.append(started) }
+                    }
+                }
+                return ClaimResult(claimed: claimed,
+                                   nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
             }
         }
     }
 
+    /// Marks queued jobs whose run_at has passed as due, and moves discretionary jobs created at or
+    /// before `agedBefore` into the normal lane.
+    static func promote(_ db: SQLiteConnection, now: Int64, agedBefore: Int64) throws {
+        // INDEXED BY: the planner, without statistics, would rather scan the whole queue by state.
+        try db.prepare("""
+            UPDATE downloads SET due = 1 WHERE id IN (SELECT id FROM downloads INDEXED BY downloads_pending
+            WHERE state = 'queued' AND due = 0 AND run_at <= ?)
+            """).run([.integer(now)])
+        try db.prepare("""
+            UPDATE downloads SET lane = 0 WHERE id IN (SELECT id FROM downloads INDEXED BY downloads_aging
+            WHERE state = 'queued' AND lane = 1 AND created_at <= ?)
+            """).run([.integer(agedBefore)])
+    }
+
     /// Due jobs of one lane, best first, leaving out hosts that are at their limit.
-    public func dueJobs(lane: Lane, excludingHosts: [String], limit: Int) throws -> [Download] {
+    static func dueJobs(_ db: SQLiteConnection, lane: Lane, excludingHosts: [String], limit: Int) throws -> [Download] {
         let queries = DueQueries.of(lane)
-        let hosts = String(decoding: (try? JSONEncoder().encode(excludingHosts)) ?? Data("[]".utf8), as: UTF8.self)
+        let hosts = String(decoding: try JSONEncoder().encode(excludingHosts), as: UTF8.self)
         // Walking the lane in order and skipping full hosts would step over every due job of theirs
         // ranked above the jobs it returns: a million behind one busy host. So the walk stops after
         // a few times `limit` jobs, and if full hosts held too many of those, the best jobs of each
         // other host are taken instead (a seek per host with due jobs).
         let walked = excludingHosts.isEmpty ? limit : limit * 4
-        return try withConnection { db in
-            let best = try db.prepare(queries.walk)
-                .query([.integer(Int64(walked)), .text(hosts), .integer(Int64(limit))], DownloadColumns.download)
-            guard best.count < limit, !excludingHosts.isEmpty else { return best }
-            return try db.prepare(queries.byHost)
-                .query([.text(hosts), .integer(Int64(limit)), .integer(Int64(limit))], DownloadColumns.download)
-        }
-    }
-
-    /// Starts a queued job: compare-and-set to `running`, and the virtual time of fair queueing
-    /// moves up to its tag.
-    public func claim(_ job: Download) throws -> Bool {
-        try apply([.claim(job)])[0]
+        let best = try db.prepare(queries.walk)
+            .query([.integer(Int64(walked)), .text(hosts), .integer(Int64(limit))], DownloadColumns.download)
+        guard best.count < limit, !excludingHosts.isEmpty else { return best }
+        return try db.prepare(queries.byHost)
+            .query([.text(hosts), .integer(Int64(limit)), .integer(Int64(limit))], DownloadColumns.download)
     }
 
     /// The next time a queued job becomes due or a discretionary job ages into the normal lane.
-    public func nextQueueChange(after now: Int64, agingDelay: Int64) throws -> Int64? {
-        try withConnection { db in
-            let due = try db.prepare("SELECT MIN(run_at) FROM downloads INDEXED BY downloads_pending WHERE state = 'queued' AND due = 0")
-                .query { $0.optionalInt64(0) }.first ?? nil
-            let aging = try db.prepare("SELECT MIN(created_at) FROM downloads INDEXED BY downloads_aging WHERE state = 'queued' AND lane = 1")
-                .query { $0.optionalInt64(0) }.first ?? nil
-            return [due, aging.map { $0 + agingDelay }].compactMap { $0 }.map { max($0, now + 1) }.min()
-        }
+    static func nextQueueChange(_ db: SQLiteConnection, after now: Int64, agingDelay: Int64) throws -> Int64? {
+        let due = try db.prepare("SELECT MIN(run_at) FROM downloads INDEXED BY downloads_pending WHERE state = 'queued' AND due = 0")
+            .query { $0.optionalInt64(0) }.first ?? nil
+        let aging = try db.prepare("SELECT MIN(created_at) FROM downloads INDEXED BY downloads_aging WHERE state = 'queued' AND lane = 1")
+            .query { $0.optionalInt64(0) }.first ?? nil
+        return [due, aging.map { $0 + agingDelay }].compactMap { $0 }.map { max($0, now + 1) }.min()
     }
 
     static func nextFairTag(_ db: SQLiteConnection, session: String) throws -> Int64 {
@@ -71,12 +69,12 @@ extension Store {
     }
 }
 
-extension Store {
+extension SQLiteStore {
     /// Queued jobs by why they wait, as far as the database knows: backing off after a failure,
     /// waiting for their date, or due (waiting for a slot, their host, the discretionary rules or disk).
-    public func queueDepth() throws -> (retry: Int, earliestBeginDate: Int, due: Int) {
+    public func queueDepth() throws -> QueueDepth {
         try withReader { db in
-            var depth = (retry: 0, earliestBeginDate: 0, due: 0)
+            var depth = QueueDepth()
             let rows = try db.prepare("""
                 SELECT due, next_attempt_at IS NOT NULL, COUNT(*) FROM downloads WHERE state = 'queued' GROUP BY 1, 2
                 """).query { ($0.int(0), $0.int(1), $0.int(2)) }
@@ -88,12 +86,13 @@ extension Store {
     }
 
     /// Webhook deliveries not yet settled, and when the oldest of their events happened.
-    public func webhookBacklog() throws -> (pending: Int, oldestEventAt: Int64?) {
+    public func webhookBacklog() throws -> WebhookBacklog {
         try withReader { db in
             try db.prepare("""
                 SELECT COUNT(*), MIN(e.created_at) FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
                 WHERE d.state = 'pending'
-                """).query { ($0.int(0), $0.optionalInt64(1)) }.first ?? (0, nil)
+                """).query { WebhookBacklog(pending: $0.int(0), oldestEventAt: $0.optionalInt64(1)) }.first
+                ?? WebhookBacklog(pending: 0, oldestEventAt: nil)
         }
     }
 }
@@ -111,10 +110,10 @@ private struct DueQueries {
     static let discretionary = DueQueries(
         lane: .discretionary, index: "downloads_discretionary_lane", order: "expected_bytes_to_receive, priority DESC, fair_tag, id")
 
-    static func of(_ lane: Store.Lane) -> DueQueries { lane == .normal ? normal : discretionary }
+    static func of(_ lane: Lane) -> DueQueries { lane == .normal ? normal : discretionary }
 
     /// `index` is in lane order; `\(index)_by_host` is the same with the host first.
-    private init(lane: Store.Lane, index: String, order: String) {
+    private init(lane: Lane, index: String, order: String) {
         let due = "state = 'queued' AND due = 1 AND lane = \(lane.rawValue)"
         let excluded = "NOT IN (SELECT value FROM json_each(?))"
         // INDEXED BY: the planner, without statistics, would rather scan the whole queue by state.

@@ -1,0 +1,163 @@
+import DownloadCore
+
+/// fetchd's durable state, as the service needs it: the seam between the application and a
+/// database. SQLite (`Store`) is the embedded implementation; a shared-database backend serves
+/// many nodes through the same calls. Every state change is one transaction and a compare-and-set
+/// on the state the caller expects; webhook events are recorded in the transaction of the change
+/// that causes them. Any method may throw when the database fails: callers must never read a
+/// thrown error as "no such job".
+///
+/// Times are milliseconds since the Unix epoch.
+public protocol JobStore: Sendable {
+    // MARK: Intake
+
+    /// Inserts new jobs in one transaction (group commit), each as it would be alone, in order: a
+    /// later job sees the earlier ones (their destinations and idempotency keys). One outcome per
+    /// job; if the transaction fails nothing is stored and the error is thrown.
+    func insert(_ jobs: [NewJob]) throws -> [InsertOutcome]
+
+    // MARK: Reads (they see every committed write and keep working while writes fail)
+
+    func download(id: String) throws -> Download?
+    /// Newest first; the cursor is the id of the last item of the previous page.
+    func list(state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage
+    /// The attempts of a job, oldest first.
+    func attempts(of id: String) throws -> [AttemptRecord]
+    /// The body digest and the job an idempotency key made, if the key is known.
+    func idempotentDownload(principal: String, key: String) throws -> (bodySHA256: String, download: Download)?
+    /// Jobs by state, every state present: of one session, or of all.
+    func counts(session: String?) throws -> [DownloadState: Int]
+    func queueDepth() throws -> QueueDepth
+    func webhookBacklog() throws -> WebhookBacklog
+
+    // MARK: Transitions
+
+    /// Applies the changes in order, in one transaction. One result per change: false where a
+    /// compare-and-set found the job in another state. Nothing is applied if one throws.
+    func apply(_ changes: [StoreChange]) throws -> [Bool]
+
+    /// One scheduling step in one transaction: makes jobs whose time has come due, reads the best
+    /// due candidates lane by lane, lets `pass.choose` decide on each in order, claims the chosen
+    /// ones (compare-and-set on `queued`), and says when the queue next changes by itself.
+    func claim(_ pass: ClaimPass) throws -> ClaimResult
+
+    /// Jobs left `running` by a process that stopped without settling them (at start: all of them).
+    func interruptedJobs() throws -> [Download]
+
+    // MARK: Webhook outbox
+
+    /// Pending deliveries that are due, oldest first, leaving out `inFlight` and a
+    /// `session.finished` whose URL still has earlier events of its session to settle.
+    func dueDeliveries(now: Int64, limit: Int, excluding inFlight: Set<String>) throws -> [WebhookDelivery]
+    /// When the next pending delivery that is not yet due becomes due.
+    func nextDeliveryAt(after now: Int64) throws -> Int64?
+    /// Records the outcomes of delivery attempts in one transaction.
+    func recordDeliveryAttempts(_ attempts: [DeliveryAttempt]) throws
+
+    // MARK: Housekeeping
+
+    /// Deletes terminal jobs finished before `finishedBefore`, settled deliveries before
+    /// `settledBefore`, idempotency keys made before `keysBefore`, and whatever else of the
+    /// backend's own bookkeeping has served its purpose; compacts as the backend needs.
+    func prune(finishedBefore: Int64, settledBefore: Int64, keysBefore: Int64) throws -> Pruned
+    /// True when a write transaction can be taken now (for `/readyz`).
+    func isWritable() -> Bool
+    func close()
+}
+
+extension JobStore {
+    /// A compare-and-set of one job with its events, as `apply([.update(...)])`.
+    public func update(
+        _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent] = [], attempt: AttemptRecord? = nil,
+        sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil
+    ) throws -> Bool {
+        try apply([.update(download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)])[0]
+    }
+
+    public func insert(_ download: Download, idempotency: IdempotencyRecord?) throws -> InsertOutcome {
+        try insert([NewJob(download: download, idempotency: idempotency)])[0]
+    }
+
+    public func counts() throws -> [DownloadState: Int] {
+        try counts(session: nil)
+    }
+
+    /// Records the outcome of one delivery attempt: `retryAt` nil and `delivered` false means given up for good.
+    public func recordDeliveryAttempt(_ delivery: WebhookDelivery, delivered: Bool, retryAt: Int64?, status: Int?,
+                                      error: String?, now: Int64) throws {
+        try recordDeliveryAttempts([
+            DeliveryAttempt(delivery: delivery, delivered: delivered, retryAt: retryAt, status: status, error: error, now: now),
+        ])
+    }
+}
+
+/// The two orders due jobs are taken in.
+public enum Lane: Int, Sendable, CaseIterable {
+    /// Normal jobs, and discretionary ones that have waited their maximum delay: priority, then fair order.
+    case normal = 0
+    /// Discretionary jobs: smaller expected size first, then priority, then fair order.
+    case discretionary = 1
+}
+
+/// What one scheduling step asks of the store. The closures run inside the store's transaction,
+/// synchronously, so they must be quick and must not call the store.
+public struct ClaimPass {
+    public var now: Int64
+    /// Discretionary jobs created at or before this run like normal ones (they move lanes).
+    public var agedBefore: Int64
+    /// How long a discretionary job waits before it ages into the normal lane, for the next change.
+    public var agingDelay: Int64
+    /// Asked before each lane, in `Lane.allCases` order: how many candidates to read and which
+    /// hosts to leave out (they are at their limit); nil skips the lane.
+    public var candidates: (Lane) -> (limit: Int, excludingHosts: [String])?
+    /// Asked for each candidate, best first: the job as it should be stored when it starts
+    /// (state `running`), or nil to leave it queued.
+    public var choose: (Download) -> Download?
+
+    public init(now: Int64, agedBefore: Int64, agingDelay: Int64,
+                candidates: @escaping (Lane) -> (limit: Int, excludingHosts: [String])?,
+                choose: @escaping (Download) -> Download?) {
+        self.now = now
+        self.agedBefore = agedBefore
+        self.agingDelay = agingDelay
+        self.candidates = candidates
+        self.choose = choose
+    }
+}
+
+public struct ClaimResult: Sendable {
+    /// The jobs claimed, as stored (`running`); a chosen job that changed meanwhile is not among them.
+    public var claimed: [Download]
+    /// When a queued job next becomes due or ages into the normal lane, if any will.
+    public var nextQueueChange: Int64?
+
+    public init(claimed: [Download], nextQueueChange: Int64?) {
+        self.claimed = claimed
+        self.nextQueueChange = nextQueueChange
+    }
+}
+
+/// Queued jobs by why they wait, as far as the database knows.
+public struct QueueDepth: Sendable, Equatable {
+    public var retry = 0
+    public var earliestBeginDate = 0
+    /// Due, waiting for a slot, their host, the discretionary rules or disk space.
+    public var due = 0
+
+    public init(retry: Int = 0, earliestBeginDate: Int = 0, due: Int = 0) {
+        self.retry = retry
+        self.earliestBeginDate = earliestBeginDate
+        self.due = due
+    }
+}
+
+/// Webhook deliveries not yet settled, and when the oldest of their events happened.
+public struct WebhookBacklog: Sendable, Equatable {
+    public var pending: Int
+    public var oldestEventAt: Int64?
+
+    public init(pending: Int, oldestEventAt: Int64?) {
+        self.pending = pending
+        self.oldestEventAt = oldestEventAt
+    }
+}
