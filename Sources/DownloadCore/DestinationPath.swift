@@ -1,3 +1,35 @@
+/// A destination as a value: the path the client gave, checked by `DestinationPath`'s rules and
+/// split into its segments once. The service walks `directories` and places `fileName` without
+/// parsing the path again.
+public struct Destination: Sendable, Hashable, CustomStringConvertible {
+    /// As the client gave it (and as stored and shown).
+    public let path: String
+    /// The directories on the way, then the file's name; empty when `path` breaks the rules.
+    public let segments: [String]
+
+    public static func parse(_ path: String) -> Result<Destination, ValidationProblem> {
+        DestinationPath.components(of: path).map { Destination(path: path, segments: $0) }
+    }
+
+    /// A path read back from where fetchd stored it after checking it: one that no longer
+    /// passes (a database edited by hand) keeps no segments, so nothing is ever written for it.
+    public init(stored path: String) {
+        self.path = path
+        segments = (try? DestinationPath.components(of: path).get()) ?? []
+    }
+
+    private init(path: String, segments: [String]) {
+        self.path = path
+        self.segments = segments
+    }
+
+    public var isValid: Bool { !segments.isEmpty }
+    public var directories: ArraySlice<String> { segments.dropLast() }
+    /// The last segment; empty when the destination is not valid.
+    public var fileName: String { segments.last ?? "" }
+    public var description: String { path }
+}
+
 /// The lexical rules for a destination: a relative path of plain names inside the download root.
 /// Where the path resolves on disk (symlinks) is checked by the service, at submit and again
 /// when the file is moved into place.

@@ -2,7 +2,7 @@
 public struct Download: Sendable, Equatable {
     public var id: String
     public var url: String
-    public var destination: String
+    public var destination: Destination
     public var session: String
     public var state: DownloadState
     public var earliestBeginDate: Int64?
@@ -36,7 +36,7 @@ public struct Download: Sendable, Equatable {
     public init(
         id: String,
         url: String,
-        destination: String,
+        destination: Destination,
         session: String,
         state: DownloadState,
         earliestBeginDate: Int64?,

@@ -2,7 +2,7 @@
 public struct NewDownload: Sendable, Equatable {
     public var url: String
     public var parsedURL: HTTPURL
-    public var destination: String
+    public var destination: Destination
     public var session: String = "default"
     public var earliestBeginDate: Int64?
     public var discretionary = false
@@ -14,7 +14,7 @@ public struct NewDownload: Sendable, Equatable {
     public var sha256: String?
     public var overwrite = false
 
-    public init(url: String, parsedURL: HTTPURL, destination: String) {
+    public init(url: String, parsedURL: HTTPURL, destination: Destination) {
         self.url = url
         self.parsedURL = parsedURL
         self.destination = destination

@@ -39,12 +39,14 @@ public enum SubmissionValidator {
         case let other?: fail("url", "must be a string, not \(other.typeName)")
         }
 
-        var destination = ""
+        var destination = Destination(stored: "")
         switch fields["destination"] {
         case nil, .null?: fail("destination", "is required")
         case .string(let text)?:
-            destination = text
-            if case .failure(let problem) = DestinationPath.components(of: text) { fail("destination", problem.message) }
+            switch Destination.parse(text) {
+            case .success(let parsed): destination = parsed
+            case .failure(let problem): fail("destination", problem.message)
+            }
         case let other?: fail("destination", "must be a string, not \(other.typeName)")
         }
 

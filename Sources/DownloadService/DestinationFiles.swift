@@ -15,13 +15,9 @@ struct DestinationFiles: Sendable {
     }
 
     /// At submit: is the path acceptable, and does a file already sit there?
-    func check(_ destination: String) -> Result<Bool, Problem> {
-        let parts: [String]
-        switch DestinationPath.components(of: destination) {
-        case .success(let value): parts = value
-        case .failure(let problem): return .failure(.invalid(problem.message))
-        }
-        let walk = openDirectories(parts.dropLast(), create: false)
+    func check(_ destination: Destination) -> Result<Bool, Problem> {
+        guard destination.isValid else { return .failure(.invalid(Self.notAPath)) }
+        let walk = openDirectories(destination.directories, create: false)
         guard case .success(let dir) = walk else {
             if case .failure(let problem) = walk { return .failure(problem) }
             return .success(false)
@@ -29,7 +25,7 @@ struct DestinationFiles: Sendable {
         guard let dir else { return .success(false) }  // a directory on the way does not exist yet
         defer { close(dir) }
         var info = stat()
-        guard fstatat(dir, parts[parts.count - 1], &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+        guard fstatat(dir, destination.fileName, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
             return errno == ENOENT ? .success(false) : .failure(.io(describeErrno("cannot inspect the destination")))
         }
         switch info.st_mode & S_IFMT {
@@ -45,18 +41,16 @@ struct DestinationFiles: Sendable {
     /// returned directory before it commits the completion (`PlacedDirectory.sync`, once per directory
     /// for a batch). The partial file stays until the completion is committed, so a crash in between
     /// is recognised at the next start by `isPlaced`.
-    func place(partial: String, destination: String, jobID: String, overwrite: Bool) -> Result<PlacedDirectory, Problem> {
-        guard case .success(let parts) = DestinationPath.components(of: destination) else {
-            return .failure(.invalid("the destination is not a valid path"))
-        }
+    func place(partial: String, destination: Destination, jobID: String, overwrite: Bool) -> Result<PlacedDirectory, Problem> {
+        guard destination.isValid else { return .failure(.invalid(Self.notAPath)) }
         let placed: PlacedDirectory
-        switch openDirectories(parts.dropLast(), create: true) {
-        case .success(let fd?): placed = PlacedDirectory(fd: fd, path: parts.dropLast().joined(separator: "/"))
+        switch openDirectories(destination.directories, create: true) {
+        case .success(let fd?): placed = PlacedDirectory(fd: fd, path: destination.directories.joined(separator: "/"))
         case .success(nil): return .failure(.io("cannot create the destination directory"))
         case .failure(let problem): return .failure(problem)
         }
         let dir = placed.fd
-        let name = parts[parts.count - 1]
+        let name = destination.fileName
         let temporary = DestinationPath.reservedPrefix + jobID + ".tmp"
         unlinkat(dir, temporary, 0)  // a leftover from a crash
         // The staging directory shares the root's file system (checked at start), so this is a link, not a copy.
@@ -76,28 +70,28 @@ struct DestinationFiles: Sendable {
 
     /// True when the destination is the very file (same inode) as the partial file: a completion
     /// that was placed but not yet committed when fetchd stopped.
-    func isPlaced(partial: String, destination: String) -> Bool {
+    func isPlaced(partial: String, destination: Destination) -> Bool {
         var partialInfo = stat()
         guard stat(partial, &partialInfo) == 0, let placed = statDestination(destination) else { return false }
         return placed.st_ino == partialInfo.st_ino && placed.st_dev == partialInfo.st_dev
     }
 
     /// Undoes `place` when the completion could not be committed (the job was cancelled meanwhile).
-    func unplace(partial: String, destination: String) {
+    func unplace(partial: String, destination: Destination) {
         guard isPlaced(partial: partial, destination: destination),
-              case .success(let parts) = DestinationPath.components(of: destination),
-              case .success(let dir?) = openDirectories(parts.dropLast(), create: false) else { return }
-        unlinkat(dir, parts[parts.count - 1], 0)
+              case .success(let dir?) = openDirectories(destination.directories, create: false) else { return }
+        unlinkat(dir, destination.fileName, 0)
         close(dir)
     }
 
-    private func statDestination(_ destination: String) -> stat? {
-        guard case .success(let parts) = DestinationPath.components(of: destination),
-              case .success(let dir?) = openDirectories(parts.dropLast(), create: false) else { return nil }
+    private func statDestination(_ destination: Destination) -> stat? {
+        guard destination.isValid, case .success(let dir?) = openDirectories(destination.directories, create: false) else { return nil }
         defer { close(dir) }
         var info = stat()
-        return fstatat(dir, parts[parts.count - 1], &info, AT_SYMLINK_NOFOLLOW) == 0 ? info : nil
+        return fstatat(dir, destination.fileName, &info, AT_SYMLINK_NOFOLLOW) == 0 ? info : nil
     }
+
+    private static let notAPath = "is not a valid path"
 
     /// Opens the directory chain under the root without following links. `.success(nil)` means a
     /// directory does not exist (and `create` was false).

@@ -6,7 +6,7 @@ enum DownloadJSON {
         json.beginObject()
         json.field("id", d.id)
         json.field("url", d.url)
-        json.field("destination", d.destination)
+        json.field("destination", d.destination.path)
         json.field("session", d.session)
         json.field("state", d.state.rawValue)
         json.field("waitingFor", waitingFor?.rawValue)

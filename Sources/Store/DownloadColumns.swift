@@ -18,7 +18,7 @@ enum DownloadColumns {
 
     static func values(_ d: Download) -> [SQLValue] {
         [
-            .text(d.id), .text(d.url), .text(d.destination), .text(d.session), .text(d.state.rawValue),
+            .text(d.id), .text(d.url), .text(d.destination.path), .text(d.session), .text(d.state.rawValue),
             optional(d.earliestBeginDate), .integer(d.discretionary ? 1 : 0), .real(d.priority),
             optional(d.expectedBytesToSend), optional(d.expectedBytesToReceive), .integer(d.bytesReceived),
             optional(d.bytesExpectedFromOrigin), .integer(Int64(d.attempts)), optional(d.httpStatus.map(Int64.init)),
@@ -32,7 +32,7 @@ enum DownloadColumns {
     static func download(_ row: Row) -> Download {
         let errorCode = row.optionalString(14)
         return Download(
-            id: row.string(0), url: row.string(1), destination: row.string(2), session: row.string(3),
+            id: row.string(0), url: row.string(1), destination: Destination(stored: row.string(2)), session: row.string(3),
             state: DownloadState(rawValue: row.string(4)) ?? .failed,
             earliestBeginDate: row.optionalInt64(5), discretionary: row.int(6) != 0, priority: row.double(7),
             expectedBytesToSend: row.optionalInt64(8), expectedBytesToReceive: row.optionalInt64(9),

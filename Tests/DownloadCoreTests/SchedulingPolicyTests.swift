@@ -10,7 +10,7 @@ private let hour: Int64 = 3_600_000
 
     func job(_ id: String = "01A", host: String = "a:80", discretionary: Bool = false, runAt: Int64 = 0,
              createdAt: Int64 = 0, size: Int64? = nil) -> Download {
-        var submission = NewDownload(url: "http://a/", parsedURL: HTTPURL(scheme: "http", host: "a", port: 80), destination: id)
+        var submission = NewDownload(url: "http://a/", parsedURL: HTTPURL(scheme: "http", host: "a", port: 80), destination: Destination(stored: id))
         submission.discretionary = discretionary
         submission.expectedBytesToReceive = size
         var download = submission.makeDownload(id: id, now: createdAt)

@@ -27,7 +27,7 @@ final class TemporaryStore {
 func makeDownload(_ id: String, destination: String? = nil, session: String = "default", priority: Double = 0.5,
                   runAt: Int64 = 0, createdAt: Int64 = 0) -> Download {
     var submission = NewDownload(url: "http://example.com/\(id)", parsedURL: HTTPURL(scheme: "http", host: "example.com", port: 80),
-                                 destination: destination ?? "files/\(id)")
+                                 destination: Destination(stored: destination ?? "files/\(id)"))
     submission.session = session
     submission.priority = priority
     var download = submission.makeDownload(id: id, now: createdAt)
