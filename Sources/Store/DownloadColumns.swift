@@ -29,7 +29,7 @@ enum DownloadColumns {
         ]
     }
 
-    static func download(_ row: Row) -> Download {
+    static func download(_ row: Row) throws -> Download {
         let errorCode = row.optionalString(14)
         return Download(
             id: row.string(0), url: row.string(1), destination: Destination(stored: row.string(2)), session: row.string(3),
@@ -40,7 +40,7 @@ enum DownloadColumns {
             httpStatus: row.optionalInt(13),
             error: errorCode.map { DownloadError(code: $0, message: row.optionalString(15) ?? "") },
             sha256: row.optionalString(16), expectedSHA256: row.optionalString(17), webhookURL: row.optionalString(18),
-            headers: decodeHeaders(row.optionalString(19)), overwrite: row.int(20) != 0, validator: row.optionalString(21),
+            headers: try decodeHeaders(row.optionalString(19)), overwrite: row.int(20) != 0, validator: row.optionalString(21),
             createdAt: row.int64(22), startedAt: row.optionalInt64(23), finishedAt: row.optionalInt64(24),
             runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27))
     }
@@ -49,12 +49,15 @@ enum DownloadColumns {
     private static func optional(_ value: String?) -> SQLValue { value.map(SQLValue.text) ?? .null }
 
     private static func encodeHeaders(_ headers: [OriginHeader]) -> SQLValue {
+        // Encoding an array of string pairs cannot fail; were it to, the job would have no headers.
         guard !headers.isEmpty, let data = try? JSONEncoder().encode(headers) else { return .null }
         return .text(String(decoding: data, as: UTF8.self))
     }
 
-    private static func decodeHeaders(_ text: String?) -> [OriginHeader] {
+    /// A column that does not decode is a store error: a job must not run without the headers
+    /// (credentials, say) it was given.
+    private static func decodeHeaders(_ text: String?) throws -> [OriginHeader] {
         guard let text else { return [] }
-        return (try? JSONDecoder().decode([OriginHeader].self, from: Data(text.utf8))) ?? []
+        return try JSONDecoder().decode([OriginHeader].self, from: Data(text.utf8))
     }
 }

@@ -76,6 +76,8 @@ final class SQLiteConnection {
             try prepare("COMMIT").run()
             return value
         } catch {
+            // The body's error is the one to report; a failed ROLLBACK leaves SQLite to roll the
+            // transaction back itself (it does when the statement that failed aborted it).
             try? prepare("ROLLBACK").run()
             throw error
         }

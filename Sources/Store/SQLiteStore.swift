@@ -63,6 +63,7 @@ public final class SQLiteStore: JobStore {
 
     /// True when a write transaction can be taken (for `/readyz`).
     public func isWritable() -> Bool {
+        // Any failure is the answer: not writable now.
         (try? withConnection { db in try db.transaction { } }) != nil
     }
 }
