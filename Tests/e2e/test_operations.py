@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +31,6 @@ BAD_CONFIGURATIONS = [
     ({"FETCHD_MAX_DOWNLOAD_BYTES": "1TB"}, "FETCHD_MAX_DOWNLOAD_BYTES"),
     ({"FETCHD_LOG_FORMAT": "xml"}, "FETCHD_LOG_FORMAT"),
     ({"FETCHD_API_TOKENS_FILE": "/nonexistent/tokens"}, "FETCHD_API_TOKENS_FILE"),
-    ({"FETCHD_DATA_DIR": "/proc/fetchd-cannot-be-here"}, "/proc/fetchd-cannot-be-here"),
 ]
 
 
@@ -42,6 +42,28 @@ def test_a_bad_configuration_stops_start_up_with_one_line_and_exit_code_2(fetchd
     lines = run.stderr.decode().strip().splitlines()
     assert len(lines) == 1, lines
     assert named in lines[0]
+
+
+@pytest.mark.parametrize("setting,flag", [("FETCHD_DATA_DIR", "--data-dir"), ("FETCHD_DOWNLOAD_ROOT", "--download-root")])
+@pytest.mark.parametrize("where", ["under /proc", "under a file"])
+def test_a_directory_that_cannot_be_made_stops_start_up_naming_the_setting_and_the_os_reason(fetchd, tmp_path, setting, flag, where):
+    if where == "under a file":
+        (tmp_path / "a-file").write_bytes(b"not a directory")
+        path = tmp_path / "a-file" / "fetchd"
+    else:
+        path = Path("/proc/fetchd-cannot-be-here/fetchd")
+    try:  # the operating system's reason, whichever it is for this path and this user
+        os.makedirs(path)
+        pytest.fail(f"{path} could be created")
+    except OSError as e:
+        reason = e.strerror
+    fd = fetchd(env={setting: str(path)}, start=False)
+    run = subprocess.run([str(fd.binary)], env=fd.env(), capture_output=True, timeout=20)
+    assert run.returncode == 2
+    lines = run.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, lines
+    for part in (setting, flag, str(path), reason):
+        assert part in lines[0], f"{part!r} missing from {lines[0]!r}"
 
 
 def test_an_unknown_flag_is_a_usage_error(fetchd_bin):
