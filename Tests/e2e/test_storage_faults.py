@@ -89,7 +89,10 @@ def test_a_full_database_disk_refuses_writes_with_503_keeps_reads_and_loses_noth
         # Reads keep answering, with every job accepted so far.
         for job_id in bodies:
             assert api.get(f"/downloads/{job_id}").status == 200
+            assert api.get(f"/downloads/{job_id}/attempts").status == 200
         assert {item["id"] for item in api.list_all()} == set(bodies)
+        assert api.get("/sessions/default").status == 200
+        assert api.get("/metrics").status == 200
 
         # A pause needs a write: refused with 503, or done if the log still had room for it, but
         # never an answer that claims the job does not exist or cannot be paused.
