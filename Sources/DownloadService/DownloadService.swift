@@ -39,7 +39,12 @@ public final class DownloadService: Sendable {
         try Self.checkSameFileSystem(configuration)
         lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         authenticator = try Authenticator(tokens: configuration.apiTokens, tokensFile: configuration.apiTokensFile)
-        let store = try SQLiteStore(path: configuration.databasePath, readers: HTTPServer.eventLoopCount + 1)
+        let store: SQLiteStore
+        do {
+            store = try SQLiteStore(path: configuration.databasePath, readers: HTTPServer.eventLoopCount + 1)
+        } catch {
+            throw Configuration.Invalid(description: "FETCHD_DATA_DIR (--data-dir) \(configuration.dataDirectory): the database cannot be used: \(error)")
+        }
         self.store = store
         let engine = TransferEngine(logger: logger)
         self.engine = engine

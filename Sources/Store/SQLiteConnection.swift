@@ -9,7 +9,15 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     public var code: Int32
     public var message: String
     public var statement: String?
-    public var description: String { statement.map { "\(message) (in: \($0))" } ?? message }
+
+    /// One line (start-up errors and log lines are one line each): the message, then the statement
+    /// with its whitespace collapsed, cut short if long (a migration is many statements).
+    public var description: String {
+        guard let statement else { return message }
+        let line = statement.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let limit = 300
+        return "\(message) (in: \(line.count > limit ? line.prefix(limit) + "…" : line))"
+    }
     public var isConstraintViolation: Bool { code & 0xFF == SQLITE_CONSTRAINT }
 }
 

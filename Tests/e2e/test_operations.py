@@ -66,6 +66,17 @@ def test_a_directory_that_cannot_be_made_stops_start_up_naming_the_setting_and_t
         assert part in lines[0], f"{part!r} missing from {lines[0]!r}"
 
 
+def test_a_data_dir_holding_something_that_is_not_a_database_stops_start_up_naming_the_setting(fetchd):
+    fd = fetchd(start=False)
+    fd.data_dir.mkdir(parents=True)
+    (fd.data_dir / "fetchd.sqlite").write_bytes(b"these are not the pages you are looking for" * 200)
+    run = subprocess.run([str(fd.binary)], env=fd.env(), capture_output=True, timeout=20)
+    assert run.returncode == 2
+    lines = run.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "FETCHD_DATA_DIR" in lines[0] and "not a database" in lines[0], lines[0]
+
+
 def test_an_unknown_flag_is_a_usage_error(fetchd_bin):
     run = subprocess.run([str(fetchd_bin), "--max-transfer", "4"], capture_output=True, timeout=20)
     assert run.returncode == 2
