@@ -34,14 +34,19 @@ BAD_CONFIGURATIONS = [
 ]
 
 
-@pytest.mark.parametrize("env,named", BAD_CONFIGURATIONS, ids=[next(iter(e)) + "=" + next(iter(e.values())) for e, _ in BAD_CONFIGURATIONS])
-def test_a_bad_configuration_stops_start_up_with_one_line_and_exit_code_2(fetchd, env, named):
-    fd = fetchd(env=env, start=False)
+def start_up_error(fd) -> str:
+    """Runs fd's binary, which must stop at start with exit code 2 and one line: returns it."""
     run = subprocess.run([str(fd.binary)], env=fd.env(), capture_output=True, timeout=20)
     assert run.returncode == 2
     lines = run.stderr.decode().strip().splitlines()
     assert len(lines) == 1, lines
-    assert named in lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("env,named", BAD_CONFIGURATIONS, ids=[next(iter(e)) + "=" + next(iter(e.values())) for e, _ in BAD_CONFIGURATIONS])
+def test_a_bad_configuration_stops_start_up_with_one_line_and_exit_code_2(fetchd, env, named):
+    fd = fetchd(env=env, start=False)
+    assert named in start_up_error(fd)
 
 
 @pytest.mark.parametrize("setting,flag", [("FETCHD_DATA_DIR", "--data-dir"), ("FETCHD_DOWNLOAD_ROOT", "--download-root")])
@@ -58,23 +63,17 @@ def test_a_directory_that_cannot_be_made_stops_start_up_naming_the_setting_and_t
     except OSError as e:
         reason = e.strerror
     fd = fetchd(env={setting: str(path)}, start=False)
-    run = subprocess.run([str(fd.binary)], env=fd.env(), capture_output=True, timeout=20)
-    assert run.returncode == 2
-    lines = run.stderr.decode().strip().splitlines()
-    assert len(lines) == 1, lines
+    line = start_up_error(fd)
     for part in (setting, flag, str(path), reason):
-        assert part in lines[0], f"{part!r} missing from {lines[0]!r}"
+        assert part in line, f"{part!r} missing from {line!r}"
 
 
 def test_a_data_dir_holding_something_that_is_not_a_database_stops_start_up_naming_the_setting(fetchd):
     fd = fetchd(start=False)
     fd.data_dir.mkdir(parents=True)
     (fd.data_dir / "fetchd.sqlite").write_bytes(b"these are not the pages you are looking for" * 200)
-    run = subprocess.run([str(fd.binary)], env=fd.env(), capture_output=True, timeout=20)
-    assert run.returncode == 2
-    lines = run.stderr.decode().strip().splitlines()
-    assert len(lines) == 1, lines
-    assert "FETCHD_DATA_DIR" in lines[0] and "not a database" in lines[0], lines[0]
+    line = start_up_error(fd)
+    assert "FETCHD_DATA_DIR" in line and "not a database" in line, line
 
 
 def test_an_unknown_flag_is_a_usage_error(fetchd_bin):
