@@ -8,11 +8,16 @@ enum DirectoryCreation {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component
-            if mkdir(prefix, 0o755) == 0 || errno == EEXIST && isDirectory(prefix) { continue }
-            let reason = errno == EEXIST ? "it exists and is not a directory" : String(cString: strerror(errno))
+            if mkdir(prefix, 0o755) == 0 { continue }
+            var failure = errno
+            if failure == EEXIST {
+                if isDirectory(prefix) { continue }
+                // What the OS says when a path goes on through a file (and what `mkdir -p` reports).
+                failure = ENOTDIR
+            }
             let env = Setting.all.first { $0.flag == flag }?.env ?? flag
             let step = prefix == "./" + path || prefix == path ? "" : " (at \(prefix))"
-            throw Configuration.Invalid(description: "cannot create \(env) (--\(flag)) \(path)\(step): \(reason)")
+            throw Configuration.Invalid(description: "cannot create \(env) (--\(flag)) \(path)\(step): \(String(cString: strerror(failure)))")
         }
     }
 

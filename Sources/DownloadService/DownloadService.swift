@@ -39,7 +39,12 @@ public final class DownloadService: Sendable {
         try Self.checkSameFileSystem(configuration)
         lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         authenticator = try Authenticator(tokens: configuration.apiTokens, tokensFile: configuration.apiTokensFile)
-        let store = try SQLiteStore(path: configuration.databasePath, readers: HTTPServer.eventLoopCount + 1)
+        let store: SQLiteStore
+        do {
+            store = try SQLiteStore(path: configuration.databasePath, readers: HTTPServer.eventLoopCount + 1)
+        } catch {
+            throw Configuration.Invalid(description: "FETCHD_DATA_DIR (--data-dir) \(configuration.dataDirectory): the database cannot be used: \(error)")
+        }
         self.store = store
         let engine = TransferEngine(logger: logger)
         self.engine = engine
@@ -92,7 +97,7 @@ public final class DownloadService: Sendable {
         let staged = configuration.partialDirectory + probe
         let placed = configuration.downloadRoot + probe
         let fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Configuration.Invalid(description: describeErrno("cannot write in the staging directory \(configuration.partialDirectory)")) }
+        guard fd >= 0 else { throw Configuration.Invalid(description: describeErrno("cannot write in the staging directory FETCHD_STAGING_DIR (--staging-dir) \(configuration.partialDirectory)")) }
         close(fd)
         defer {
             unlink(staged)
@@ -102,7 +107,7 @@ public final class DownloadService: Sendable {
         guard link(staged, placed) == 0 else {
             throw Configuration.Invalid(description: errno == EXDEV
                 ? "the staging directory \(configuration.partialDirectory) and FETCHD_DOWNLOAD_ROOT \(configuration.downloadRoot) are not on one file system mount, so downloads cannot be moved into place atomically: set FETCHD_STAGING_DIR (--staging-dir) to a directory under the download root, e.g. \(configuration.downloadRoot)/.fetchd-partial"
-                : describeErrno("cannot link from the staging directory \(configuration.partialDirectory) into \(configuration.downloadRoot)"))
+                : describeErrno("cannot link from the staging directory \(configuration.partialDirectory) into FETCHD_DOWNLOAD_ROOT (--download-root) \(configuration.downloadRoot)"))
         }
     }
 

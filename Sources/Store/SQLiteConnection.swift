@@ -3,10 +3,21 @@ import CSQLite
 /// SQLite's "copy this buffer now" destructor, which the C macro SQLITE_TRANSIENT spells as -1.
 let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
+/// A database failure: SQLite's result code and message, and the SQL text of the statement that
+/// failed (with its `?` placeholders, never the values bound to them: those may be URLs with secrets).
 public struct StoreError: Error, CustomStringConvertible, Sendable {
     public var code: Int32
     public var message: String
-    public var description: String { message }
+    public var statement: String?
+
+    /// One line (start-up errors and log lines are one line each): the message, then the statement
+    /// with its whitespace collapsed, cut short if long (a migration is many statements).
+    public var description: String {
+        guard let statement else { return message }
+        let line = statement.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let limit = 300
+        return "\(message) (in: \(line.count > limit ? line.prefix(limit) + "…" : line))"
+    }
     public var isConstraintViolation: Bool { code & 0xFF == SQLITE_CONSTRAINT }
 }
 
@@ -44,7 +55,7 @@ final class SQLiteConnection {
         if rc != SQLITE_OK {
             let message = errorMessage.map { String(cString: $0) } ?? "error \(rc)"
             sqlite3_free(errorMessage)
-            throw StoreError(code: rc, message: message)
+            throw StoreError(code: rc, message: message, statement: sql)
         }
     }
 
@@ -56,16 +67,16 @@ final class SQLiteConnection {
         }
         var raw: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
-        guard rc == SQLITE_OK, let raw else { throw error(rc) }
-        let statement = Statement(raw, connection: self)
+        guard rc == SQLITE_OK, let raw else { throw error(rc, in: sql) }
+        let statement = Statement(raw, sql: sql, connection: self)
         statements[sql] = statement
         return statement
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 
-    func error(_ rc: Int32) -> StoreError {
-        StoreError(code: rc, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "database closed")
+    func error(_ rc: Int32, in sql: String) -> StoreError {
+        StoreError(code: rc, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "database closed", statement: sql)
     }
 
     /// Runs `body` in one IMMEDIATE transaction (the write lock is taken up front), rolling back on error.

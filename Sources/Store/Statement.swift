@@ -9,13 +9,17 @@ enum SQLValue {
     case blob([UInt8])
 }
 
-/// A prepared statement. Parameters bind by position, starting at 1, in the order given.
+/// A prepared statement. Parameters bind by position, starting at 1, in the order given; every
+/// execution binds all of them (checked in debug builds).
 final class Statement {
     private let raw: OpaquePointer
+    /// The SQL text, for errors: placeholders only, never bound values.
+    let sql: String
     private unowned let connection: SQLiteConnection
 
-    init(_ raw: OpaquePointer, connection: SQLiteConnection) {
+    init(_ raw: OpaquePointer, sql: String, connection: SQLiteConnection) {
         self.raw = raw
+        self.sql = sql
         self.connection = connection
     }
 
@@ -27,6 +31,10 @@ final class Statement {
     }
 
     func bind(_ values: [SQLValue]) throws {
+        // A count that does not match is a bug in the caller's SQL or its value list, not a
+        // database condition: a missing value would silently be NULL.
+        assert(values.count == Int(sqlite3_bind_parameter_count(raw)),
+               "\(values.count) values bound to \(sqlite3_bind_parameter_count(raw)) parameters of: \(sql)")
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
             let rc: Int32
@@ -37,7 +45,7 @@ final class Statement {
             case .text(let v): rc = sqlite3_bind_text(raw, index, v, -1, sqliteTransient)
             case .blob(let v): rc = v.withUnsafeBytes { sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), sqliteTransient) }
             }
-            guard rc == SQLITE_OK else { throw connection.error(rc) }
+            guard rc == SQLITE_OK else { throw connection.error(rc, in: sql) }
         }
     }
 
@@ -46,7 +54,7 @@ final class Statement {
         try bind(values)
         defer { sqlite3_reset(raw) }
         let rc = sqlite3_step(raw)
-        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw connection.error(rc) }
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw connection.error(rc, in: sql) }
     }
 
     /// Executes a query and maps every row.
@@ -57,7 +65,7 @@ final class Statement {
         while true {
             let rc = sqlite3_step(raw)
             if rc == SQLITE_DONE { return rows }
-            guard rc == SQLITE_ROW else { throw connection.error(rc) }
+            guard rc == SQLITE_ROW else { throw connection.error(rc, in: sql) }
             rows.append(try map(Row(raw: raw)))
         }
     }

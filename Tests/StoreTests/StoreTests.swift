@@ -66,6 +66,24 @@ extension SQLiteStore {
         #expect(sqlite3_exec(handle, "UPDATE downloads SET state = 'exploded'", nil, nil, nil) == SQLITE_CONSTRAINT)
     }
 
+    @Test func aFailedStatementNamesItsSQLButNotItsValues() throws {
+        let db = try TemporaryStore()
+        _ = try db.store.insert(makeDownload("01A"), idempotency: nil)
+        let sql = """
+            UPDATE downloads
+            SET state = ? WHERE id = ?
+            """
+        let secret = "https://user:hunter2@example.com/?token=s3cr3t"
+        #expect {
+            try db.store.withConnection { connection in try connection.prepare(sql).run([.text(secret), .text("01A")]) }
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.isConstraintViolation && error.statement == sql
+                && "\(error)".hasSuffix("(in: UPDATE downloads SET state = ? WHERE id = ?)") && !"\(error)".contains("\n")
+                && !"\(error)".contains("hunter2") && !"\(error)".contains("s3cr3t")
+        }
+    }
+
     @Test func aDatabaseFromANewerFetchdIsRefused() throws {
         let directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -30,18 +31,49 @@ BAD_CONFIGURATIONS = [
     ({"FETCHD_MAX_DOWNLOAD_BYTES": "1TB"}, "FETCHD_MAX_DOWNLOAD_BYTES"),
     ({"FETCHD_LOG_FORMAT": "xml"}, "FETCHD_LOG_FORMAT"),
     ({"FETCHD_API_TOKENS_FILE": "/nonexistent/tokens"}, "FETCHD_API_TOKENS_FILE"),
-    ({"FETCHD_DATA_DIR": "/proc/fetchd-cannot-be-here"}, "/proc/fetchd-cannot-be-here"),
 ]
+
+
+def start_up_error(fd) -> str:
+    """Runs fd's binary, which must stop at start with exit code 2 and one line: returns it."""
+    run = subprocess.run([str(fd.binary)], env=fd.env(), capture_output=True, timeout=20)
+    assert run.returncode == 2
+    lines = run.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
 
 
 @pytest.mark.parametrize("env,named", BAD_CONFIGURATIONS, ids=[next(iter(e)) + "=" + next(iter(e.values())) for e, _ in BAD_CONFIGURATIONS])
 def test_a_bad_configuration_stops_start_up_with_one_line_and_exit_code_2(fetchd, env, named):
     fd = fetchd(env=env, start=False)
-    run = subprocess.run([str(fd.binary)], env=fd.env(), capture_output=True, timeout=20)
-    assert run.returncode == 2
-    lines = run.stderr.decode().strip().splitlines()
-    assert len(lines) == 1, lines
-    assert named in lines[0]
+    assert named in start_up_error(fd)
+
+
+@pytest.mark.parametrize("setting,flag", [("FETCHD_DATA_DIR", "--data-dir"), ("FETCHD_DOWNLOAD_ROOT", "--download-root")])
+@pytest.mark.parametrize("where", ["under /proc", "under a file"])
+def test_a_directory_that_cannot_be_made_stops_start_up_naming_the_setting_and_the_os_reason(fetchd, tmp_path, setting, flag, where):
+    if where == "under a file":
+        (tmp_path / "a-file").write_bytes(b"not a directory")
+        path = tmp_path / "a-file" / "fetchd"
+    else:
+        path = Path("/proc/fetchd-cannot-be-here/fetchd")
+    try:  # the operating system's reason, whichever it is for this path and this user
+        os.makedirs(path)
+        pytest.fail(f"{path} could be created")
+    except OSError as e:
+        reason = e.strerror
+    fd = fetchd(env={setting: str(path)}, start=False)
+    line = start_up_error(fd)
+    for part in (setting, flag, str(path), reason):
+        assert part in line, f"{part!r} missing from {line!r}"
+
+
+def test_a_data_dir_holding_something_that_is_not_a_database_stops_start_up_naming_the_setting(fetchd):
+    fd = fetchd(start=False)
+    fd.data_dir.mkdir(parents=True)
+    (fd.data_dir / "fetchd.sqlite").write_bytes(b"these are not the pages you are looking for" * 200)
+    line = start_up_error(fd)
+    assert "FETCHD_DATA_DIR" in line and "not a database" in line, line
 
 
 def test_an_unknown_flag_is_a_usage_error(fetchd_bin):
