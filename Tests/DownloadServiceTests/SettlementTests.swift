@@ -9,6 +9,14 @@ import Transfer
 @Suite struct SettlementTests {
     let body = Array("the whole file\n".utf8)
 
+    /// A fresh store with job j1 running and `partial` in its partial file (whose digest it returns).
+    func jobRunning(partial: [UInt8], expectedSHA256: String? = nil) throws -> (ServiceFixture, Download, digest: String) {
+        let fixture = try ServiceFixture()
+        try fixture.submit("j1", expectedSHA256: expectedSHA256)
+        let job = try fixture.claim("j1")
+        return (fixture, job, try fixture.writePartial("j1", partial))
+    }
+
     /// Settles `result` for the job as it runs now, two seconds after its attempt started.
     func settlement(_ fixture: ServiceFixture, _ job: Download, _ result: TransferResult, jitter: Double = 0.5,
                     context: SettlementContext? = nil) -> Settlement {
@@ -27,10 +35,7 @@ import Transfer
     }
 
     @Test func aCompletedTransferIsPlacedAndCommitted() throws {
-        let fixture = try ServiceFixture()
-        try fixture.submit("j1")
-        let running = try fixture.claim("j1")
-        let digest = try fixture.writePartial("j1", body)
+        let (fixture, running, digest) = try jobRunning(partial: body)
 
         let write = settlement(fixture, running, finished(body, digest: digest)).settle()
         // Placed before the commit, and the partial file kept until the commit says the job is done.
@@ -55,10 +60,7 @@ import Transfer
     /// sooner than a Retry-After), keeping the bytes received for a resume.
     @Test(arguments: [(0.0, nil, 7_500), (0.5, nil, 10_000), (0.0, 120.0, 120_000)] as [(Double, Double?, Int64)])
     func aTransientFailureIsRetriedLater(jitter: Double, retryAfter: Double?, delay: Int64) throws {
-        let fixture = try ServiceFixture()
-        try fixture.submit("j1")
-        let running = try fixture.claim("j1")
-        try fixture.writePartial("j1", Array(body.prefix(4)))
+        let (fixture, running, _) = try jobRunning(partial: Array(body.prefix(4)))
 
         let result = TransferResult(httpStatus: 503, bytesOnDisk: 4, bytesThisAttempt: 4, retryAfter: retryAfter)
         #expect(try fixture.commit(settlement(fixture, running, result, jitter: jitter).settle()) == [true])
@@ -77,10 +79,7 @@ import Transfer
     }
 
     @Test func aPermanentFailureFailsTheJobAndDropsItsData() throws {
-        let fixture = try ServiceFixture()
-        try fixture.submit("j1")
-        let running = try fixture.claim("j1")
-        try fixture.writePartial("j1", Array(body.prefix(4)))
+        let (fixture, running, _) = try jobRunning(partial: Array(body.prefix(4)))
 
         let result = TransferResult(httpStatus: 404, bytesOnDisk: 4)
         #expect(try fixture.commit(settlement(fixture, running, result).settle()) == [true])
@@ -96,11 +95,7 @@ import Transfer
     }
 
     @Test func aChecksumMismatchFailsWithoutPlacingTheFile() throws {
-        let fixture = try ServiceFixture()
-        let expected = String(repeating: "0", count: 64)
-        try fixture.submit("j1", expectedSHA256: expected)
-        let running = try fixture.claim("j1")
-        let digest = try fixture.writePartial("j1", body)
+        let (fixture, running, digest) = try jobRunning(partial: body, expectedSHA256: String(repeating: "0", count: 64))
 
         #expect(try fixture.commit(settlement(fixture, running, finished(body, digest: digest)).settle()) == [true])
 
@@ -128,10 +123,7 @@ import Transfer
     }
 
     @Test func aPausedTransferKeepsItsProgressAndData() throws {
-        let fixture = try ServiceFixture()
-        try fixture.submit("j1")
-        let running = try fixture.claim("j1")
-        try fixture.writePartial("j1", Array(body.prefix(6)))
+        let (fixture, running, _) = try jobRunning(partial: Array(body.prefix(6)))
         try clientMoves(fixture, running, to: .paused)
 
         #expect(try fixture.commit(settlement(fixture, running, stoppedResult(bytes: 6)).stopped(.pause)) == [true, true])
@@ -147,10 +139,7 @@ import Transfer
     }
 
     @Test func aCancelledTransferLosesItsData() throws {
-        let fixture = try ServiceFixture()
-        try fixture.submit("j1")
-        let running = try fixture.claim("j1")
-        try fixture.writePartial("j1", Array(body.prefix(6)))
+        let (fixture, running, _) = try jobRunning(partial: Array(body.prefix(6)))
         try clientMoves(fixture, running, to: .cancelled)
 
         #expect(try fixture.commit(settlement(fixture, running, stoppedResult(bytes: 6)).stopped(.cancel)) == [true])
@@ -162,10 +151,7 @@ import Transfer
     }
 
     @Test func aTransferStoppedByShutdownGoesBackToTheQueue() throws {
-        let fixture = try ServiceFixture()
-        try fixture.submit("j1")
-        let running = try fixture.claim("j1")
-        try fixture.writePartial("j1", Array(body.prefix(6)))
+        let (fixture, running, _) = try jobRunning(partial: Array(body.prefix(6)))
 
         #expect(try fixture.commit(settlement(fixture, running, stoppedResult(bytes: 6)).stopped(.shutdown)) == [true])
 
@@ -187,10 +173,7 @@ import Transfer
     /// known to be cancelled, never because reading the job's state failed.
     @Test(arguments: [(DownloadState.cancelled, false, false), (.cancelled, true, true), (.paused, false, true)])
     func aCompletionOvertakenByAClientKeepsDataUnlessSurelyCancelled(client: DownloadState, readFails: Bool, kept: Bool) throws {
-        let fixture = try ServiceFixture()
-        try fixture.submit("j1")
-        let running = try fixture.claim("j1")
-        let digest = try fixture.writePartial("j1", body)
+        let (fixture, running, digest) = try jobRunning(partial: body)
         let context = readFails ? fixture.settlementContext(read: { _ in throw ReadFailed() }) : fixture.settlementContext()
 
         let write = settlement(fixture, running, finished(body, digest: digest), context: context).settle()

@@ -68,19 +68,29 @@ import Transfer
         #expect(last.retryAt == nil)
     }
 
-    /// A delivery answered 500 is kept for the schedule's next time, sent again then, and settled
-    /// by a 2xx; the session's `session.finished` waits for it and follows.
-    @Test func theDispatcherRecordsARetryThenTheDelivery() throws {
-        let fixture = try ServiceFixture()
+    /// Records `download.cancelled` and `session.finished` for the global subscriber, as a client's cancel does.
+    func cancelTheSessionsOnlyJob(_ fixture: ServiceFixture) throws {
         var job = try fixture.submit("j1")
         job.state = .cancelled
         job.finishedAt = fixture.clock.now
         let now = fixture.clock.now
         #expect(try fixture.store.update(job, expecting: [.queued], events: [fixture.events.terminal(job, now: now)],
                                          sessionFinished: { [fixture.events.sessionFinished($0, now: now)] }))
+    }
+
+    func dispatcher(_ store: any JobStore, _ sender: FakeWebhookSender, _ fixture: ServiceFixture) -> WebhookDispatcher {
+        WebhookDispatcher(store: store, sender: sender, policy: policy, metrics: fixture.metrics, clock: fixture.clock.clock,
+                          logger: ServiceFixture.quiet)
+    }
+
+    /// A delivery answered 500 is kept for the schedule's next time, sent again then, and settled
+    /// by a 2xx; the session's `session.finished` waits for it and follows.
+    @Test func theDispatcherRecordsARetryThenTheDelivery() throws {
+        let fixture = try ServiceFixture()
+        try cancelTheSessionsOnlyJob(fixture)
+        let now = fixture.clock.now
         let sender = FakeWebhookSender()
-        let dispatcher = WebhookDispatcher(store: fixture.store, sender: sender, policy: policy, metrics: fixture.metrics,
-                                           clock: fixture.clock.clock, logger: ServiceFixture.quiet)
+        let dispatcher = dispatcher(fixture.store, sender, fixture)
         defer { dispatcher.stop() }
 
         dispatcher.poke()
@@ -113,5 +123,28 @@ import Transfer
         #expect(metrics.contains("fetchd_webhook_deliveries_total{outcome=\"retry\"} 1\n"))
         #expect(metrics.contains("fetchd_webhook_deliveries_total{outcome=\"delivered\"} 2\n"))
         #expect(sender.all.count == 3)
+    }
+
+    /// An answer that cannot be recorded (the database cannot be written) is not sent again while
+    /// the store fails: it is recorded once the store takes writes again.
+    @Test func anAnswerNotRecordedIsRecordedLaterNotSentAgain() throws {
+        let fixture = try ServiceFixture()
+        try cancelTheSessionsOnlyJob(fixture)
+        let store = DeliveryRecordingFails(fixture.store)
+        let sender = FakeWebhookSender()
+        let dispatcher = dispatcher(store, sender, fixture)
+        defer { dispatcher.stop() }
+
+        dispatcher.poke()
+        #expect(eventually { sender.all.count == 1 })
+        sender.all[0].answer(TransferResult(httpStatus: 200))
+        #expect(eventually { store.failures.load(ordering: .sequentiallyConsistent) > 0 })
+        dispatcher.queue.sync {}  // the turn whose recording failed is over
+        #expect(sender.all.count == 1)
+
+        store.failing.store(false, ordering: .sequentiallyConsistent)
+        #expect(eventually { sender.all.count == 2 })
+        #expect(sender.all.map(\.delivery.type) == ["download.cancelled", "session.finished"])
+        #expect(try fixture.store.webhookBacklog().pending == 1)  // session.finished, not answered yet
     }
 }
