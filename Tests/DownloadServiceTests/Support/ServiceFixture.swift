@@ -132,8 +132,10 @@ func writeFile(_ path: String, _ bytes: [UInt8]) throws -> String {
     return SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
 }
 
+/// The file's length; 0 if there is none.
 func fileSize(_ path: String) -> Int64 {
-    ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
+    var info = stat()
+    return stat(path, &info) == 0 ? Int64(info.st_size) : 0
 }
 
 /// Waits until `condition` holds, looking every millisecond for at most `timeout`: for work the
