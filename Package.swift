@@ -51,7 +51,11 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Persistence", "DownloadCore", "CSQLite"]),
         // What every JobStore backend must do; each backend is one entry of StoreBackend.all.
         .testTarget(name: "StoreConformanceTests", dependencies: ["Store", "Persistence", "DownloadCore"]),
-        .testTarget(name: "DownloadServiceTests", dependencies: ["DownloadService", "DownloadCore", "Store", "HTTPServer"]),
+        .testTarget(name: "DownloadServiceTests", dependencies: [
+            "DownloadService", "DownloadCore", "Persistence", "Store", "Transfer", "HTTPServer",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

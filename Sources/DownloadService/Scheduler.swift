@@ -51,8 +51,9 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private lazy var pendingWrites = NextTurnBatch<JobWrite>(queue: queue) { [unowned self] in self.commit($0) }
     /// Writes whose commit failed (the database could not be written): committed again, before
     /// anything newer, until they are saved.
-    private var unsavedWrites: [JobWrite] = []
-    private var commitRetryArmed = false
+    private lazy var unsavedWrites = UnsavedBatch<JobWrite>(queue: queue, delay: .milliseconds(Int(Self.storeRetryInterval))) {
+        [unowned self] in self.commit([])
+    }
     private var attemptsEnded = false
     private var stopping = false
     private var drained: CheckedContinuation<Void, Never>?
@@ -314,8 +315,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// commit could not save), after one fsync per directory files were placed in; then one
     /// scheduling pass for all the slots that attempts freed.
     private func commit(_ writes: [JobWrite]) {
-        let batch = unsavedWrites + writes
-        unsavedWrites = []
+        let batch = unsavedWrites.take(adding: writes)
         guard !batch.isEmpty else { return }
         PlacedDirectory.sync(batch.compactMap(\.placedIn))
         do {
@@ -329,14 +329,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             // Nothing of the batch is saved; the jobs stay `running` in the database, so nothing
             // else claims them, and their settlement is tried again until the store takes it.
             logger.error("job states not saved; trying again", metadata: ["jobs": "\(batch.count)", "error": "\(error)"])
-            unsavedWrites = batch
-            if !commitRetryArmed {
-                commitRetryArmed = true
-                queue.asyncAfter(deadline: .now() + .milliseconds(Int(Self.storeRetryInterval))) {
-                    self.commitRetryArmed = false
-                    self.commit([])
-                }
-            }
+            unsavedWrites.keep(batch)
             return
         }
         guard attemptsEnded else { return }

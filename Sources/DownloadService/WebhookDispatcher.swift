@@ -22,6 +22,11 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     /// Outcomes waiting to be recorded together at the queue's next turn.
     private lazy var outcomes = NextTurnBatch<DeliveryAttempt>(queue: queue) { [unowned self] in self.record($0) }
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(10)) { [unowned self] in self.deliverDue() }
+    /// Outcomes the store could not record: recorded again until it takes them, their deliveries
+    /// kept in flight meanwhile, so an answered delivery is not sent again for every failed write.
+    private lazy var unrecorded = UnsavedBatch<DeliveryAttempt>(queue: queue, delay: .milliseconds(Int(Scheduler.storeRetryInterval))) {
+        [unowned self] in self.record([])
+    }
     private var stopping = false
 
     init(store: any JobStore, sender: any WebhookSending, policy: DeliveryPolicy, metrics: Metrics, clock: Clock, logger: Logger) {
@@ -77,12 +82,15 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     }
 
     /// Records every outcome since the last turn in one transaction, then fills the freed slots.
-    private func record(_ batch: [DeliveryAttempt]) {
+    private func record(_ newer: [DeliveryAttempt]) {
+        let batch = unrecorded.take(adding: newer)
         do {
             try store.recordDeliveryAttempts(batch)
         } catch {
-            // Still pending in the database: each is sent again (at least once, as webhooks promise).
-            logger.error("webhook deliveries not recorded", metadata: ["deliveries": "\(batch.count)", "error": "\(error)"])
+            // Still pending in the database, so sent again after a restart (at least once, as webhooks promise).
+            logger.error("webhook deliveries not recorded; trying again", metadata: ["deliveries": "\(batch.count)", "error": "\(error)"])
+            unrecorded.keep(batch)
+            return
         }
         for attempt in batch { inFlight.remove(attempt.delivery.key) }
         deliverDue()

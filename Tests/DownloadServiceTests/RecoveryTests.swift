@@ -1,0 +1,69 @@
+import DownloadCore
+@testable import DownloadService
+import Foundation
+import Testing
+
+/// The start after a crash: what was running when fetchd stopped, and partial files left behind.
+@Suite struct RecoveryTests {
+    func recover(_ fixture: ServiceFixture) throws {
+        try Recovery(store: fixture.store, files: fixture.files, partials: fixture.partials, events: fixture.events,
+                     logger: ServiceFixture.quiet).run(now: fixture.clock.now)
+    }
+
+    /// Crashed after the finished file was linked into place and before the completion was committed.
+    @Test func aPlacedButUncommittedCompletionIsCommitted() throws {
+        let fixture = try ServiceFixture()
+        try fixture.submit("j1")
+        _ = try fixture.claim("j1")
+        let body = Array("finished before the crash\n".utf8)
+        let digest = try fixture.writePartial("j1", body)
+        try FileManager.default.createDirectory(atPath: fixture.files.root + "/files", withIntermediateDirectories: true)
+        try FileManager.default.linkItem(atPath: fixture.partials.path("j1"), toPath: fixture.files.root + "/files/j1")
+
+        fixture.clock.advance(by: .seconds(30))
+        try recover(fixture)
+
+        let done = try fixture.job("j1")
+        #expect(done.state == .completed)
+        #expect(done.sha256 == digest)
+        #expect(done.bytesReceived == Int64(body.count))
+        #expect(done.finishedAt == fixture.clock.now)
+        #expect(fixture.destinationBytes("files/j1") == body)
+        #expect(!fixture.partialExists("j1"))
+        #expect(try fixture.webhooksDue() == ["download.completed"])
+    }
+
+    @Test func anInterruptedTransferIsQueuedWithWhatItsFileHolds() throws {
+        let fixture = try ServiceFixture()
+        try fixture.submit("j1")
+        _ = try fixture.claim("j1")
+        try fixture.writePartial("j1", Array("half".utf8))
+
+        fixture.clock.advance(by: .seconds(30))
+        try recover(fixture)
+
+        let queued = try fixture.job("j1")
+        #expect(queued.state == .queued)
+        #expect(queued.bytesReceived == 4)
+        #expect(queued.runAt == fixture.clock.now)
+        #expect(fixture.partialExists("j1"))
+        #expect(fixture.destinationBytes("files/j1") == nil)
+        #expect(try fixture.webhooksDue() == [])
+    }
+
+    /// Partial files of no job or of a finished one go; those of jobs that may still resume stay.
+    @Test func partialFilesNoLiveJobOwnsAreRemoved() throws {
+        let fixture = try ServiceFixture()
+        for id in ["queued", "paused", "failed"] { try fixture.submit(id) }
+        for (id, state) in [("paused", DownloadState.paused), ("failed", .failed)] {
+            var job = try fixture.job(id)
+            job.state = state
+            #expect(try fixture.store.update(job, expecting: [.queued]))
+        }
+        for id in ["queued", "paused", "failed", "orphan"] { try fixture.writePartial(id, [1, 2, 3]) }
+
+        try recover(fixture)
+
+        #expect(fixture.partials.ids().sorted() == ["paused", "queued"])
+    }
+}

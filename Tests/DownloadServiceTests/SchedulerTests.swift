@@ -1,0 +1,129 @@
+import DownloadCore
+@testable import DownloadService
+import Persistence
+import Testing
+import Transfer
+
+/// Scheduling passes over a real store with a fake engine: which attempts start, in which order,
+/// what a client then reads, and that an attempt ending frees its slot for the next job.
+@Suite struct SchedulerTests {
+    /// A scheduler whose running transfers are stopped (and its timer disarmed) at the end.
+    struct Running {
+        let fixture: ServiceFixture
+        let transfers = FakeTransfers()
+        let scheduler: Scheduler
+
+        init(_ settings: [String: String]) throws {
+            fixture = try ServiceFixture()
+            scheduler = try fixture.scheduler(settings, transfers: transfers)
+        }
+
+        /// One scheduling pass, on the scheduler's queue as every pass runs.
+        func pass() {
+            scheduler.queue.sync { scheduler.schedule() }
+        }
+
+        func states(_ ids: [String]) throws -> [DownloadState] {
+            try ids.map { try fixture.job($0).state }
+        }
+
+        func waitingFor(_ id: String) throws -> WaitingFor? {
+            scheduler.waitingFor(try fixture.job(id), load: scheduler.loadSnapshot(), now: fixture.clock.now)
+        }
+
+        /// Ends a job's attempt as the engine would after a whole 200 body was written.
+        func succeed(_ id: String, body: [UInt8]) throws {
+            let attempt = try #require(transfers.all.last { $0.jobID == id })
+            let digest = try writeFile(attempt.partialPath, body)
+            let size = Int64(body.count)
+            transfers.complete(id, with: TransferResult(httpStatus: 200, bytesOnDisk: size, bytesThisAttempt: size,
+                                                        bytesExpected: size, sha256: digest))
+        }
+
+        func stop() async {
+            await scheduler.shutdown(timeout: .seconds(5))
+        }
+    }
+
+    @Test func priorityFirstThenSessionsTakeTurns() async throws {
+        let run = try Running(["max-transfers": "3"])
+        for id in ["j1", "j2", "j3"] { try run.fixture.submit(id, session: "bulk") }
+        try run.fixture.submit("j4", session: "single")
+        try run.fixture.submit("j5", session: "bulk", priority: 0.9)
+
+        run.pass()
+
+        // j4 came after all of bulk's jobs but takes its turn before bulk's second.
+        #expect(run.transfers.jobIDs == ["j5", "j1", "j4"])
+        #expect(run.transfers.all.map(\.partialPath) == ["j5", "j1", "j4"].map(run.fixture.partials.path))
+        #expect(try run.states(["j1", "j2", "j3", "j4", "j5"]) == [.running, .queued, .queued, .running, .running])
+        #expect(try run.fixture.job("j5").attempts == 1)
+        #expect(try run.waitingFor("j2") == .slot)
+
+        let body = Array("j5's bytes".utf8)
+        try run.succeed("j5", body: body)
+        #expect(eventually { run.transfers.jobIDs.count == 4 })
+        #expect(run.transfers.jobIDs.last == "j2")
+        #expect(try run.fixture.job("j5").state == .completed)
+        #expect(run.fixture.destinationBytes("files/j5") == body)
+        #expect(try run.states(["j2", "j3"]) == [.running, .queued])
+
+        // Shutting down stops every transfer and puts its job back in the queue.
+        await run.stop()
+        #expect(try run.states(["j1", "j2", "j4"]) == [.queued, .queued, .queued])
+        #expect(try run.fixture.store.attempts(of: "j1").map(\.outcome) == ["interrupted"])
+    }
+
+    @Test func aHostGetsNoMoreThanItsLimit() async throws {
+        let run = try Running(["max-transfers": "10", "max-transfers-per-host": "2"])
+        for id in ["j1", "j2", "j3"] { try run.fixture.submit(id, host: "busy.example") }
+        try run.fixture.submit("j4", host: "other.example")
+
+        run.pass()
+
+        #expect(run.transfers.jobIDs == ["j1", "j2", "j4"])
+        #expect(try run.states(["j1", "j2", "j3", "j4"]) == [.running, .running, .queued, .running])
+        #expect(try run.waitingFor("j3") == .hostLimit)
+
+        run.transfers.complete("j1", with: TransferResult(httpStatus: 404))
+        #expect(eventually { run.transfers.jobIDs.count == 4 })
+        #expect(run.transfers.jobIDs.last == "j3")
+        #expect(try run.fixture.job("j1").state == .failed)
+        #expect(try run.fixture.job("j3").state == .running)
+        await run.stop()
+    }
+
+    @Test func discretionaryJobsGetTheirShareOfSlots() async throws {
+        let run = try Running(["max-transfers": "4", "discretionary-max-share": "0.5"])
+        for id in ["d1", "d2", "d3"] { try run.fixture.submit(id, discretionary: true) }
+        try run.fixture.submit("n1")
+
+        run.pass()
+
+        #expect(run.transfers.jobIDs == ["n1", "d1", "d2"])
+        #expect(try run.states(["d1", "d2", "d3", "n1"]) == [.running, .running, .queued, .running])
+        #expect(try run.waitingFor("d3") == .discretionary)
+        await run.stop()
+    }
+
+    /// Outside the window only normal jobs start, and discretionary ones that waited their maximum
+    /// delay; when the window opens the rest start.
+    @Test func discretionaryJobsWaitForTheirWindow() async throws {
+        let run = try Running(["discretionary-window": "01:00-06:00", "discretionary-max-delay": "24h"])
+        try run.fixture.submit("d1", discretionary: true)
+        try run.fixture.submit("aged", discretionary: true, createdAt: ServiceFixture.start - 25 * 3_600_000)
+        try run.fixture.submit("n1")
+
+        run.pass()  // at 12:00 UTC
+
+        #expect(run.transfers.jobIDs == ["aged", "n1"])
+        #expect(try run.fixture.job("d1").state == .queued)
+        #expect(try run.waitingFor("d1") == .discretionary)
+
+        run.fixture.clock.advance(by: .seconds(13 * 3600))  // 01:00 UTC
+        run.pass()
+        #expect(run.transfers.jobIDs == ["aged", "n1", "d1"])
+        #expect(try run.fixture.job("d1").state == .running)
+        await run.stop()
+    }
+}

@@ -1,0 +1,52 @@
+import DownloadCore
+import Persistence
+import Store
+import Synchronization
+
+/// A real store whose recording of webhook delivery outcomes fails while `failing` is set, as
+/// when the database cannot be written; everything else goes to the store.
+final class DeliveryRecordingFails: JobStore {
+    struct WriteFailed: Error {}
+
+    let store: SQLiteStore
+    let failing = Atomic<Bool>(true)
+    /// How many recordings failed.
+    let failures = Atomic<Int>(0)
+
+    init(_ store: SQLiteStore) {
+        self.store = store
+    }
+
+    func recordDeliveryAttempts(_ attempts: [DeliveryAttempt]) throws {
+        if failing.load(ordering: .sequentiallyConsistent) {
+            failures.add(1, ordering: .sequentiallyConsistent)
+            throw WriteFailed()
+        }
+        try store.recordDeliveryAttempts(attempts)
+    }
+
+    func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] { try store.insert(jobs) }
+    func download(id: String) throws -> Download? { try store.download(id: id) }
+    func list(state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage {
+        try store.list(state: state, session: session, limit: limit, cursor: cursor)
+    }
+    func attempts(of id: String) throws -> [AttemptRecord] { try store.attempts(of: id) }
+    func idempotentDownload(principal: String, key: String) throws -> (bodySHA256: String, download: Download)? {
+        try store.idempotentDownload(principal: principal, key: key)
+    }
+    func counts(session: String?) throws -> [DownloadState: Int] { try store.counts(session: session) }
+    func queueDepth() throws -> QueueDepth { try store.queueDepth() }
+    func webhookBacklog() throws -> WebhookBacklog { try store.webhookBacklog() }
+    func apply(_ changes: [StoreChange]) throws -> [Bool] { try store.apply(changes) }
+    func claim(_ pass: ClaimPass) throws -> ClaimResult { try store.claim(pass) }
+    func interruptedJobs() throws -> [Download] { try store.interruptedJobs() }
+    func dueDeliveries(now: Int64, limit: Int, excluding inFlight: Set<String>) throws -> [WebhookDelivery] {
+        try store.dueDeliveries(now: now, limit: limit, excluding: inFlight)
+    }
+    func nextDeliveryAt(after now: Int64) throws -> Int64? { try store.nextDeliveryAt(after: now) }
+    func prune(finishedBefore: Int64, settledBefore: Int64, keysBefore: Int64) throws -> Pruned {
+        try store.prune(finishedBefore: finishedBefore, settledBefore: settledBefore, keysBefore: keysBefore)
+    }
+    func isWritable() -> Bool { store.isWritable() }
+    func close() { store.close() }
+}

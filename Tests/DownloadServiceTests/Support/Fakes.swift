@@ -1,0 +1,83 @@
+@testable import DownloadService
+import Persistence
+import Synchronization
+import Transfer
+
+/// Time that moves only when the test moves it.
+final class FakeClock: Sendable {
+    private let millis: Atomic<Int64>
+
+    init(_ start: Int64) {
+        millis = Atomic(start)
+    }
+
+    var now: Int64 { millis.load(ordering: .sequentiallyConsistent) }
+
+    var clock: Clock { Clock { self.now } }
+
+    func advance(by duration: Duration) {
+        millis.add(duration.wholeMilliseconds, ordering: .sequentiallyConsistent)
+    }
+}
+
+/// Stands in for the transfer engine: records every attempt started and ends it when the test says.
+final class FakeTransfers: TransferRunning {
+    struct Started: Sendable {
+        let id: TransferID
+        let request: TransferRequest
+        let onComplete: @Sendable (TransferResult) -> Void
+
+        /// The job it is an attempt of: the fixture's jobs fetch `/<id>`.
+        var jobID: String { request.url.split(separator: "/").last.map(String.init) ?? "" }
+
+        /// The partial file the attempt writes to.
+        var partialPath: String {
+            guard case .file(let path, _) = request.sink else { return "" }
+            return path
+        }
+    }
+
+    private let started = Mutex<[Started]>([])
+
+    /// Every attempt started so far, in order.
+    var all: [Started] { started.withLock { $0 } }
+    /// The jobs of the attempts started so far, in order.
+    var jobIDs: [String] { all.map(\.jobID) }
+
+    func start(_ request: TransferRequest, onProgress: @escaping @Sendable (TransferProgress) -> Void,
+               onComplete: @escaping @Sendable (TransferResult) -> Void) -> TransferID {
+        started.withLock { list in
+            let id = TransferID(rawValue: UInt64(list.count + 1))
+            list.append(Started(id: id, request: request, onComplete: onComplete))
+            return id
+        }
+    }
+
+    /// As the engine does: the attempt ends as cancelled with its file left as it is.
+    func cancel(_ id: TransferID) {
+        guard let attempt = all.first(where: { $0.id == id }) else { return }
+        attempt.onComplete(TransferResult(failure: .cancelled, bytesOnDisk: fileSize(attempt.partialPath)))
+    }
+
+    /// Ends the latest attempt of a job with `result`.
+    func complete(_ jobID: String, with result: TransferResult) {
+        all.last { $0.jobID == jobID }?.onComplete(result)
+    }
+}
+
+/// Stands in for the HTTP sender of webhooks: records each delivery sent and answers when the test says.
+final class FakeWebhookSender: WebhookSending {
+    struct Sent: Sendable {
+        let delivery: WebhookDelivery
+        let timestamp: Int64
+        let answer: @Sendable (TransferResult) -> Void
+    }
+
+    private let sent = Mutex<[Sent]>([])
+
+    var all: [Sent] { sent.withLock { $0 } }
+
+    func send(_ delivery: WebhookDelivery, timestamp: Int64, completion: @escaping @Sendable (TransferResult) -> Void) {
+        sent.withLock { $0.append(Sent(delivery: delivery, timestamp: timestamp, answer: completion)) }
+    }
+}
