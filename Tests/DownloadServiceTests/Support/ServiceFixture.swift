@@ -64,7 +64,7 @@ final class ServiceFixture: Sendable {
     func submit(_ id: String, host: String = "origin.example", session: String = "s", priority: Double = 0.5,
                 discretionary: Bool = false, createdAt: Int64? = nil, expectedSHA256: String? = nil) throws -> Download {
         let url = "http://\(host)/\(id)"
-        var submission = NewDownload(url: url, parsedURL: try HTTPURL.parse(url).get(), destination: "files/\(id)")
+        var submission = NewDownload(url: url, parsedURL: try HTTPURL.parse(url).get(), destination: Destination(stored: "files/\(id)"))
         submission.session = session
         submission.priority = priority
         submission.discretionary = discretionary
