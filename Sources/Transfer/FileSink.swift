@@ -15,7 +15,7 @@ final class FileSink {
     /// Opens the file, creating it. `keepExisting` keeps what is there (to resume after it);
     /// otherwise the file is emptied. `onWritable` runs (on some other queue) when the sink takes
     /// bytes again after `mustWait`.
-    init(path: String, keepExisting: Bool, staging: WriteStaging,
+    init(path: String, keepExisting: Bool, extraDigest: DigestAlgorithm?, staging: WriteStaging,
          onWritable: @escaping @Sendable () -> Void) throws(TransferFailure) {
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw FileWriter.failure(errno, "open", path) }
@@ -32,7 +32,7 @@ final class FileSink {
         }
         length = keepExisting ? Int64(status.st_size) : 0
         self.staging = staging
-        writer = FileWriter(fd: fd, path: path, length: length, staging: staging, onWritable: onWritable)
+        writer = FileWriter(fd: fd, path: path, length: length, extraDigest: extraDigest, staging: staging, onWritable: onWritable)
     }
 
     /// What is on disk (in the page cache) so far, for progress reports.
@@ -74,9 +74,8 @@ final class FileSink {
     }
 
     /// Writes what is left, finishes the hash, fsyncs and closes the file, off the engine queue;
-    /// `completion` gets the file's length and its lowercase hex SHA-256 (or what went wrong), on
-    /// some other queue.
-    func finish(then completion: @escaping @Sendable (_ length: Int64, _ digest: Result<String, TransferFailure>) -> Void) {
+    /// `completion` gets the file's length and its digests (or what went wrong), on some other queue.
+    func finish(then completion: @escaping @Sendable (_ length: Int64, _ digests: Result<FileDigests, TransferFailure>) -> Void) {
         flush()
         writer.finish(then: completion)
     }

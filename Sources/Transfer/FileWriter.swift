@@ -33,11 +33,12 @@ final class FileWriter: @unchecked Sendable {
 
     /// Takes over `fd`, whose first `length` bytes are there already (a resumed prefix).
     /// `onWritable` runs, on some other queue, when the sink may take bytes again after `isBehind`.
-    init(fd: Int32, path: String, length: Int64, staging: WriteStaging, onWritable: @escaping @Sendable () -> Void) {
+    init(fd: Int32, path: String, length: Int64, extraDigest: DigestAlgorithm?, staging: WriteStaging,
+         onWritable: @escaping @Sendable () -> Void) {
         self.fd = fd
         self.path = path
         backlog = WriteBacklog(limit: staging.backlogLimit, pool: staging.pool, onShrunk: onWritable)
-        digest = FileDigest(fd: fd, alreadyWritten: length, backlog: backlog, pool: staging.pool)
+        digest = FileDigest(fd: fd, alreadyWritten: length, extra: extraDigest, backlog: backlog, pool: staging.pool)
         writeBack = WriteBack(fd: fd)
         shared = Mutex(Shared(written: length))
         written = length
@@ -75,8 +76,8 @@ final class FileWriter: @unchecked Sendable {
     }
 
     /// Writes what was handed over, fsyncs and closes the file; `completion` gets the file's
-    /// length and its lowercase hex SHA-256 (or what went wrong), on some other queue.
-    func finish(then completion: @escaping @Sendable (_ length: Int64, _ digest: Result<String, TransferFailure>) -> Void) {
+    /// length and its digests (or what went wrong), on some other queue.
+    func finish(then completion: @escaping @Sendable (_ length: Int64, _ digests: Result<FileDigests, TransferFailure>) -> Void) {
         queue.async {
             let length = self.written
             if self.failure == nil, fsync(self.fd) != 0 { self.fail(errno, "fsync") }
@@ -87,9 +88,9 @@ final class FileWriter: @unchecked Sendable {
                 }
             }
             let path = self.path
-            self.digest.finish { hexDigest in
+            self.digest.finish { digests in
                 self.close()
-                completion(length, hexDigest.map { .success($0) } ?? .failure(.fileError("reading \(path) back to hash it failed")))
+                completion(length, digests.map { .success($0) } ?? .failure(.fileError("reading \(path) back to hash it failed")))
             }
         }
     }

@@ -37,8 +37,12 @@ public struct TransferRequest: Sendable {
     /// Seconds allowed for the whole attempt (used for webhooks).
     public var totalTimeout: Double? = nil
     public var addressPolicy: AddressPolicy = .publicOnly
-    /// CURLOPT_MAX_RECV_SPEED_LARGE; tests and benchmarks use it to throttle.
+    /// This transfer's own rate cap (a job's `maxBytesPerSecond`), within the engine's shared
+    /// budget (`TransferEngine.setBandwidthLimit`). Enforced by the engine's token bucket.
     public var maxSpeedBytesPerSecond: Int64? = nil
+    /// A digest to compute while writing the file besides SHA-256 (always computed): the
+    /// algorithm of the job's `checksum`, when it is not sha256. See `TransferResult.extraDigest`.
+    public var extraDigest: DigestAlgorithm? = nil
 
     public init(url: String, sink: Sink) {
         self.url = url
