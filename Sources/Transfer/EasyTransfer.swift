@@ -48,14 +48,20 @@ final class EasyTransfer {
          onProgress: @escaping @Sendable (TransferProgress) -> Void,
          onComplete: @escaping @Sendable (TransferResult) -> Void) throws(TransferFailure) {
         var file: FileSink?
-        var resume: (offset: Int64, validator: String)?
+        var resume: Resume?
+        var segmentEnd: Int64?
         var memoryLimit = 0
         switch request.sink {
         case .file(let path, let validator):
             let sink = try FileSink(path: path, keepExisting: validator != nil, extraDigest: request.extraDigest,
                                    staging: staging, onWritable: onWritable)
-            if let validator, sink.length > 0 { resume = (sink.length, validator) }
+            if let validator, sink.length > 0 { resume = Resume(offset: sink.length, end: nil, validator: validator) }
             file = sink
+        case .segment(let path, let from, let end, let validator):
+            file = try FileSink(path: path, keepExisting: true, extraDigest: nil, segmentFrom: from,
+                                staging: staging, onWritable: onWritable)
+            resume = Resume(offset: from, end: end, validator: validator)
+            segmentEnd = end
         case .memory(let limit):
             memoryLimit = max(0, limit)
         }
@@ -74,7 +80,7 @@ final class EasyTransfer {
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
         receiver = ResponseReceiver(
-            file: file, memoryLimit: memoryLimit, resumeOffset: resume?.offset,
+            file: file, memoryLimit: memoryLimit, resumeOffset: resume?.offset, segmentEnd: segmentEnd,
             maxBytes: request.maxBytes, followRedirects: request.followRedirects)
         do {
             try configure(resume: resume)
@@ -94,7 +100,15 @@ final class EasyTransfer {
 
     // MARK: - Options
 
-    private func configure(resume: (offset: Int64, validator: String)?) throws(TransferFailure) {
+    /// A request for the representation from `offset` (to `end`, exclusive, when given) if it is
+    /// still `validator`.
+    private struct Resume {
+        var offset: Int64
+        var end: Int64?
+        var validator: String
+    }
+
+    private func configure(resume: Resume?) throws(TransferFailure) {
         try set(CURLOPT_URL, request.url)
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
@@ -116,7 +130,7 @@ final class EasyTransfer {
 
         var headers = request.headers
         if let resume {
-            headers.append(("Range", "bytes=\(resume.offset)-"))
+            headers.append(("Range", "bytes=\(resume.offset)-\(resume.end.map { String($0 - 1) } ?? "")"))
             headers.append(("If-Range", resume.validator))
         }
         if request.method == .post {
@@ -381,8 +395,8 @@ final class EasyTransfer {
             hashed.bytesOnDisk = length
             switch digest {
             case .success(let digests):
-                hashed.sha256 = digests.sha256
-                hashed.extraDigest = digests.extra
+                hashed.sha256 = digests?.sha256
+                hashed.extraDigest = digests?.extra
             case .failure(let failure): hashed.failure = failure
             }
             let result = hashed
@@ -398,7 +412,7 @@ final class EasyTransfer {
         guard result.failure == nil else { return false }
         switch receiver.plan?.action {
         case .writeFile:
-            if let expected = receiver.plan?.bytesExpected, file.length != expected {
+            if let expected = receiver.segmentEnd ?? receiver.plan?.bytesExpected, file.length != expected {
                 // A 206 may legally carry less than asked for; the rest is still missing.
                 result.failure = .network("the response ended at byte \(file.length) of \(expected)")
                 return false

@@ -13,6 +13,14 @@ public struct TransferRequest: Sendable {
         /// means the file was already complete.
         /// Without a validator, an existing partial file is truncated (no Range sent).
         case file(path: String, resumeValidator: String?)
+        /// Bytes `from..<to` of the representation, one range of a segmented download
+        /// (`SegmentedDownload` makes these): sends `Range: bytes=from-(to-1)` and
+        /// `If-Range: <validator>`, and writes the body at its offsets in the file at `path`, leaving
+        /// the rest of the file as it is. Only a 206 starting at `from` and ending within the range is
+        /// taken; anything else 2xx (a 200: Range not honoured, or the validator no longer matches)
+        /// fails with `.rangeMismatch` and writes nothing. No digest: the result's `bytesOnDisk` is
+        /// the range's next offset.
+        case segment(path: String, from: Int64, to: Int64, validator: String)
         /// Keep the response body in memory (webhook responses); bodies over `limit` are truncated,
         /// not an error.
         case memory(limit: Int)

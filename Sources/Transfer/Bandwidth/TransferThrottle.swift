@@ -39,9 +39,11 @@ final class TransferThrottle {
         return true
     }
 
-    /// Adds this tick's share, saving no more than one tick's share, or the read it waits with.
+    /// Adds this tick's share. A transfer that is not held back saves nothing beyond it (an idle
+    /// transfer must not burst past the cap later); one that is held back saves up for the read it
+    /// waits with, and what is left over after that read carries on.
     func refill(_ share: Int64) {
-        allowance = min(allowance + share, max(share, waitingFor))
+        allowance = min(allowance + share, waitingFor + share)
     }
 
     /// The governor gave allowance (or lifted the caps): whether the transfer was held back and
