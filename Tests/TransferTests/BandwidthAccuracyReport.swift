@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-import Transfer
+@testable import Transfer
 
 /// Not a test: prints how closely the engine holds a cap over 10 s windows while transfers come
 /// and go and the cap changes (`make bench` runs it via Benchmarks/bandwidth_accuracy.py).
@@ -63,5 +63,36 @@ import Transfer
             print(String(format: "  %5.1f %5.1f  %6.3f  %5.2f  %5.3f", first.0, last.0, rate / Double(mib),
                          Double(cap) / Double(mib), rate / Double(cap)))
         }
+    }
+}
+
+/// Not a test: prints what reading a finished segmented file back to hash it costs (the digest of
+/// a segmented download), beside hashing the same bytes from memory. Runs only with
+/// FETCHD_DIGEST_REPORT=1; writes a 1 GiB file to the temporary directory.
+@Suite struct SegmentedDigestReport {
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["FETCHD_DIGEST_REPORT"] == "1"))
+    func printTheCostOfHashingTheFinishedFile() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("big")
+        let block = randomBytes(8 << 20)
+        let handle = try #require(FileHandle(forWritingAtPath: path) ?? {
+            write([], to: path)
+            return FileHandle(forWritingAtPath: path)
+        }())
+        for _ in 0..<128 { handle.write(Data(block)) }
+        try handle.synchronize()
+        try handle.close()
+
+        let (digests, readBack) = await measure { FileHash.digests(ofFileAt: path, extra: nil) }
+        let (_, withSHA512) = await measure { FileHash.digests(ofFileAt: path, extra: .sha512) }
+        #expect((try? digests.get()) != nil)
+        let (_, memorySHA512) = await measure {
+            var hasher = ExtraHasher(.sha512)
+            block.withUnsafeBytes { bytes in for _ in 0..<128 { hasher?.update(bytes) } }
+            return hasher?.finalize()
+        }
+        print(String(format: "digest report: 1 GiB SHA-512 from memory: %.2f s", memorySHA512))
+        print(String(format: "digest report: 1 GiB read back and hashed: SHA-256 %.2f s (%.0f MiB/s), SHA-256 + SHA-512 %.2f s",
+                     readBack, 1024 / readBack, withSHA512))
     }
 }
