@@ -45,8 +45,9 @@ public struct TransferRequest: Sendable {
     /// Seconds allowed for the whole attempt (used for webhooks).
     public var totalTimeout: Double? = nil
     public var addressPolicy: AddressPolicy = .publicOnly
-    /// This transfer's own rate cap (a job's `maxBytesPerSecond`), within the engine's shared
-    /// budget (`TransferEngine.setBandwidthLimit`). Enforced by the engine's token bucket.
+    /// This transfer's own rate cap in bytes per second (a job's `maxBytesPerSecond`), within the
+    /// engine's shared budget (`TransferEngine.setBandwidthLimit`): held by the engine's bandwidth
+    /// budget and by CURLOPT_MAX_RECV_SPEED_LARGE (which also makes curl's receive buffer small).
     public var maxSpeedBytesPerSecond: Int64? = nil
     /// A digest to compute while writing the file besides SHA-256 (always computed): the
     /// algorithm of the job's `checksum`, when it is not sha256. See `TransferResult.extraDigest`.

@@ -44,7 +44,7 @@ import Transfer
         #expect(result.isComplete)
         #expect(result.singleConnection == nil)
         #expect(result.sha256 == sha256Hex(body))
-        #expect(contents(directory.file("f")) == body)
+        #expect(sha256Hex(contents(directory.file("f"))) == sha256Hex(body))
         #expect(result.ranges.allSatisfy { $0.isDone })
         let requests = origin.requests
         let asked = Set(requests.compactMap { $0.header("Range") })
@@ -55,7 +55,7 @@ import Transfer
     }
 
     @Test func anInterruptedDownloadResumesEveryRangeFromItsSavedOffset() async throws {
-        let body = randomBytes(16 << 20)
+        let body = randomBytes(8 << 20)
         let size = Int64(body.count)
         let directory = try TemporaryDirectory()
         let path = directory.file("f")
@@ -66,7 +66,7 @@ import Transfer
         let first = try TestOrigin { .resource(body, etag: "\"v1\"", for: $0) }
         let engine = makeEngine()
         let interrupted = await run(engine, first.url("/f"), to: path, size: body.count,
-                                    ranges: ByteRange.split(size: size, connections: 4), perConnectionCap: 1 << 20) { progress, download in
+                                    ranges: ByteRange.split(size: size, connections: 4), perConnectionCap: 512 * 1024) { progress, download in
             saved.withLock { $0 = progress.ranges }
             if progress.bytesOnDisk >= size / 2 { download?.cancel() }
         }
@@ -86,7 +86,7 @@ import Transfer
 
         #expect(result.isComplete)
         #expect(result.sha256 == sha256Hex(body))
-        #expect(contents(path) == body)
+        #expect(sha256Hex(contents(path)) == sha256Hex(body))
         let asked = Set(second.requests.compactMap { $0.header("Range") })
         #expect(asked == Set(ranges.map { "bytes=\($0.next)-\($0.end - 1)" }))
         let fetchedTwice = Int(receivedFirst) + second.bodyBytesServed - body.count

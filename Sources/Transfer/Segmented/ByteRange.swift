@@ -22,7 +22,7 @@ public struct ByteRange: Sendable, Equatable, Hashable {
     /// ranges for a file of fewer bytes than connections).
     public static func split(size: Int64, connections: Int) -> [ByteRange] {
         guard size > 0 else { return [] }
-        let count = Int64(max(1, min(Int64(connections), size)))
+        let count = max(1, min(Int64(connections), size))
         let length = size / count
         return (0..<count).map { index in
             let start = index * length
