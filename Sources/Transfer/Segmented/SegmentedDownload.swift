@@ -68,7 +68,10 @@ public final class SegmentedDownload: Sendable {
     private let onProgress: @Sendable (SegmentedProgress) -> Void
     private let onComplete: @Sendable (SegmentedResult) -> Void
 
-    /// Starts the ranges of `ranges` that are not done yet, each from its `next`.
+    /// Preallocates the file (before returning: quick where the filesystem has fallocate, a write
+    /// of zeros where glibc emulates it, so call it off the engine's queue), then starts the ranges
+    /// of `ranges` that are not done yet, each from its `next`. The validator must be a strong
+    /// ETag or a Last-Modified date (If-Range does not take weak ETags).
     /// - Parameters:
     ///   - request: the URL, headers, timeouts, address policy, `maxSpeedBytesPerSecond` (per
     ///     connection) and `extraDigest`; its sink is not used.
