@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 import Testing
 @testable import Transfer
@@ -87,6 +88,24 @@ import Testing
         #expect(wasLifted)
         #expect(result.failure == nil)
         #expect(result.sha256 == sha256Hex(body))
+    }
+
+    @Test func aCapAndASlowWriterTogetherLoseNothing() async throws {
+        // A backlog of one chunk pauses the transfer for its writer over and over, while the cap
+        // pauses it for bandwidth: each pause must be lifted only by what caused it, or by both.
+        let body = randomBytes(3 << 20)
+        let origin = try TestOrigin { .resource(body, etag: "\"v\"", for: $0) }
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let engine = TransferEngine(logger: Logger(label: "transfer-tests"), staging: WriteStaging(backlogLimit: 1))
+        defer { engine.shutdown() }
+        engine.setBandwidthLimit(bytesPerSecond: 4 << 20)
+
+        let result = await engine.run(download(origin.url("/f"), to: directory.file("f")))
+
+        #expect(result.failure == nil)
+        #expect(result.sha256 == sha256Hex(body))
+        #expect(sha256Hex(contents(directory.file("f"))) == sha256Hex(body))
     }
 
     @Test func theBudgetIsDividedEvenlyAndWhatOneLeavesGoesToTheOthers() {
