@@ -57,6 +57,9 @@ public final class SegmentedDownload: Sendable {
         /// The fallback transfer over one connection, once started.
         var single: TransferID?
         var notHonoured = false
+        /// Set once the end is decided (fallback, hash or report): `begin` and the last range to
+        /// complete may both find nothing running.
+        var isEnding = false
     }
 
     private let engine: TransferEngine
@@ -166,7 +169,8 @@ public final class SegmentedDownload: Sendable {
     private func finishIfIdle() {
         enum Next { case wait, fallBack, hash, report }
         let next = state.withLock { state -> Next in
-            guard state.running.isEmpty, state.single == nil else { return .wait }
+            guard state.running.isEmpty, !state.isEnding else { return .wait }
+            state.isEnding = true
             if state.notHonoured, !state.isCancelled { return .fallBack }
             return state.ranges.allSatisfy(\.isDone) && !state.isCancelled ? .hash : .report
         }
@@ -174,21 +178,28 @@ public final class SegmentedDownload: Sendable {
         case .wait: return
         case .fallBack: fallBack()
         case .hash: hash()
-        case .report:
-            let result = state.withLock { SegmentedResult(ranges: $0.ranges, unfinished: $0.unfinished) }
-            onComplete(result)
+        case .report: report()
         }
     }
 
+    private func report() {
+        let result = state.withLock { SegmentedResult(ranges: $0.ranges, unfinished: $0.unfinished) }
+        onComplete(result)
+    }
+
+    /// One plain transfer from the first byte, unless a cancel came first.
     private func fallBack() {
         var request = template
         request.sink = .file(path: path, resumeValidator: nil)
-        state.withLock { locked in
+        let started = state.withLock { locked -> Bool in
+            guard !locked.isCancelled else { return false }
             locked.single = engine.start(request, onProgress: { _ in }, onComplete: { [self] result in
                 let ranges = state.withLock { $0.ranges }
                 onComplete(SegmentedResult(ranges: ranges, unfinished: [:], singleConnection: result))
             })
+            return true
         }
+        if !started { report() }
     }
 
     private func hash() {
