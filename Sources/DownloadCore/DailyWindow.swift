@@ -28,9 +28,20 @@ public struct DailyWindow: Sendable, Equatable {
 
     /// The next time the window opens, strictly after `millis` when it is closed now.
     public func nextOpening(after millis: Int64) -> Int64 {
-        let dayStart = millis - millis.modulo(Int64(Self.minutesPerDay) * Self.millisPerMinute)
-        let today = dayStart + Int64(start) * Self.millisPerMinute
-        return today > millis ? today : today + Int64(Self.minutesPerDay) * Self.millisPerMinute
+        Self.next(minuteOfDay: start, after: millis)
+    }
+
+    /// The first time strictly after `millis` that is `minuteOfDay` minutes past a UTC midnight.
+    static func next(minuteOfDay: Int, after millis: Int64) -> Int64 {
+        let day = Int64(minutesPerDay) * millisPerMinute
+        let dayStart = millis - millis.modulo(day)
+        let today = dayStart + Int64(minuteOfDay % minutesPerDay) * millisPerMinute
+        return today > millis ? today : today + day
+    }
+
+    /// The minutes of the day inside the window.
+    var minutes: [Int] {
+        start < end ? Array(start..<end) : Array(start..<Self.minutesPerDay) + Array(0..<end)
     }
 
     private func minuteOfDay(_ millis: Int64) -> Int {

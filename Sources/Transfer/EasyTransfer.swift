@@ -15,6 +15,8 @@ final class EasyTransfer {
 
     let id: TransferID
     let handle: UnsafeMutableRawPointer
+    /// The transfer's share of the engine's bandwidth budget; file downloads only.
+    let throttle: TransferThrottle?
     private let request: TransferRequest
     private let receiver: ResponseReceiver
     private let sockets: SocketRegistry
@@ -30,8 +32,8 @@ final class EasyTransfer {
     private var lastActivity = DispatchTime.now().uptimeNanoseconds
     /// The stall clock runs only once connected; before that the connect timeout applies.
     private var isConnected = false
-    /// curl holds the body back because the file's writer is behind (CURL_WRITEFUNC_PAUSE): the
-    /// stall clock stops until `resumeReceiving`.
+    /// curl holds the body back because the file's writer is behind or the bandwidth allowance ran
+    /// out (CURL_WRITEFUNC_PAUSE): the stall clock stops until `resumeReceiving`.
     private var isPaused = false
     private var uploaded: curl_off_t = 0
     private var lastProgressReport: UInt64 = 0
@@ -46,13 +48,20 @@ final class EasyTransfer {
          onProgress: @escaping @Sendable (TransferProgress) -> Void,
          onComplete: @escaping @Sendable (TransferResult) -> Void) throws(TransferFailure) {
         var file: FileSink?
-        var resume: (offset: Int64, validator: String)?
+        var resume: Resume?
+        var segmentEnd: Int64?
         var memoryLimit = 0
         switch request.sink {
         case .file(let path, let validator):
-            let sink = try FileSink(path: path, keepExisting: validator != nil, staging: staging, onWritable: onWritable)
-            if let validator, sink.length > 0 { resume = (sink.length, validator) }
+            let sink = try FileSink(path: path, keepExisting: validator != nil, extraDigest: request.extraDigest,
+                                   staging: staging, onWritable: onWritable)
+            if let validator, sink.length > 0 { resume = Resume(offset: sink.length, end: nil, validator: validator) }
             file = sink
+        case .segment(let path, let from, let end, let validator):
+            file = try FileSink(path: path, keepExisting: true, extraDigest: nil, segmentFrom: from,
+                                staging: staging, onWritable: onWritable)
+            resume = Resume(offset: from, end: end, validator: validator)
+            segmentEnd = end
         case .memory(let limit):
             memoryLimit = max(0, limit)
         }
@@ -62,6 +71,7 @@ final class EasyTransfer {
         }
         self.id = id
         self.handle = handle
+        throttle = file == nil ? nil : TransferThrottle(ownLimit: request.maxSpeedBytesPerSecond)
         self.request = request
         self.sockets = sockets
         self.logger = logger
@@ -70,7 +80,7 @@ final class EasyTransfer {
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
         receiver = ResponseReceiver(
-            file: file, memoryLimit: memoryLimit, resumeOffset: resume?.offset,
+            file: file, memoryLimit: memoryLimit, resumeOffset: resume?.offset, segmentEnd: segmentEnd,
             maxBytes: request.maxBytes, followRedirects: request.followRedirects)
         do {
             try configure(resume: resume)
@@ -90,7 +100,15 @@ final class EasyTransfer {
 
     // MARK: - Options
 
-    private func configure(resume: (offset: Int64, validator: String)?) throws(TransferFailure) {
+    /// A request for the representation from `offset` (to `end`, exclusive, when given) if it is
+    /// still `validator`.
+    private struct Resume {
+        var offset: Int64
+        var end: Int64?
+        var validator: String
+    }
+
+    private func configure(resume: Resume?) throws(TransferFailure) {
         try set(CURLOPT_URL, request.url)
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
@@ -112,7 +130,7 @@ final class EasyTransfer {
 
         var headers = request.headers
         if let resume {
-            headers.append(("Range", "bytes=\(resume.offset)-"))
+            headers.append(("Range", "bytes=\(resume.offset)-\(resume.end.map { String($0 - 1) } ?? "")"))
             headers.append(("If-Range", resume.validator))
         }
         if request.method == .post {
@@ -219,7 +237,7 @@ final class EasyTransfer {
     /// socket events, and reads up to 100 buffers per event while the socket stays readable, so a
     /// throttled transfer gets a buffer small enough to keep those bursts to about 1/10 s (but
     /// not under 1 KiB, curl's minimum).
-    private static func bufferSize(throttledTo speed: Int64?) -> Int {
+    static func bufferSize(throttledTo speed: Int64?) -> Int {
         let full = 256 * 1024
         guard let speed else { return full }
         return Int(min(Int64(full), max(1024, speed / 1000)))
@@ -237,8 +255,10 @@ final class EasyTransfer {
 
     private func received(body: UnsafeRawBufferPointer) -> Int {
         lastActivity = DispatchTime.now().uptimeNanoseconds
-        if receiver.mustWait(toTake: body.count) {
-            // curl keeps these bytes, stops reading the socket, and hands them over again on resume.
+        // Waiting for the file's writer or for bandwidth (checked in that order, so that bytes not
+        // taken use no allowance). curl keeps these bytes, stops reading the socket, and hands
+        // them over again on resume, when both are checked again.
+        if receiver.mustWait(toTake: body.count) || throttle?.mayTake(body.count) == false {
             isPaused = true
             return Int(CURL_WRITEFUNC_PAUSE)
         }
@@ -338,6 +358,7 @@ final class EasyTransfer {
         release()
 
         result.validator = receiver.head?.validator
+        result.contentDisposition = receiver.head?.contentDisposition
         result.retryAfter = receiver.head?.retryAfter()
         result.bytesExpected = receiver.plan?.bytesExpected
         result.bytesThisAttempt = receiver.bytesThisAttempt
@@ -373,7 +394,9 @@ final class EasyTransfer {
             var hashed = unhashed
             hashed.bytesOnDisk = length
             switch digest {
-            case .success(let hex): hashed.sha256 = hex
+            case .success(let digests):
+                hashed.sha256 = digests?.sha256
+                hashed.extraDigest = digests?.extra
             case .failure(let failure): hashed.failure = failure
             }
             let result = hashed
@@ -389,7 +412,7 @@ final class EasyTransfer {
         guard result.failure == nil else { return false }
         switch receiver.plan?.action {
         case .writeFile:
-            if let expected = receiver.plan?.bytesExpected, file.length != expected {
+            if let expected = receiver.segmentEnd ?? receiver.plan?.bytesExpected, file.length != expected {
                 // A 206 may legally carry less than asked for; the rest is still missing.
                 result.failure = .network("the response ended at byte \(file.length) of \(expected)")
                 return false

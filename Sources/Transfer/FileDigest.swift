@@ -2,7 +2,7 @@ import Crypto
 import Dispatch
 import Glibc
 
-/// The SHA-256 of a file being written front to back, computed on a queue of its own from the
+/// The SHA-256 (and, when asked, one more digest: `DigestAlgorithm`) of a file being written front to back, computed on a queue of its own from the
 /// chunks its `FileWriter` has written, so that hashing runs beside receiving and writing rather
 /// than after them (SHA-256 is about as much CPU work as the rest of a download together).
 ///
@@ -16,7 +16,10 @@ final class FileDigest: @unchecked Sendable {
     private let pool: ChunkPool
     private let queue = DispatchQueue(label: "fetchd.transfer.digest", target: .global(qos: .utility))
 
+    private let extraAlgorithm: DigestAlgorithm?
     private var hasher = SHA256()
+    /// Nil unless the request asked for another algorithm, so that the usual case pays nothing more.
+    private var extraHasher: ExtraHasher?
     /// Bytes hashed, from the start of the file.
     private var hashed: Int64 = 0
     /// The file's length as written, as far as the digest has heard: all of it may be read back.
@@ -27,8 +30,10 @@ final class FileDigest: @unchecked Sendable {
     private var isDone = false
 
     /// `fd`'s first `alreadyWritten` bytes are there already and are read back.
-    init(fd: Int32, alreadyWritten: Int64, backlog: WriteBacklog, pool: ChunkPool) {
+    init(fd: Int32, alreadyWritten: Int64, extra: DigestAlgorithm?, backlog: WriteBacklog, pool: ChunkPool) {
         self.fd = fd
+        extraAlgorithm = extra
+        extraHasher = ExtraHasher(extra)
         self.backlog = backlog
         self.pool = pool
         written = alreadyWritten
@@ -41,8 +46,7 @@ final class FileDigest: @unchecked Sendable {
             if !self.isDone {
                 self.written = chunk.offset + Int64(chunk.count)
                 if chunk.offset == self.hashed {
-                    self.hasher.update(bufferPointer: chunk.bytes)
-                    self.hashed += Int64(chunk.count)
+                    self.update(chunk.bytes)
                 }
                 self.readBackIfBehind()
             }
@@ -54,20 +58,21 @@ final class FileDigest: @unchecked Sendable {
     func startOver() {
         queue.async {
             self.hasher = SHA256()
+            self.extraHasher = ExtraHasher(self.extraAlgorithm)
             self.hashed = 0
             self.written = 0
         }
     }
 
-    /// Hashes whatever is left, then calls `completion` on the digest's queue with the lowercase
-    /// hex digest, or nil if reading the file back failed. Nothing may be added afterwards.
-    func finish(then completion: @escaping @Sendable (_ hexDigest: String?) -> Void) {
+    /// Hashes whatever is left, then calls `completion` on the digest's queue with the digests,
+    /// or nil if reading the file back failed. Nothing may be added afterwards.
+    func finish(then completion: @escaping @Sendable (_ digests: FileDigests?) -> Void) {
         queue.async {
             self.isDone = true
             while self.hashed < self.written {
                 guard self.readBack() else { return completion(nil) }
             }
-            completion(Self.hex(self.hasher.finalize()))
+            completion(FileDigests(sha256: Hex.lowercase(self.hasher.finalize()), extra: self.extraHasher?.finalize()))
         }
     }
 
@@ -102,18 +107,21 @@ final class FileDigest: @unchecked Sendable {
             count = chunk.refill(upTo: wanted) { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
         } while count < 0 && errno == EINTR
         guard count > 0 else { return false }
-        hasher.update(bufferPointer: chunk.bytes)
-        hashed += Int64(count)
+        update(chunk.bytes)
         return true
     }
 
-    private static func hex(_ digest: SHA256.Digest) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        for byte in digest {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0xf)])
-        }
-        return String(decoding: text, as: UTF8.self)
+    /// The next bytes of the file, in order.
+    private func update(_ bytes: UnsafeRawBufferPointer) {
+        hasher.update(bufferPointer: bytes)
+        extraHasher?.update(bytes)
+        hashed += Int64(bytes.count)
     }
+}
+
+/// A finished file's digests, lowercase hex.
+struct FileDigests: Sendable {
+    var sha256: String
+    /// The request's `extraDigest`, when it named one.
+    var extra: String?
 }

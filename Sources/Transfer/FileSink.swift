@@ -13,10 +13,12 @@ final class FileSink {
     private(set) var length: Int64
 
     /// Opens the file, creating it. `keepExisting` keeps what is there (to resume after it);
-    /// otherwise the file is emptied. `onWritable` runs (on some other queue) when the sink takes
-    /// bytes again after `mustWait`.
-    init(path: String, keepExisting: Bool, staging: WriteStaging,
-         onWritable: @escaping @Sendable () -> Void) throws(TransferFailure) {
+    /// otherwise the file is emptied. With `segmentFrom`, the sink writes one byte range of a
+    /// segmented download from that offset on, keeps the rest of the file as it is, and computes
+    /// no digest (`SegmentedDownload` hashes the finished file). `onWritable` runs (on some other
+    /// queue) when the sink takes bytes again after `mustWait`.
+    init(path: String, keepExisting: Bool, extraDigest: DigestAlgorithm?, segmentFrom: Int64? = nil,
+         staging: WriteStaging, onWritable: @escaping @Sendable () -> Void) throws(TransferFailure) {
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw FileWriter.failure(errno, "open", path) }
         var status = stat()
@@ -25,14 +27,15 @@ final class FileSink {
             Glibc.close(fd)
             throw error
         }
-        if !keepExisting, status.st_size > 0, ftruncate(fd, 0) != 0 {
+        if !keepExisting, segmentFrom == nil, status.st_size > 0, ftruncate(fd, 0) != 0 {
             let error = FileWriter.failure(errno, "truncate", path)
             Glibc.close(fd)
             throw error
         }
-        length = keepExisting ? Int64(status.st_size) : 0
+        length = segmentFrom ?? (keepExisting ? Int64(status.st_size) : 0)
         self.staging = staging
-        writer = FileWriter(fd: fd, path: path, length: length, staging: staging, onWritable: onWritable)
+        writer = FileWriter(fd: fd, path: path, length: length, hashing: segmentFrom == nil, extraDigest: extraDigest,
+                            staging: staging, onWritable: onWritable)
     }
 
     /// What is on disk (in the page cache) so far, for progress reports.
@@ -74,9 +77,9 @@ final class FileSink {
     }
 
     /// Writes what is left, finishes the hash, fsyncs and closes the file, off the engine queue;
-    /// `completion` gets the file's length and its lowercase hex SHA-256 (or what went wrong), on
-    /// some other queue.
-    func finish(then completion: @escaping @Sendable (_ length: Int64, _ digest: Result<String, TransferFailure>) -> Void) {
+    /// `completion` gets the file's length and its digests (none for a segment), or what went
+    /// wrong, on some other queue.
+    func finish(then completion: @escaping @Sendable (_ length: Int64, _ digests: Result<FileDigests?, TransferFailure>) -> Void) {
         flush()
         writer.finish(then: completion)
     }

@@ -22,7 +22,8 @@ final class FileWriter: @unchecked Sendable {
     private let fd: Int32
     private let path: String
     private let backlog: WriteBacklog
-    private let digest: FileDigest
+    /// Nil for a segment of a segmented download, whose digest is computed over the finished file.
+    private let digest: FileDigest?
     private let writeBack: WriteBack
     private let queue = DispatchQueue(label: "fetchd.transfer.file", target: .global(qos: .utility))
     private let shared: Mutex<Shared>
@@ -33,11 +34,12 @@ final class FileWriter: @unchecked Sendable {
 
     /// Takes over `fd`, whose first `length` bytes are there already (a resumed prefix).
     /// `onWritable` runs, on some other queue, when the sink may take bytes again after `isBehind`.
-    init(fd: Int32, path: String, length: Int64, staging: WriteStaging, onWritable: @escaping @Sendable () -> Void) {
+    init(fd: Int32, path: String, length: Int64, hashing: Bool, extraDigest: DigestAlgorithm?, staging: WriteStaging,
+         onWritable: @escaping @Sendable () -> Void) {
         self.fd = fd
         self.path = path
         backlog = WriteBacklog(limit: staging.backlogLimit, pool: staging.pool, onShrunk: onWritable)
-        digest = FileDigest(fd: fd, alreadyWritten: length, backlog: backlog, pool: staging.pool)
+        digest = hashing ? FileDigest(fd: fd, alreadyWritten: length, extra: extraDigest, backlog: backlog, pool: staging.pool) : nil
         writeBack = WriteBack(fd: fd)
         shared = Mutex(Shared(written: length))
         written = length
@@ -70,26 +72,30 @@ final class FileWriter: @unchecked Sendable {
             self.written = 0
             self.writeBackFrom = 0
             self.shared.withLock { $0.written = 0 }
-            self.digest.startOver()
+            self.digest?.startOver()
         }
     }
 
     /// Writes what was handed over, fsyncs and closes the file; `completion` gets the file's
-    /// length and its lowercase hex SHA-256 (or what went wrong), on some other queue.
-    func finish(then completion: @escaping @Sendable (_ length: Int64, _ digest: Result<String, TransferFailure>) -> Void) {
+    /// length and its digests (or what went wrong), on some other queue.
+    func finish(then completion: @escaping @Sendable (_ length: Int64, _ digests: Result<FileDigests?, TransferFailure>) -> Void) {
         queue.async {
             let length = self.written
             if self.failure == nil, fsync(self.fd) != 0 { self.fail(errno, "fsync") }
             if let failure = self.failure {
-                return self.digest.stop {
+                return self.stopDigest {
                     self.close()
                     completion(length, .failure(failure))
                 }
             }
-            let path = self.path
-            self.digest.finish { hexDigest in
+            guard let digest = self.digest else {
                 self.close()
-                completion(length, hexDigest.map { .success($0) } ?? .failure(.fileError("reading \(path) back to hash it failed")))
+                return completion(length, .success(nil))
+            }
+            let path = self.path
+            digest.finish { digests in
+                self.close()
+                completion(length, digests.map { .success($0) } ?? .failure(.fileError("reading \(path) back to hash it failed")))
             }
         }
     }
@@ -98,11 +104,17 @@ final class FileWriter: @unchecked Sendable {
     func abandon(then completion: @escaping @Sendable (_ length: Int64) -> Void) {
         queue.async {
             let length = self.written
-            self.digest.stop {
+            self.stopDigest {
                 self.close()
                 completion(length)
             }
         }
+    }
+
+    /// `then` runs once the digest no longer reads the file.
+    private func stopDigest(then: @escaping @Sendable () -> Void) {
+        guard let digest else { return then() }
+        digest.stop(then: then)
     }
 
     static func failure(_ code: Int32, _ action: String, _ path: String) -> TransferFailure {
@@ -115,7 +127,7 @@ final class FileWriter: @unchecked Sendable {
     private func store(_ chunk: WriteChunk) {
         guard failure == nil, writeAll(chunk) else { return backlog.giveBack(chunk) }
         shared.withLock { $0.written = written }
-        digest.add(chunk)
+        if let digest { digest.add(chunk) } else { backlog.giveBack(chunk) }
         if written - writeBackFrom >= WriteBack.step {
             writeBack.start(from: writeBackFrom, upTo: written)
             writeBackFrom = written

@@ -18,6 +18,7 @@ final class MultiDriver: @unchecked Sendable {
     private var sockets: SocketRegistry?
     private let staging: WriteStaging
     private var transfers: [TransferID: EasyTransfer] = [:]
+    private var governor: BandwidthGovernor?
     private var isShutDown = false
 
     init(logger: Logger, staging: WriteStaging) {
@@ -50,6 +51,7 @@ final class MultiDriver: @unchecked Sendable {
         // The caller limits concurrency; curl must not queue transfers behind a connection cap.
         fetchd_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0)
 
+        governor = BandwidthGovernor(queue: queue) { [weak self] id in self?.resumeReceiving(id) }
         timer.setEventHandler { [weak self] in self?.socketAction(CURL_SOCKET_TIMEOUT, 0) }
         timer.schedule(deadline: .distantFuture)
         timer.resume()
@@ -80,6 +82,9 @@ final class MultiDriver: @unchecked Sendable {
             onComplete(TransferResult(failure: error))
             return
         }
+        if transfer.throttle != nil, let size = governor?.receiveBufferSize(), size < EasyTransfer.bufferSize(throttledTo: request.maxSpeedBytesPerSecond) {
+            fetchd_easy_setopt_long(transfer.handle, CURLOPT_BUFFERSIZE, size)
+        }
         let code = curl_multi_add_handle(multi, transfer.handle)
         guard code == CURLM_OK else {
             transfer.finish(.failed(.network(String(cString: curl_multi_strerror(code)))),
@@ -87,6 +92,7 @@ final class MultiDriver: @unchecked Sendable {
             return
         }
         transfers[id] = transfer
+        if let throttle = transfer.throttle { governor?.add(id, throttle) }
         logger.debug("transfer started", metadata: ["transfer.id": "\(id)"])
     }
 
@@ -96,8 +102,15 @@ final class MultiDriver: @unchecked Sendable {
         end(id, .failed(.cancelled))
     }
 
+    /// The cap on all transfers together, bytes per second (nil: none); on the queue.
+    func setBandwidthLimit(_ bytesPerSecond: Int64?) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        governor?.setLimit(bytesPerSecond)
+    }
+
     private func end(_ id: TransferID, _ outcome: EasyTransfer.Outcome) {
         guard let transfer = transfers.removeValue(forKey: id) else { return }
+        governor?.remove(id)
         curl_multi_remove_handle(multi, transfer.handle)
         transfer.finish(outcome, queue: queue, work: pendingWork)
     }
@@ -120,6 +133,8 @@ final class MultiDriver: @unchecked Sendable {
         // Closes cached connections through CURLOPT_CLOSESOCKETFUNCTION, so the registry is still needed.
         curl_multi_cleanup(multi)
         timer.cancel()
+        governor?.stop()
+        governor = nil
         sockets?.shutdown()
         sockets = nil
     }
@@ -153,6 +168,7 @@ final class MultiDriver: @unchecked Sendable {
             let code = message.pointee.data.result
             guard let transfer = EasyTransfer.owning(handle), transfers.removeValue(forKey: transfer.id) != nil
             else { continue }
+            governor?.remove(transfer.id)
             curl_multi_remove_handle(multi, handle)
             transfer.finish(.curl(code), queue: queue, work: pendingWork)
         }

@@ -12,6 +12,7 @@ struct ResponseHeaders {
     private(set) var lastModified: String?
     private(set) var retryAfterText: String?
     private(set) var location: String?
+    private(set) var contentDisposition: String?
 
     /// "HTTP/1.1 206 Partial Content" or "HTTP/2 200".
     init?(statusLine: String) {
@@ -36,6 +37,7 @@ struct ResponseHeaders {
         case "last-modified": lastModified = value
         case "retry-after": retryAfterText = value
         case "location": location = value
+        case "content-disposition": contentDisposition = value
         default: break
         }
     }

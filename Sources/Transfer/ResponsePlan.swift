@@ -21,12 +21,15 @@ struct ResponsePlan: Equatable {
     /// - Parameters:
     ///   - resumeOffset: N when the request carried `Range: bytes=N-`, else nil.
     ///   - isFile: whether the body goes to a file (else to memory).
+    ///   - segmentEnd: for one range of a segmented download (which starts at `resumeOffset`), where
+    ///     it ends: only a 206 inside the range is taken, and nothing is ever truncated.
     static func decide(
-        for head: ResponseHeaders, resumeOffset: Int64?, isFile: Bool, maxBytes: Int64?
+        for head: ResponseHeaders, resumeOffset: Int64?, isFile: Bool, segmentEnd: Int64? = nil, maxBytes: Int64?
     ) -> ResponsePlan {
         guard isFile else {
             return capped(ResponsePlan(action: .keepInMemory, bytesExpected: head.contentLength), maxBytes)
         }
+        if let segmentEnd { return segment(head, start: resumeOffset ?? 0, end: segmentEnd) }
         switch head.status {
         case 206:
             // Without a Range header sent, the only acceptable partial response starts at 0.
@@ -45,6 +48,25 @@ struct ResponsePlan: Equatable {
                 return ResponsePlan(action: .alreadyComplete, bytesExpected: resumeOffset)
             }
             return ResponsePlan(action: .discard, bytesExpected: nil)
+        default:
+            return ResponsePlan(action: .discard, bytesExpected: nil)
+        }
+    }
+
+    /// The rules for one range of a segmented download: the file is shared with the other ranges,
+    /// so a response that is not exactly this range's bytes is never written.
+    private static func segment(_ head: ResponseHeaders, start: Int64, end: Int64) -> ResponsePlan {
+        switch head.status {
+        case 206:
+            guard case .bytes(let first, let last, let total)? = head.contentRange, first == start, last < end else {
+                let got = head.contentRangeText.map { "'\($0)'" } ?? "no Content-Range"
+                return ResponsePlan(action: .fail(.rangeMismatch("asked for bytes \(start)-\(end - 1), got \(got)"), truncate: false),
+                                    bytesExpected: nil)
+            }
+            return ResponsePlan(action: .writeFile(startOver: false), bytesExpected: total)
+        case 200..<300:
+            return ResponsePlan(action: .fail(.rangeMismatch("asked for bytes \(start)-\(end - 1), got a \(head.status)"), truncate: false),
+                                bytesExpected: head.contentLength)
         default:
             return ResponsePlan(action: .discard, bytesExpected: nil)
         }

@@ -16,6 +16,8 @@ final class ResponseReceiver {
     let file: FileSink?
     private let memoryLimit: Int
     private let resumeOffset: Int64?
+    /// Set for a segment: where its range ends (exclusive).
+    let segmentEnd: Int64?
     private let maxBytes: Int64?
     private let followRedirects: Bool
 
@@ -28,10 +30,12 @@ final class ResponseReceiver {
     private(set) var memory: [UInt8] = []
     private var bytesThisResponse: Int64 = 0
 
-    init(file: FileSink?, memoryLimit: Int, resumeOffset: Int64?, maxBytes: Int64?, followRedirects: Bool) {
+    init(file: FileSink?, memoryLimit: Int, resumeOffset: Int64?, segmentEnd: Int64? = nil, maxBytes: Int64?,
+         followRedirects: Bool) {
         self.file = file
         self.memoryLimit = memoryLimit
         self.resumeOffset = resumeOffset
+        self.segmentEnd = segmentEnd
         self.maxBytes = maxBytes
         self.followRedirects = followRedirects
     }
@@ -80,6 +84,9 @@ final class ResponseReceiver {
         case .writeFile:
             guard let file else { return stop(.failed(.fileError("no file to write to"))) }
             if let maxBytes, file.length + count > maxBytes { return stop(.failed(.tooLarge)) }
+            if let segmentEnd, file.length + count > segmentEnd {
+                return stop(.failed(.rangeMismatch("the response runs past the end of the range, byte \(segmentEnd)")))
+            }
             do {
                 try file.write(bytes)
             } catch {
@@ -103,7 +110,7 @@ final class ResponseReceiver {
             return true
         }
         let decided = ResponsePlan.decide(
-            for: head, resumeOffset: resumeOffset, isFile: file != nil, maxBytes: maxBytes)
+            for: head, resumeOffset: resumeOffset, isFile: file != nil, segmentEnd: segmentEnd, maxBytes: maxBytes)
         plan = decided
         switch decided.action {
         case .fail(let failure, let truncate):

@@ -32,6 +32,17 @@ public final class TransferEngine: Sendable {
         return id
     }
 
+    /// Caps the rate of all file transfers together (nil: no cap), from the next 100 ms tick on.
+    /// Running transfers share it evenly, and what one leaves unused goes to the others; each
+    /// transfer's own `maxSpeedBytesPerSecond` caps it within its share.
+    ///
+    /// The service calls it at start-up with `BandwidthSchedule.limit(at:)` of
+    /// `FETCHD_MAX_BANDWIDTH`, and again at each `BandwidthSchedule.nextChange(after:)`.
+    public func setBandwidthLimit(bytesPerSecond: Int64?) {
+        let driver = driver
+        driver.queue.async { driver.setBandwidthLimit(bytesPerSecond) }
+    }
+
     /// Stops the transfer, which completes with `.cancelled`; its file is left as it is.
     /// Does nothing for a transfer that already completed.
     public func cancel(_ id: TransferID) {

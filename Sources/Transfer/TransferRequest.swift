@@ -13,6 +13,14 @@ public struct TransferRequest: Sendable {
         /// means the file was already complete.
         /// Without a validator, an existing partial file is truncated (no Range sent).
         case file(path: String, resumeValidator: String?)
+        /// Bytes `from..<to` of the representation, one range of a segmented download
+        /// (`SegmentedDownload` makes these): sends `Range: bytes=from-(to-1)` and
+        /// `If-Range: <validator>`, and writes the body at its offsets in the file at `path`, leaving
+        /// the rest of the file as it is. Only a 206 starting at `from` and ending within the range is
+        /// taken; anything else 2xx (a 200: Range not honoured, or the validator no longer matches)
+        /// fails with `.rangeMismatch` and writes nothing. No digest: the result's `bytesOnDisk` is
+        /// the range's next offset.
+        case segment(path: String, from: Int64, to: Int64, validator: String)
         /// Keep the response body in memory (webhook responses); bodies over `limit` are truncated,
         /// not an error.
         case memory(limit: Int)
@@ -37,8 +45,13 @@ public struct TransferRequest: Sendable {
     /// Seconds allowed for the whole attempt (used for webhooks).
     public var totalTimeout: Double? = nil
     public var addressPolicy: AddressPolicy = .publicOnly
-    /// CURLOPT_MAX_RECV_SPEED_LARGE; tests and benchmarks use it to throttle.
+    /// This transfer's own rate cap in bytes per second (a job's `maxBytesPerSecond`), within the
+    /// engine's shared budget (`TransferEngine.setBandwidthLimit`): held by the engine's bandwidth
+    /// budget and by CURLOPT_MAX_RECV_SPEED_LARGE (which also makes curl's receive buffer small).
     public var maxSpeedBytesPerSecond: Int64? = nil
+    /// A digest to compute while writing the file besides SHA-256 (always computed): the
+    /// algorithm of the job's `checksum`, when it is not sha256. See `TransferResult.extraDigest`.
+    public var extraDigest: DigestAlgorithm? = nil
 
     public init(url: String, sink: Sink) {
         self.url = url

@@ -63,8 +63,14 @@ public struct TransferResult: Sendable {
     /// File sink, after a 2xx (or a 416 that found the file complete) only: lowercase hex SHA-256
     /// of the whole file.
     public var sha256: String?
+    /// File sink, when `sha256` is set and the request asked for `extraDigest`: that digest of
+    /// the whole file, lowercase hex.
+    public var extraDigest: String?
     /// ETag if the response had one, else Last-Modified.
     public var validator: String?
+    /// The final response's `Content-Disposition` value, as sent: for a directory destination the
+    /// service reads the file name from it (`FileName.choose` in DownloadCore).
+    public var contentDisposition: String?
     /// Seconds from now, from Retry-After (delta-seconds or HTTP-date).
     public var retryAfter: Double?
     /// Memory sink: the body, truncated to the sink's limit.

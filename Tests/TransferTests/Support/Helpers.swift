@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Logging
+import TestSupport
 import Transfer
 
 func makeEngine() -> TransferEngine {
@@ -40,15 +41,18 @@ final class TemporaryDirectory: Sendable {
     func file(_ name: String) -> String { path + "/" + name }
 }
 
+/// Random bytes from a fast generator seeded at random: the system's generator costs a system
+/// call per 8 bytes, which for the many megabytes these tests use kept Swift's few cooperative
+/// threads busy long enough to stall every other test in the process.
 func randomBytes(_ count: Int) -> [UInt8] {
-    var generator = SystemRandomNumberGenerator()
+    var generator = SplitMix64(seed: UInt64.random(in: .min ... .max))
     var bytes = [UInt8](repeating: 0, count: count)
     bytes.withUnsafeMutableBytes { buffer in
         for index in stride(from: 0, to: count - count % 8, by: 8) {
             buffer.storeBytes(of: generator.next() as UInt64, toByteOffset: index, as: UInt64.self)
         }
     }
-    for index in (count - count % 8)..<count { bytes[index] = UInt8.random(in: 0...255) }
+    for index in (count - count % 8)..<count { bytes[index] = UInt8.random(in: 0...255, using: &generator) }
     return bytes
 }
 

@@ -76,6 +76,8 @@ final class TestOrigin: Sendable {
     private let connections = Atomic<Int>(0)
     private let openConnections = Atomic<Int>(0)
     private let bodyBytes = Atomic<Int>(0)
+    private let activeResponses = Atomic<Int>(0)
+    private let mostActiveResponses = Atomic<Int>(0)
     private let received = Mutex<[OriginRequest]>([])
 
     init(handler: @escaping @Sendable (OriginRequest) -> OriginResponse) throws {
@@ -107,6 +109,8 @@ final class TestOrigin: Sendable {
     /// Connections the client has not closed yet.
     var connectionsOpen: Int { openConnections.load(ordering: .sequentiallyConsistent) }
     var bodyBytesServed: Int { bodyBytes.load(ordering: .sequentiallyConsistent) }
+    /// The most responses ever being sent at the same time.
+    var mostConcurrentResponses: Int { mostActiveResponses.load(ordering: .sequentiallyConsistent) }
     var requests: [OriginRequest] { received.withLock { $0 } }
 
     /// Stops accepting; connections in progress end when their clients go away.
@@ -137,8 +141,12 @@ final class TestOrigin: Sendable {
         }
         while let request = readRequest(client, &pending) {
             received.withLock { $0.append(request) }
+            let active = activeResponses.add(1, ordering: .sequentiallyConsistent).newValue
+            mostActiveResponses.max(active, ordering: .sequentiallyConsistent)
             let response = handler(request)
-            guard send(response, to: client) else { return }
+            let keepOpen = send(response, to: client)
+            activeResponses.subtract(1, ordering: .sequentiallyConsistent)
+            guard keepOpen else { return }
         }
     }
 

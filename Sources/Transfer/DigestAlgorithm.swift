@@ -1,0 +1,69 @@
+import Crypto
+
+/// A digest a download can be checked against. SHA-256 is always computed while writing; the
+/// service names one of the others in `TransferRequest.extraDigest` when the job's `checksum`
+/// (or `checksumURL`'s digest) uses it, and compares `TransferResult.extraDigest` with it.
+public enum DigestAlgorithm: String, Sendable, CaseIterable {
+    case sha256, sha512, sha1, md5
+
+    /// Hex digits in a digest of this algorithm: how `checksumURL` tells a bare digest's algorithm.
+    public var hexLength: Int {
+        switch self {
+        case .sha256: 64
+        case .sha512: 128
+        case .sha1: 40
+        case .md5: 32
+        }
+    }
+}
+
+/// The hash state of the digest computed beside SHA-256.
+enum ExtraHasher {
+    case sha512(SHA512)
+    case sha1(Insecure.SHA1)
+    case md5(Insecure.MD5)
+
+    /// Nil for none, and for SHA-256 (computed anyway).
+    init?(_ algorithm: DigestAlgorithm?) {
+        switch algorithm {
+        case .sha512: self = .sha512(SHA512())
+        case .sha1: self = .sha1(Insecure.SHA1())
+        case .md5: self = .md5(Insecure.MD5())
+        case .sha256, nil: return nil
+        }
+    }
+
+    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        switch self {
+        case .sha512(var hasher):
+            hasher.update(bufferPointer: bytes)
+            self = .sha512(hasher)
+        case .sha1(var hasher):
+            hasher.update(bufferPointer: bytes)
+            self = .sha1(hasher)
+        case .md5(var hasher):
+            hasher.update(bufferPointer: bytes)
+            self = .md5(hasher)
+        }
+    }
+
+    func finalize() -> String {
+        switch self {
+        case .sha512(let hasher): Hex.lowercase(hasher.finalize())
+        case .sha1(let hasher): Hex.lowercase(hasher.finalize())
+        case .md5(let hasher): Hex.lowercase(hasher.finalize())
+        }
+    }
+}
+
+enum Hex {
+    static func lowercase(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0xf)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
