@@ -2,8 +2,9 @@ import CZlib
 
 /// One-shot gzip (RFC 1952) of a response body.
 enum Gzip {
-    /// Level 1: for JSON it gives most of level 6's saving at a fraction of the CPU time, and
-    /// the compression runs on the connection's event loop (Benchmarks/README.md has numbers).
+    /// Level 1: the compression runs on the connection's event loop, and for JSON it gives
+    /// nearly all of level 6's saving in 60% of the time (a page of 1,000 jobs, 548 KB: level 1
+    /// 3.4 ms to 24.7 KB, level 6 5.6 ms to 22.4 KB, on the 2-core development machine).
     static let level: Int32 = 1
 
     /// The compressed bytes, or nil if zlib fails.
