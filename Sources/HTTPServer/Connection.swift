@@ -36,7 +36,7 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
         var isHead: Bool
         var keepAlive: Bool
         var isHTTP10: Bool
-        /// The request's `Accept-Encoding`, read only if the response could be compressed.
+        /// The request's `Accept-Encoding`, parsed only if the response could be compressed.
         var acceptEncoding: String? = nil
     }
 
