@@ -2,11 +2,14 @@
 
 SWIFT     ?= swift
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_DEPS  := libcurl4-openssl-dev libsqlite3-dev pkg-config
-PY_DEPS   := pytest standardwebhooks
+APT_DEPS  := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev pkg-config
+PY_DEPS   := pytest standardwebhooks openapi-python-client==0.29.1
 BIN       := .build/debug/fetchd
+## the generated Swift client's build (Tests/clients/swift): outside the clone, since building
+## swift-openapi-generator takes minutes and a new clone on the same machine can reuse it
+SWIFT_CLIENT_BUILD ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fetchd/swift-client-build
 
-.PHONY: deps py-deps build release run test test-unit test-e2e openapi-check lint clean fuzz
+.PHONY: deps py-deps build release run test test-unit test-e2e swift-client openapi-check lint clean fuzz
 
 ## deps: install the system packages the build links against (Debian/Ubuntu)
 deps:
@@ -16,9 +19,10 @@ deps:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-## py-deps: the end-to-end suite's Python packages (pytest, the reference webhook verifier)
+## py-deps: the end-to-end suite's Python packages (pytest, the reference webhook verifier, the
+## Python client generator that test_generated_clients.py checks openapi.yaml with)
 py-deps:
-	@python3 -c 'import pytest, standardwebhooks' 2>/dev/null || python3 -m pip install -q $(PY_DEPS)
+	@python3 -c 'import pytest, standardwebhooks, openapi_python_client' 2>/dev/null || python3 -m pip install -q $(PY_DEPS)
 
 build: deps
 	$(SWIFT) build --product fetchd
@@ -37,11 +41,17 @@ test-unit: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-## the e2e suite checks a /metrics scrape with promtool (Debian package prometheus) and builds
-## network namespaces with ip (iproute2) for the live SSRF tests
-test-e2e: build py-deps
-	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2"
-	FETCHD_BIN=$(BIN) python3 -m pytest -q Tests/e2e
+## the e2e suite checks a /metrics scrape with promtool (Debian package prometheus), builds
+## network namespaces with ip (iproute2) for the live SSRF tests, and streams events through
+## nginx and haproxy (test_reverse_proxy.py)
+test-e2e: build py-deps swift-client
+	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2 nginx-light haproxy"
+	FETCHD_BIN=$(BIN) FETCHD_SWIFT_CLIENT_BUILD=$(SWIFT_CLIENT_BUILD) python3 -m pytest -q Tests/e2e
+
+## swift-client: the client swift-openapi-generator makes from openapi.yaml, and the program
+## that drives fetchd through it (Tests/clients/swift; run by Tests/e2e/test_generated_clients.py)
+swift-client: deps
+	$(SWIFT) build --package-path Tests/clients/swift --scratch-path $(SWIFT_CLIENT_BUILD) --product FetchdClientCheck
 
 ## fuzz: libFuzzer (with AddressSanitizer) over the HTTP request parser for FUZZ_SECONDS;
 ## new inputs go to .build-fuzz/corpus, crashes to .build-fuzz/crash-*, seeds stay in Fuzz/corpus

@@ -12,12 +12,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
-        // System libraries: non-variadic shims over libcurl and SQLite.
+        // System libraries: non-variadic shims over libcurl and SQLite; zlib for gzip responses.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         // Layers, each knowing nothing of the ones above it.
-        .target(name: "HTTPServer", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        .target(name: "HTTPServer", dependencies: ["CZlib", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Transfer", dependencies: [
             "CCurl",
             .product(name: "Crypto", package: "swift-crypto"),
@@ -41,7 +42,7 @@ let package = Package(
         .executableTarget(name: "RequestParserFuzz", dependencies: ["HTTPServer"], path: "Fuzz/RequestParserFuzz"),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", "CZlib"]),
         .testTarget(name: "TransferTests", dependencies: [
             "Transfer", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),

@@ -51,19 +51,36 @@ public enum RFC3339 {
         return Int64(seconds) * 1000 + Int64(millis)
     }
 
-    /// Formats as `2026-11-21T10:00:00.000Z` (UTC, millisecond precision).
+    /// Formats as `2026-11-21T10:00:00Z` (UTC, whole seconds, rounded down): the API's and the
+    /// webhooks' date-times. Whole seconds are what every client's default date decoder reads
+    /// (Swift's `ISO8601DateFormatter` rejects fractional seconds unless told to expect them);
+    /// nothing is ordered by them, ids and event ids carry the order.
     public static func format(_ millis: Int64) -> String {
+        let (date, _) = formatParts(millis)
+        return date + "Z"
+    }
+
+    /// Formats as `2026-11-21T10:00:00.250Z` (UTC, millisecond precision), for log lines.
+    public static func formatWithMilliseconds(_ millis: Int64) -> String {
+        let (date, ms) = formatParts(millis)
+        return date + "." + pad(ms, 3) + "Z"
+    }
+
+    /// `2026-11-21T10:00:00` and the milliseconds past that second.
+    private static func formatParts(_ millis: Int64) -> (String, Int) {
         let totalSeconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
         let ms = Int(millis - totalSeconds * 1000)
         let days = totalSeconds >= 0 ? totalSeconds / 86400 : (totalSeconds - 86399) / 86400
         let secondOfDay = Int(totalSeconds - days * 86400)
         let (year, month, day) = civilFromDays(Int(days))
-        func pad(_ v: Int, _ width: Int) -> String {
-            let s = String(v)
-            return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
-        }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-            + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(ms, 3))Z"
+        let date = "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
+            + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
+        return (date, ms)
+    }
+
+    private static func pad(_ value: Int, _ width: Int) -> String {
+        let s = String(value)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
     }
 
     static func daysIn(month: Int, year: Int) -> Int {

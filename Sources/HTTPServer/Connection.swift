@@ -36,6 +36,8 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
         var isHead: Bool
         var keepAlive: Bool
         var isHTTP10: Bool
+        /// The request's `Accept-Encoding`, parsed only if the response could be compressed.
+        var acceptEncoding: String? = nil
     }
 
     private static let readChunkBytes = 16 * 1024
@@ -205,7 +207,8 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
                 let exchange = Exchange(
                     isHead: request.method == "HEAD",
                     keepAlive: keepAlive,
-                    isHTTP10: request.version == "HTTP/1.0"
+                    isHTTP10: request.version == "HTTP/1.0",
+                    acceptEncoding: request.headers["Accept-Encoding"]
                 )
                 dispatch(request, exchange)
             case .reject(let rejection):
@@ -300,13 +303,22 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
         let status = (200...999).contains(response.status) ? response.status : 500
         let mayHaveBody = statusAllowsBody(status)
         let connection: String? = keepAlive ? (exchange.isHTTP10 ? "keep-alive" : nil) : "close"
+        var server = ServerFields(date: loop.httpDate.current())
 
         switch response.body {
-        case .bytes(let body):
+        case .bytes(var body):
+            // A HEAD response is compressed too, so that its Content-Length is GET's.
+            if mayHaveBody && ResponseCompression.isCandidate(headers: response.headers, bodyCount: body.count) {
+                server.variesWithAcceptEncoding = true
+                if ResponseCompression.acceptsGzip(exchange.acceptEncoding), let gzipped = Gzip.compress(body) {
+                    body = gzipped
+                    server.gzipped = true
+                }
+            }
             var bytes: [UInt8] = []
             bytes.reserveCapacity(256 + body.count)
-            appendResponseHead(status: status, headers: response.headers,
-                               framing: mayHaveBody ? .length(body.count) : .none, connection: connection, to: &bytes)
+            appendResponseHead(status: status, headers: response.headers, framing: mayHaveBody ? .length(body.count) : .none,
+                               connection: connection, server: server, to: &bytes)
             // Head and body in one write: two small writes would meet Nagle and delayed ACK.
             if mayHaveBody && !exchange.isHead { bytes += body }
             state = .writing(keepAlive: keepAlive)
@@ -316,10 +328,11 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
             // HTTP/1.0 has no chunked coding: the body then ends when the connection closes.
             let chunked = !exchange.isHTTP10
             let keepAlive = keepAlive && chunked
+            server.streamed = true
             var bytes: [UInt8] = []
             appendResponseHead(status: status, headers: response.headers,
                                framing: mayHaveBody && chunked ? .chunked : .none,
-                               connection: keepAlive ? connection : "close", to: &bytes)
+                               connection: keepAlive ? connection : "close", server: server, to: &bytes)
             guard mayHaveBody && !exchange.isHead else {
                 state = .writing(keepAlive: keepAlive)
                 if write(bytes) { finishResponse(keepAlive: keepAlive) }

@@ -20,7 +20,7 @@ protocol EventLoopHandler: AnyObject {
 /// Level-triggered: a descriptor is in the epoll set only while it wants an event, so a hung-up
 /// socket whose connection is busy does not make `epoll_wait` return at once again and again.
 ///
-/// `@unchecked Sendable`: `handlers` and `interests` are touched only on the loop's thread;
+/// `@unchecked Sendable`: `handlers`, `interests` and `httpDate` are touched only on the loop's thread;
 /// the jobs sent from other threads are guarded by the `Mutex` `inbox`.
 final class EventLoop: TaskExecutor, @unchecked Sendable {
     private struct Inbox {
@@ -46,6 +46,8 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     private let afterStop = DispatchQueue(label: "fetchd.http.loop.stopped")
     private var handlers: [Int32: EventLoopHandler] = [:]
     private var interests: [Int32: Interest] = [:]
+    /// The `Date` of the responses written on this loop; each loop keeps its own, so no lock is taken.
+    var httpDate = HTTPDateCache()
     /// Set by the job `stop()` sends; the loop then hands what is left to `afterStop`.
     private var stopRequested = false
 

@@ -36,6 +36,12 @@ func equalsIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
     return true
 }
 
+func hasPrefixIgnoringASCIICase(_ text: some StringProtocol, _ prefix: String) -> Bool {
+    let text = text.utf8, prefix = prefix.utf8
+    guard text.count >= prefix.count else { return false }
+    return zip(text, prefix).allSatisfy { asciiLowercased($0) == asciiLowercased($1) }
+}
+
 @inline(__always)
 func asciiLowercased(_ byte: UInt8) -> UInt8 {
     byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte

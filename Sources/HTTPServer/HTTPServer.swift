@@ -27,20 +27,16 @@ public final class HTTPServer: Sendable {
     private let router: Router
     private let logger: Logger
     private let state = Mutex(State())
-    private let busyResponse: [UInt8]
+    private let busyProblem: HTTPResponse
+    private let busyBody: [UInt8]
 
     public init(configuration: HTTPServerConfiguration, router: Router, logger: Logger) {
         self.configuration = configuration
         self.router = router
         self.logger = logger
-        var busy: [UInt8] = []
-        let problem = HTTPResponse.problem(503, detail: "The server has too many open connections; try again.",
+        busyProblem = HTTPResponse.problem(503, detail: "The server has too many open connections; try again.",
                                            headers: HTTPHeaders([("Retry-After", "1")]))
-        if case .bytes(let body) = problem.body {
-            appendResponseHead(status: 503, headers: problem.headers, framing: .length(body.count), connection: "close", to: &busy)
-            busy += body
-        }
-        busyResponse = busy
+        if case .bytes(let body) = busyProblem.body { busyBody = body } else { busyBody = [] }
     }
 
     /// Binds and listens (IPv4 and IPv6 literal hosts; "localhost"), returns the actually bound port.
@@ -166,7 +162,7 @@ public final class HTTPServer: Sendable {
             case .failed(EAGAIN):
                 return
             case .failed(let code) where code == EMFILE || code == ENFILE:
-                refuseWithoutDescriptors(listener)
+                refuseWithoutDescriptors(listener, loop: loop)
                 return
             case .failed(let code):
                 logger.warning("Accept failed", metadata: ["error": "\(errorText(code))"])
@@ -192,7 +188,7 @@ public final class HTTPServer: Sendable {
             connection.start()
         case .busy:
             logger.debug("Connection refused: too many connections", metadata: ["http.remote": "\(remoteAddress)"])
-            refuse(fd)
+            refuse(fd, loop: loop)
         case .draining:
             _ = Glibc.close(fd)
         }
@@ -201,8 +197,12 @@ public final class HTTPServer: Sendable {
     /// Answers 503 without reading the request, then closes. Input that already arrived is
     /// drained first, as closing a socket with unread input resets the connection and may
     /// destroy the response before the client has read it.
-    private func refuse(_ fd: Int32) {
-        _ = busyResponse.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    private func refuse(_ fd: Int32, loop: EventLoop) {
+        var response: [UInt8] = []
+        appendResponseHead(status: 503, headers: busyProblem.headers, framing: .length(busyBody.count), connection: "close",
+                           server: ServerFields(date: loop.httpDate.current()), to: &response)
+        response += busyBody
+        _ = response.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
         withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 1) { buffer in
             var reads = 0
@@ -211,7 +211,7 @@ public final class HTTPServer: Sendable {
         _ = Glibc.close(fd)
     }
 
-    private func refuseWithoutDescriptors(_ listener: Int32) {
+    private func refuseWithoutDescriptors(_ listener: Int32, loop: EventLoop) {
         logger.warning("Out of file descriptors; refusing a connection")
         let spare = state.withLock { state in
             defer { state.spareDescriptor = -1 }
@@ -219,7 +219,7 @@ public final class HTTPServer: Sendable {
         }
         guard spare >= 0 else { return }
         _ = Glibc.close(spare)
-        if case .accepted(let fd, _) = Socket.accept(listener) { refuse(fd) }
+        if case .accepted(let fd, _) = Socket.accept(listener) { refuse(fd, loop: loop) }
         let reopened = open("/dev/null", O_RDONLY | O_CLOEXEC)
         state.withLock { $0.spareDescriptor = reopened }
     }

@@ -8,16 +8,32 @@ enum BodyFraming {
     case none
 }
 
+/// The fields the server itself puts in every response head, besides the framing.
+struct ServerFields {
+    /// The `Date` field (RFC 9110 §6.6.1); a handler's own is replaced.
+    var date: String
+    /// The body was gzipped: `Content-Encoding: gzip`.
+    var gzipped = false
+    /// The body's form depends on `Accept-Encoding`: `Vary: Accept-Encoding`, for caches.
+    var variesWithAcceptEncoding = false
+    /// A streamed body: `X-Accel-Buffering: no`, so that nginx with its default proxy settings
+    /// passes each event on at once instead of buffering the response until it ends.
+    var streamed = false
+}
+
 /// Appends a serialized HTTP/1.1 response head to `out`.
 ///
 /// Framing and connection headers are the server's business, so those given by the handler
-/// are replaced. Fields whose name is not a token or whose value holds CR, LF or NUL are
-/// dropped: writing them would let a handler split the response.
+/// are replaced, and so is `Date`. A response without `Cache-Control` gets `no-store`: every
+/// answer is the state of the moment, which a cache must not serve again. Fields whose name is
+/// not a token or whose value holds CR, LF or NUL are dropped: writing them would let a
+/// handler split the response.
 func appendResponseHead(
     status: Int,
     headers: HTTPHeaders,
     framing: BodyFraming,
     connection: String?,
+    server: ServerFields,
     to out: inout [UInt8]
 ) {
     out.append(contentsOf: "HTTP/1.1 ".utf8)
@@ -25,15 +41,23 @@ func appendResponseHead(
     out.append(UInt8(ascii: " "))
     out.append(contentsOf: reasonPhrase(status).utf8)
     out.append(contentsOf: "\r\n".utf8)
+    appendField("Date", server.date, to: &out)
+    var cacheControlGiven = false, accelBufferingGiven = false
     for (name, value) in headers {
         if equalsIgnoringASCIICase(name, "Content-Length") || equalsIgnoringASCIICase(name, "Transfer-Encoding")
-            || equalsIgnoringASCIICase(name, "Connection") {
+            || equalsIgnoringASCIICase(name, "Connection") || equalsIgnoringASCIICase(name, "Date") {
             continue
         }
         guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte),
               !value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) else { continue }
+        cacheControlGiven = cacheControlGiven || equalsIgnoringASCIICase(name, "Cache-Control")
+        accelBufferingGiven = accelBufferingGiven || equalsIgnoringASCIICase(name, "X-Accel-Buffering")
         appendField(name, value, to: &out)
     }
+    if !cacheControlGiven { appendField("Cache-Control", "no-store", to: &out) }
+    if server.streamed && !accelBufferingGiven { appendField("X-Accel-Buffering", "no", to: &out) }
+    if server.gzipped { appendField("Content-Encoding", "gzip", to: &out) }
+    if server.variesWithAcceptEncoding { appendField("Vary", "Accept-Encoding", to: &out) }
     switch framing {
     case .length(let count): appendField("Content-Length", String(count), to: &out)
     case .chunked: appendField("Transfer-Encoding", "chunked", to: &out)

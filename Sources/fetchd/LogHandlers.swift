@@ -21,7 +21,7 @@ struct LineLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         let all = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
-        let time = RFC3339.format(Self.nowMillis())
+        let time = RFC3339.formatWithMilliseconds(Self.nowMillis())
         var line: [UInt8] = []
         line.reserveCapacity(256)
         switch format {

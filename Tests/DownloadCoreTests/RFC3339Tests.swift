@@ -22,14 +22,23 @@ import Testing
         #expect(RFC3339.parse(text) == nil)
     }
 
-    @Test func formatsWithMilliseconds() {
-        #expect(RFC3339.format(1_795_255_200_250) == "2026-11-21T10:00:00.250Z")
-        #expect(RFC3339.format(0) == "1970-01-01T00:00:00.000Z")
+    @Test func formatsWholeSecondsRoundedDown() {
+        #expect(RFC3339.format(1_795_255_200_999) == "2026-11-21T10:00:00Z")
+        #expect(RFC3339.format(0) == "1970-01-01T00:00:00Z")
+        #expect(RFC3339.format(-1) == "1969-12-31T23:59:59Z")
+    }
+
+    @Test func formatsWithMillisecondsForLogs() {
+        #expect(RFC3339.formatWithMilliseconds(1_795_255_200_250) == "2026-11-21T10:00:00.250Z")
+        #expect(RFC3339.formatWithMilliseconds(0) == "1970-01-01T00:00:00.000Z")
+        #expect(RFC3339.formatWithMilliseconds(-1) == "1969-12-31T23:59:59.999Z")
     }
 
     @Test func roundTrips() {
         for millis in stride(from: Int64(-86_400_000), to: 4_102_444_800_000, by: 7_777_777_777) {
-            #expect(RFC3339.parse(RFC3339.format(millis)) == millis)
+            #expect(RFC3339.parse(RFC3339.formatWithMilliseconds(millis)) == millis)
+            let wholeSeconds = millis - ((millis % 1000) + 1000) % 1000
+            #expect(RFC3339.parse(RFC3339.format(millis)) == wholeSeconds)
         }
     }
 }

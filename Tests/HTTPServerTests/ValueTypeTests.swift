@@ -57,8 +57,10 @@ import Testing
             ("Content-Length", "999"), ("Connection", "keep-alive"), ("X-Ok", "fine"),
             ("X-Evil", "a\r\nSet-Cookie: x"), ("Bad Name", "v"),
         ])
-        appendResponseHead(status: 200, headers: headers, framing: .length(2), connection: "close", to: &bytes)
+        appendResponseHead(status: 200, headers: headers, framing: .length(2), connection: "close",
+                           server: ServerFields(date: "Sun, 06 Nov 1994 08:49:37 GMT"), to: &bytes)
         #expect(String(decoding: bytes, as: UTF8.self)
-            == "HTTP/1.1 200 OK\r\nX-Ok: fine\r\nContent-Length: 2\r\nConnection: close\r\n\r\n")
+            == "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nX-Ok: fine\r\nCache-Control: no-store\r\n"
+            + "Content-Length: 2\r\nConnection: close\r\n\r\n")
     }
 }
