@@ -41,7 +41,7 @@ public final class DownloadService: Sendable {
         lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         authenticator = try Authenticator(tokens: configuration.apiTokens, tokensFile: configuration.apiTokensFile)
         store = try Store(path: configuration.databasePath)
-        engine = TransferEngine(logger: logger)
+        engine = TransferEngine(logger: logger, network: configuration.network)
         events = WebhookEvents(globalURL: configuration.webhookURL)
         let metrics = Metrics()
         let dispatcher = WebhookDispatcher(store: store, engine: engine, configuration: configuration, metrics: metrics,
