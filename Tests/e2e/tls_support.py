@@ -9,6 +9,7 @@ has the protocol of each request, tinyproxy and microsocks log every request the
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 from dataclasses import dataclass
@@ -224,7 +225,8 @@ class TinyProxy(_LoggingProxy):
         return ["tinyproxy", "-d", "-c", str(conf)]
 
     def carried(self) -> list[str]:
-        return [line.split(": ", 1)[1] for line in self.log_text().splitlines() if "Request (file descriptor" in line]
+        marker = re.compile(r"Request \(file descriptor \d+\): (.*)")
+        return [m.group(1) for m in map(marker.search, self.log_text().splitlines()) if m]
 
 
 class MicroSocks(_LoggingProxy):
