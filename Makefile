@@ -37,10 +37,11 @@ test-unit: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-## the e2e suite checks a /metrics scrape with promtool (Debian package prometheus) and builds
-## network namespaces with ip (iproute2) for the live SSRF tests
+## the e2e suite checks a /metrics scrape with promtool (Debian package prometheus), builds
+## network namespaces with ip (iproute2) for the live SSRF tests, and runs HTTPS origins (nginx-light,
+## certificates by openssl) and proxies (tinyproxy, microsocks) for the TLS and proxy tests
 test-e2e: build py-deps
-	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2"
+	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2 nginx-light openssl tinyproxy microsocks"
 	FETCHD_BIN=$(BIN) python3 -m pytest -q Tests/e2e
 
 ## fuzz: libFuzzer (with AddressSanitizer) over the HTTP request parser for FUZZ_SECONDS;
@@ -58,7 +59,7 @@ fuzz:
 ## bench: fetchd beside curl and aria2 on loopback, one table (Benchmarks/README.md); BENCH_ARGS passes options
 ## bench-quick: the same scaled down, in under 3 minutes
 .PHONY: bench bench-quick bench-deps
-BENCH_APT := nginx-light aria2 wrk curl
+BENCH_APT := nginx-light aria2 wrk curl openssl
 bench-deps:
 	@$(MAKE) --no-print-directory deps APT_DEPS="$(BENCH_APT)"
 
