@@ -10,7 +10,7 @@ from benchlib.fetchd import Fetchd
 from benchlib.origin import make_file
 from benchlib.table import Row
 from benchlib.tls_origin import TLSOrigin
-from .common import alternating, aria2c, empty_dir, settle_disk
+from .common import aria2c, empty_dir, throughput_rounds
 
 
 def run(ctx) -> list[Row]:
@@ -49,17 +49,8 @@ def measure(ctx, origin, fetchd, url, target, out, size, http2) -> list[Row]:
         "curl -o": lambda r: procs.run(["curl", "-sS", "--fail", "--cacert", origin.ca, "-o", target, url]),
         "aria2c": lambda r: procs.run(aria2c("--ca-certificate", origin.ca, "-d", out, "-o", "big.bin", url)),
     }
-    mib_s = {name: [] for name in tools}
-    cpu = {name: [] for name in tools}
     with ctx.profiled(fetchd.pid, f"https-{'h2' if http2 else 'h1'}"):
-        for r, name in alternating(list(tools), ctx.rounds):
-            seconds, cpu_seconds = procs.measured(lambda: tools[name](r), fetchd.pid if name == "fetchd" else None)
-            mib_s[name].append(size / (1 << 20) / seconds)
-            cpu[name].append(cpu_seconds)
-            ctx.log(f"https {protocol} round {r + 1} {name}: {mib_s[name][-1]:.0f} MiB/s, {cpu_seconds:.2f} s CPU")
-            settle_disk(target)
-            if os.path.exists(target):
-                os.remove(target)
+        mib_s, cpu = throughput_rounds(ctx, tools, size, fetchd.pid, f"https {protocol}", target)
     note = "fetchd: SHA-256 + fsync"
     return [
         Row(label, "throughput", "MiB/s", mib_s["fetchd"], "curl -o", mib_s["curl -o"], "ratio >= 0.95", note),

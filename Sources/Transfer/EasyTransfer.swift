@@ -114,7 +114,7 @@ final class EasyTransfer {
         try set(CURLOPT_PROXY, "")
         // HTTP/2 when the origin offers it through ALPN, HTTP/1.1 otherwise.
         try set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
-        try check(network.tls.apply(to: handle), CURLOPT_CAINFO_BLOB)
+        for (option, blob) in network.tls.curlOptions { try check(blob.apply(to: handle, option), option) }
         try set(CURLOPT_BUFFERSIZE, Self.bufferSize(throttledTo: request.maxSpeedBytesPerSecond))
         try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout))
         try set(CURLOPT_LOW_SPEED_LIMIT, 1)

@@ -61,19 +61,15 @@ public struct TLSSettings: Sendable {
         self.init(trustedAuthorities: authorities, clientCertificate: certificate, clientKey: key)
     }
 
-    /// Sets the handle's trust and identity for origins, and for an https:// proxy.
-    func apply(to handle: UnsafeMutableRawPointer) -> CURLcode {
+    /// The handle's trust and identity, for origins and for an https:// proxy, as *_BLOB options.
+    var curlOptions: [(CURLoption, PEMBlob)] {
         var options: [(CURLoption, PEMBlob)] = []
         if let trustedAuthorities {
             options += [(CURLOPT_CAINFO_BLOB, trustedAuthorities), (CURLOPT_PROXY_CAINFO_BLOB, trustedAuthorities)]
         }
         if let clientCertificate { options.append((CURLOPT_SSLCERT_BLOB, clientCertificate)) }
         if let clientKey { options.append((CURLOPT_SSLKEY_BLOB, clientKey)) }
-        for (option, blob) in options {
-            let code = blob.apply(to: handle, option)
-            guard code == CURLE_OK else { return code }
-        }
-        return CURLE_OK
+        return options
     }
 
     /// libcurl's built-in CA file (CURLINFO_CAINFO; /etc/ssl/certs/ca-certificates.crt on Debian).
