@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from e2e_support import sha256_hex
-from tls_support import Certificates, NginxOrigin
+from tls_support import Certificates, HTTPSWebhookReceiver, NginxOrigin
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +80,21 @@ def test_an_origin_that_demands_a_client_certificate(fetchd, tmp_path, certs):
         assert verdicts == ["SUCCESS", "NONE"], verdicts
     finally:
         origin.stop()
+
+
+def test_webhooks_to_an_https_receiver_use_the_same_trust(fetchd, nginx, certs):
+    receiver = HTTPSWebhookReceiver(certs)
+    receiver.start()
+    try:
+        nginx.add("hooked.bin", b"h" * 1000)
+        fd = fetchd(env={"FETCHD_CA_BUNDLE": str(certs.ca)})
+        job = fd.api.submit({"url": nginx.https_url("hooked.bin"), "destination": "hooked.bin",
+                             "webhookURL": receiver.url})
+        delivery = receiver.wait_event("download.completed", job["id"])[0]
+        assert delivery.verified, delivery.verify_error
+        assert delivery.data["state"] == "completed"
+    finally:
+        receiver.stop()
 
 
 @pytest.mark.parametrize("setting,value", [

@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import re
 import socket
+import ssl
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from e2e_support import wait_for
+from e2e_support import WebhookReceiver, wait_for
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -248,3 +249,22 @@ class MicroSocks(_LoggingProxy):
 
     def carried(self) -> list[str]:
         return [line.split("connected to ", 1)[1] for line in self.log_text().splitlines() if "connected to " in line]
+
+
+class HTTPSWebhookReceiver(WebhookReceiver):
+    """The suite's webhook receiver behind TLS, with the test CA's server certificate."""
+
+    def __init__(self, certs: Certificates):
+        super().__init__()
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(str(certs.server_cert), str(certs.server_key))
+
+    def start(self, port: int | None = None) -> None:
+        super().start(port)
+        # Nobody knows the port yet, so no connection can come before the socket is wrapped;
+        # the serving thread accepts through `server.socket` as it finds it.
+        self.server.socket = self.context.wrap_socket(self.server.socket, server_side=True)
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}:{self.port}/hooks"
