@@ -26,8 +26,8 @@ final class EasyTransfer {
     private var requestHeaders: UnsafeMutablePointer<curl_slist>?
     /// Range and If-Range of a resume, sent on every hop.
     private var resumeHeaders: [(String, String)] = []
-    /// CURLOPT_RESOLVE entries of the current hop (addresses fetchd resolved and checked).
-    private var pinnedAddresses: UnsafeMutablePointer<curl_slist>?
+    /// CURLOPT_CONNECT_TO of the current hop: the address fetchd resolved and checked.
+    private var pinnedAddress: UnsafeMutablePointer<curl_slist>?
     /// The current hop goes through the proxy: curl connects to the proxy, whose address the
     /// operator chose, so connections are not judged by the address policy (the hop was, before).
     private var viaProxy = false
@@ -175,17 +175,17 @@ final class EasyTransfer {
 
     var addressPolicy: AddressPolicy { request.addressPolicy }
 
-    /// Sets the proxy (or none) and the pinned addresses for the next hop.
+    /// Sets the proxy (or none) and the pinned address for the next hop.
     func take(_ route: HopRoute) throws(TransferFailure) {
         viaProxy = route.proxy != nil
         try set(CURLOPT_PROXY, viaProxy ? network.proxy?.url ?? "" : "")
-        curl_slist_free_all(pinnedAddresses)
-        pinnedAddresses = nil
-        for entry in route.pinned {
-            guard let list = curl_slist_append(pinnedAddresses, entry) else { throw .network("out of memory pinning addresses") }
-            pinnedAddresses = list
+        curl_slist_free_all(pinnedAddress)
+        pinnedAddress = nil
+        if let connectTo = route.connectTo {
+            guard let list = curl_slist_append(nil, connectTo) else { throw .network("out of memory pinning an address") }
+            pinnedAddress = list
         }
-        try check(fetchd_easy_setopt_slist(handle, CURLOPT_RESOLVE, pinnedAddresses), CURLOPT_RESOLVE)
+        try check(fetchd_easy_setopt_slist(handle, CURLOPT_CONNECT_TO, pinnedAddress), CURLOPT_CONNECT_TO)
     }
 
     /// Where the hop that just ended redirects to, when the request follows redirects and curl
@@ -206,7 +206,7 @@ final class EasyTransfer {
         guard let target = URLOrigin(url), ["http", "https"].contains(target.scheme) else {
             throw .unsupportedScheme(String(url.prefix { $0 != ":" }))
         }
-        if target != URLOrigin(request.url) { try setHeaders(withCredentials: false) }
+        try setHeaders(withCredentials: target == URLOrigin(request.url))
         receiver.nextHop()
         try set(CURLOPT_URL, url)
     }
@@ -329,14 +329,8 @@ final class EasyTransfer {
     /// reused from curl's cache skipped `openSocket`, and may have been opened for a transfer with a
     /// looser policy: check its address again. False stops the transfer.
     private func connected(to address: String) -> Bool {
-        guard viaProxy else { return connectionAllowed(to: address) }
-        isConnected = true
-        lastActivity = DispatchTime.now().uptimeNanoseconds
-        return true
-    }
-
-    private func connectionAllowed(to address: String) -> Bool {
-        guard let target = IPAddress(address), request.addressPolicy.permits(target) else {
+        // Through the proxy this is the proxy's address, which the operator chose.
+        guard viaProxy || IPAddress(address).map(request.addressPolicy.permits) == true else {
             refuse(address)
             receiver.stop(.blockedAddress(address))
             return false
@@ -499,8 +493,8 @@ final class EasyTransfer {
         curl_easy_cleanup(handle)
         curl_slist_free_all(requestHeaders)
         requestHeaders = nil
-        curl_slist_free_all(pinnedAddresses)
-        pinnedAddresses = nil
+        curl_slist_free_all(pinnedAddress)
+        pinnedAddress = nil
         errorBuffer.deallocate()
     }
 }

@@ -7,9 +7,10 @@ import Glibc
 struct HopRoute: Sendable, Equatable {
     /// nil: straight to the origin (FETCHD_NO_PROXY), judged at connect time as without a proxy.
     var proxy: ProxySettings.Kind?
-    /// CURLOPT_RESOLVE entries ("host:port:address,…") that pin the addresses fetchd checked, so
-    /// that a socks5:// proxy is handed exactly those.
-    var pinned: [String] = []
+    /// CURLOPT_CONNECT_TO ("host:port:address:port") pinning an address fetchd checked, so that a
+    /// socks5:// proxy is asked for exactly that one. A per-handle option: unlike CURLOPT_RESOLVE,
+    /// it leaves nothing behind in curl's DNS cache.
+    var connectTo: String?
 }
 
 /// The scheme, host and port of a URL as curl parses it.
@@ -46,7 +47,8 @@ enum ProxyRouting {
     /// Through the proxy, a literal address is judged as it stands. A name is resolved here
     /// (unless every address is allowed anyway): with socks5:// curl connects the proxy to the
     /// addresses pinned here, the allowed ones; with http(s):// and socks5h:// the proxy resolves
-    /// the name itself, so one blocked address among the name's refuses it.
+    /// the name itself, so one blocked address among the name's refuses it. With socks5:// the
+    /// proxy is handed the first allowed address.
     static func route(_ url: String, proxy: ProxySettings, policy: AddressPolicy) -> Result<HopRoute, TransferFailure> {
         guard let origin = URLOrigin(url) else { return .failure(.network("cannot parse the URL")) }
         if proxy.isBypassed(host: origin.host) { return .success(HopRoute(proxy: nil)) }
@@ -65,10 +67,11 @@ enum ProxyRouting {
             if let first = blocked.first { return .failure(.blockedAddress("\(first) (\(origin.host))")) }
             return .success(HopRoute(proxy: proxy.kind))
         }
-        let allowed = addresses.filter { policy.permits($0) }
-        guard !allowed.isEmpty else { return .failure(.blockedAddress("\(blocked[0]) (\(origin.host))")) }
-        let list = allowed.map { $0.isIPv4 ? $0.description : "[\($0)]" }.joined(separator: ",")
-        return .success(HopRoute(proxy: proxy.kind, pinned: ["\(origin.host):\(origin.port):\(list)"]))
+        guard let allowed = addresses.first(where: policy.permits) else {
+            return .failure(.blockedAddress("\(blocked[0]) (\(origin.host))"))
+        }
+        let literal = allowed.isIPv4 ? allowed.description : "[\(allowed)]"
+        return .success(HopRoute(proxy: proxy.kind, connectTo: "\(origin.host):\(origin.port):\(literal):\(origin.port)"))
     }
 
     /// Every address `host` resolves to, as the system resolver answers.

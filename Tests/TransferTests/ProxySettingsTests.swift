@@ -68,12 +68,12 @@ import Testing
         }
     }
 
-    @Test func socks5PinsTheAddressesFetchdChecked() throws {
+    @Test func socks5PinsAnAddressFetchdChecked() throws {
         let proxy = try ProxySettings(url: "socks5://127.0.0.1:1080", noProxy: [])
         let allowLoopback = AddressPolicy(allowPrivate: false, allowedNetworks: [try #require(CIDR("127.0.0.0/8"))])
         let route = ProxyRouting.route("http://localhost:8080/", proxy: proxy, policy: allowLoopback)
         // ::1, if localhost has it, is not allowed, so only 127.0.0.1 is handed to curl.
-        #expect(route == .success(HopRoute(proxy: .socks5, pinned: ["localhost:8080:127.0.0.1"])))
+        #expect(route == .success(HopRoute(proxy: .socks5, connectTo: "localhost:8080:127.0.0.1:8080")))
     }
 
     @Test func aBypassedHostGoesDirectAndIsJudgedAtConnectTime() throws {

@@ -141,6 +141,22 @@ def test_blocked_addresses_are_refused_before_the_proxy_is_asked(fetchd, proxies
     assert "127.0.0.1" not in carried and "localhost" not in carried, carried
 
 
+def test_socks5_asks_the_proxy_for_the_address_fetchd_checked(fetchd, proxies, tmp_path, certs):
+    """socks5:// resolves locally: fetchd resolves the name, keeps an allowed address and hands
+    the proxy that address, never the name."""
+    proxy = proxies("socks5")
+    origin = make_origin(tmp_path, certs, host="127.0.0.1")
+    try:
+        origin.add("n.bin", b"n" * 4000)
+        fd = fetchd(env={"FETCHD_ALLOW_PRIVATE_NETWORKS": "false", "FETCHD_ALLOW_NETWORKS": "127.0.0.1/32",
+                         "FETCHD_PROXY": proxy.url("socks5")})
+        job = fd.api.submit({"url": f"http://localhost:{origin.http_port}/n.bin", "destination": "n.bin"})
+        fd.api.wait_state(job["id"], "completed")
+        assert proxy.carried() == [f"127.0.0.1:{origin.http_port}"]
+    finally:
+        origin.stop()
+
+
 @pytest.mark.parametrize("scheme", ["http", "socks5"])
 def test_redirects_keep_the_policy_on_every_hop(fetchd, proxies, tmp_path, certs, scheme):
     """http → https → http through the proxy: a chain that stays on allowed addresses completes;
