@@ -18,6 +18,10 @@ public final class TransferEngine: Sendable {
     /// `staging` sets how file writes are buffered (tests make the backlog tiny).
     init(logger: Logger, staging: WriteStaging, network: NetworkSettings = NetworkSettings()) {
         driver = MultiDriver(logger: logger, staging: staging, network: network)
+        if let proxy = network.proxy {
+            // Without the credentials the URL may carry.
+            logger.info("transfers go through a proxy", metadata: ["proxy": "\(proxy.redacted)"])
+        }
     }
 
     public func start(

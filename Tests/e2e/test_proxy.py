@@ -75,6 +75,7 @@ def test_http_proxy_carries_http_and_https_downloads(fetchd, proxies, origin, ce
     assert any(line.startswith(f"GET {origin.http_url('plain.bin')} ") for line in carried), carried
     assert any(line.startswith(f"CONNECT 127.0.0.2:{origin.https_port} ") for line in carried), carried
     no_secret_anywhere(fd, *jobs)
+    assert f"http://127.0.0.1:{proxy.port}" in fd.log_text(), "the proxy is not named at start"
 
 
 @pytest.mark.parametrize("scheme", ["socks5", "socks5h"])
