@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from e2e_support import sha256_hex
-from tls_support import Certificates, HTTPSWebhookReceiver, NginxOrigin
+from tls_support import Certificates, HandshakeRefusingOrigin, HTTPSWebhookReceiver, NginxOrigin
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +78,19 @@ def test_an_origin_that_demands_a_client_certificate(fetchd, tmp_path, certs):
 
         verdicts = [r["client_verify"] for r in origin.requests() if r["uri"] == "/private.bin"]
         assert verdicts == ["SUCCESS", "NONE"], verdicts
+    finally:
+        origin.stop()
+
+
+def test_a_refused_handshake_fails_with_tls_after_one_attempt(fetchd, certs):
+    origin = HandshakeRefusingOrigin(certs).start()
+    try:
+        fd = fetchd(env={"FETCHD_CA_BUNDLE": str(certs.ca)})
+        job = fd.api.submit({"url": origin.url("anything.bin"), "destination": "refused.bin"})
+        failed = fd.api.wait_state(job["id"], "failed")
+        assert failed["error"]["code"] == "tls", failed
+        assert "handshake failure" in failed["error"]["message"], failed
+        assert failed["attempts"] == 1
     finally:
         origin.stop()
 

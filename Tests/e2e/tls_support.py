@@ -8,11 +8,13 @@ has the protocol of each request, tinyproxy and microsocks log every request the
 
 from __future__ import annotations
 
+import http.server
 import os
 import re
 import socket
 import ssl
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -268,3 +270,31 @@ class HTTPSWebhookReceiver(WebhookReceiver):
     @property
     def url(self) -> str:
         return f"https://{self.host}:{self.port}/hooks"
+
+
+class HandshakeRefusingOrigin:
+    """A TLS 1.2 server that demands a client certificate from `client_ca` and refuses the
+    handshake (an alert) without one: Python's http.server behind ssl."""
+
+    def __init__(self, certs: Certificates):
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(certs.server_cert), str(certs.server_key))
+        context.maximum_version = ssl.TLSVersion.TLSv1_2  # TLS 1.3 refuses after the handshake
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(str(certs.client_ca))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.server.handle_error = lambda request, address: None  # refused handshakes are the point
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def url(self, path: str) -> str:
+        return f"https://127.0.0.1:{self.port}/{path.lstrip('/')}"
+
+    def start(self) -> "HandshakeRefusingOrigin":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
