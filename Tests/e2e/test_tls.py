@@ -67,6 +67,14 @@ def test_an_origin_that_demands_a_client_certificate(fetchd, tmp_path, certs):
         assert with_cert.dest("private.bin").read_bytes() == body
         assert done["sha256"] == sha256_hex(body)
 
+        # One file holding both the certificate and its key.
+        combined = tmp_path / "client-with-key.pem"
+        combined.write_bytes(certs.client_cert.read_bytes() + certs.client_key.read_bytes())
+        one_file = fetchd(env={"FETCHD_CA_BUNDLE": str(certs.ca), "FETCHD_TLS_CLIENT_CERT": str(combined)})
+        job = one_file.api.submit({"url": url, "destination": "private.bin"})
+        one_file.api.wait_state(job["id"], "completed")
+        assert one_file.dest("private.bin").read_bytes() == body
+
         # nginx completes the handshake without a certificate and answers 400 itself: a
         # permanent refusal, after one attempt.
         without = fetchd(env={"FETCHD_CA_BUNDLE": str(certs.ca)})
@@ -77,7 +85,7 @@ def test_an_origin_that_demands_a_client_certificate(fetchd, tmp_path, certs):
         assert not without.dest("private.bin").exists()
 
         verdicts = [r["client_verify"] for r in origin.requests() if r["uri"] == "/private.bin"]
-        assert verdicts == ["SUCCESS", "NONE"], verdicts
+        assert verdicts == ["SUCCESS", "SUCCESS", "NONE"], verdicts
     finally:
         origin.stop()
 
