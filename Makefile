@@ -42,10 +42,11 @@ test-unit: deps
 	$(SWIFT) test --skip-build
 
 ## the e2e suite checks a /metrics scrape with promtool (Debian package prometheus), builds
-## network namespaces with ip (iproute2) for the live SSRF tests, and streams events through
-## nginx and haproxy (test_reverse_proxy.py)
+## network namespaces with ip (iproute2) for the live SSRF tests, streams events through nginx and
+## haproxy (test_reverse_proxy.py), and runs HTTPS origins (nginx-light, certificates by openssl)
+## and proxies (tinyproxy, microsocks) for the TLS and proxy tests
 test-e2e: build py-deps swift-client
-	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2 nginx-light haproxy"
+	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2 nginx-light haproxy openssl tinyproxy microsocks"
 	FETCHD_BIN=$(BIN) FETCHD_SWIFT_CLIENT_BUILD=$(SWIFT_CLIENT_BUILD) python3 -m pytest -q Tests/e2e
 
 ## swift-client: the client swift-openapi-generator makes from openapi.yaml, and the program
@@ -68,7 +69,7 @@ fuzz:
 ## bench: fetchd beside curl and aria2 on loopback, one table (Benchmarks/README.md); BENCH_ARGS passes options
 ## bench-quick: the same scaled down, in under 3 minutes
 .PHONY: bench bench-quick bench-deps
-BENCH_APT := nginx-light aria2 wrk curl
+BENCH_APT := nginx-light aria2 wrk curl openssl
 bench-deps:
 	@$(MAKE) --no-print-directory deps APT_DEPS="$(BENCH_APT)"
 

@@ -2,6 +2,7 @@
 import os
 import shutil
 
+from benchlib import procs
 from benchlib.fetchd import Fetchd
 from benchlib.origin import Origin
 
@@ -38,6 +39,23 @@ def aria2c(*args) -> list[str]:
     """aria2c with the options that make it comparable: quiet, no preallocation, overwrite."""
     return ["aria2c", "-q", "--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false",
             "--console-log-level=error", *args]
+
+
+def throughput_rounds(ctx, tools: dict, size: int, fetchd_pid: int, label: str, target: str) -> tuple[dict, dict]:
+    """Runs each of `tools` (name -> fn(round)) once per round, alternating, each fetching `size`
+    bytes; returns MiB/s and CPU seconds per tool (fetchd's own CPU for "fetchd", else the tool's).
+    What a tool left at `target` is synced and removed after it."""
+    mib_s = {name: [] for name in tools}
+    cpu = {name: [] for name in tools}
+    for r, name in alternating(list(tools), ctx.rounds):
+        seconds, cpu_seconds = procs.measured(lambda: tools[name](r), fetchd_pid if name == "fetchd" else None)
+        mib_s[name].append(size / (1 << 20) / seconds)
+        cpu[name].append(cpu_seconds)
+        ctx.log(f"{label} round {r + 1} {name}: {mib_s[name][-1]:.0f} MiB/s, {cpu_seconds:.2f} s CPU")
+        settle_disk(target)
+        if os.path.exists(target):
+            os.remove(target)
+    return mib_s, cpu
 
 
 def start_pair(ctx, name: str, files_root: str, limit_rate="100k", **settings) -> tuple[Origin, Fetchd]:

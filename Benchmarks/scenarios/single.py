@@ -9,7 +9,7 @@ import os
 from benchlib import procs
 from benchlib.origin import make_file
 from benchlib.table import Row
-from .common import alternating, aria2c, empty_dir, settle_disk, start_pair
+from .common import aria2c, empty_dir, start_pair, throughput_rounds
 
 
 
@@ -40,17 +40,8 @@ def run(ctx) -> list[Row]:
              "-", url, target]),
         "aria2c": lambda r: procs.run(aria2c("-d", out, "-o", "big.bin", url)),
     }
-    mib_s = {name: [] for name in tools}
-    cpu = {name: [] for name in tools}
     with ctx.profiled(fetchd.pid, "single"):
-        for r, name in alternating(list(tools), ctx.rounds):
-            seconds, cpu_seconds = procs.measured(lambda: tools[name](r), fetchd.pid if name == "fetchd" else None)
-            mib_s[name].append(size / (1 << 20) / seconds)
-            cpu[name].append(cpu_seconds)
-            ctx.log(f"single round {r + 1} {name}: {mib_s[name][-1]:.0f} MiB/s, {cpu_seconds:.2f} s CPU")
-            settle_disk(target)
-            if os.path.exists(target):
-                os.remove(target)
+        mib_s, cpu = throughput_rounds(ctx, tools, size, fetchd.pid, "single", target)
     fetchd.stop()
     origin.stop()
     note = "fetchd: SHA-256 + fsync"

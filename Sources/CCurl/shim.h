@@ -29,3 +29,10 @@ static inline CURLcode fetchd_easy_setopt_prereq(CURL *h, CURLoption o, curl_pre
 // `struct curl_sockaddr` ends in a `struct sockaddr` that is really as long as `addrlen`
 // (a sockaddr_in6 overruns the declared field), so hand Swift a pointer to it instead of a copy.
 static inline const struct sockaddr *fetchd_sockaddr_address(const struct curl_sockaddr *a) { return &a->addr; }
+
+// Added for TLS and proxy settings. CURL_BLOB_NOCOPY: the caller keeps `data` alive for as long
+// as the handle may connect (the engine owns it for its lifetime).
+static inline CURLcode fetchd_easy_setopt_blob(CURL *h, CURLoption o, void *data, size_t length) {
+    struct curl_blob blob = { data, length, CURL_BLOB_NOCOPY };
+    return curl_easy_setopt(h, o, &blob);
+}

@@ -128,4 +128,6 @@ public enum ErrorCode {
     public static let rangeNotSatisfiable = "range_not_satisfiable"
     public static let tooManyRedirects = "too_many_redirects"
     public static let fileError = "file_error"
+    public static let tls = "tls"
+    public static let proxy = "proxy"
 }

@@ -11,6 +11,10 @@ public enum AttemptOutcome: Sendable, Equatable {
     case unsupportedScheme(String)
     case tooManyRedirects
     case rangeMismatch(String)
+    /// The origin's certificate or the TLS handshake was refused.
+    case tls(String)
+    /// The configured proxy refused, failed or could not be reached.
+    case proxy(String)
 }
 
 public enum AttemptDecision: Sendable, Equatable {
@@ -49,6 +53,11 @@ public struct RetryPolicy: Sendable {
             transient = DownloadError(code: ErrorCode.network, message: message)
         case .timeout(let message):
             transient = DownloadError(code: ErrorCode.timeout, message: message)
+        case .proxy(let message):
+            transient = DownloadError(code: ErrorCode.proxy, message: message)
+        case .tls(let message):
+            // Trying again meets the same certificate: only the operator (a CA bundle) can fix it.
+            return .fail(DownloadError(code: ErrorCode.tls, message: message))
         case .tooLarge:
             return .fail(DownloadError(code: ErrorCode.tooLarge, message: "the body exceeds the configured maximum size"))
         case .blockedAddress(let address):

@@ -15,6 +15,8 @@ extension AttemptOutcome {
         case .unsupportedScheme(let scheme)?: self = .unsupportedScheme(scheme)
         case .tooManyRedirects?: self = .tooManyRedirects
         case .rangeMismatch(let message)?: self = .rangeMismatch(message)
+        case .tls(let message)?: self = .tls(message)
+        case .proxy(let message)?: self = .proxy(message)
         case .cancelled?: return nil
         }
     }

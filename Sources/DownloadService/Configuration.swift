@@ -33,6 +33,8 @@ public struct Configuration: Sendable {
     public var shutdownTimeout: Duration
     public var retention: Duration
     public var logFormat: String
+    /// CA bundle, client certificate and proxy, for downloads and webhook deliveries.
+    public var network: NetworkSettings
 
     public struct Invalid: Error, CustomStringConvertible, Sendable {
         public var description: String
@@ -92,6 +94,31 @@ public struct Configuration: Sendable {
         retention = try reader.duration("retention")
         logFormat = try reader.text("log-format")
         guard ["text", "json"].contains(logFormat) else { throw reader.invalid("log-format", logFormat, "expected text or json") }
+        network = try Self.network(reader)
+    }
+
+    private static func network(_ reader: SettingReader) throws(Invalid) -> NetworkSettings {
+        let tls: TLSSettings
+        do {
+            tls = try TLSSettings(caBundle: reader.optional("ca-bundle"), clientCertificate: reader.optional("tls-client-cert"),
+                                  clientKey: reader.optional("tls-client-key"))
+        } catch {
+            switch error {
+            case .caBundle(let reason): throw reader.invalid("ca-bundle", reader.optional("ca-bundle") ?? "", reason)
+            case .clientCertificate(let reason): throw reader.invalid("tls-client-cert", reader.optional("tls-client-cert") ?? "", reason)
+            case .clientKey(let reason): throw reader.invalid("tls-client-key", reader.optional("tls-client-key") ?? "", reason)
+            }
+        }
+        guard let url = reader.optional("proxy") else {
+            if reader.optional("no-proxy") != nil { throw reader.invalid("no-proxy", reader.optional("no-proxy") ?? "", "needs FETCHD_PROXY") }
+            return NetworkSettings(tls: tls)
+        }
+        do {
+            return NetworkSettings(tls: tls, proxy: try ProxySettings(url: url, noProxy: reader.list("no-proxy")))
+        } catch {
+            // The value may carry credentials: name the setting, never echo it.
+            throw Invalid(description: "invalid FETCHD_PROXY (--proxy): \(error.reason)")
+        }
     }
 
     /// "127.0.0.1:8080", "[::1]:8080", "localhost:0".

@@ -46,7 +46,7 @@ public final class DownloadService: Sendable {
             throw Configuration.Invalid(description: "FETCHD_DATA_DIR (--data-dir) \(configuration.dataDirectory): the database cannot be used: \(error)")
         }
         self.store = store
-        let engine = TransferEngine(logger: logger)
+        let engine = TransferEngine(logger: logger, network: configuration.network)
         self.engine = engine
         let events = WebhookEvents(globalURL: configuration.webhookURL)
         let metrics = Metrics()

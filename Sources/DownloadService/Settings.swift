@@ -42,5 +42,10 @@ public struct Setting: Sendable {
         Setting("shutdown-timeout", "10s", "how long SIGTERM waits for in-flight work"),
         Setting("retention", "7d", "terminal jobs and delivered webhook rows older than this are pruned"),
         Setting("log-format", "text", "text or json"),
+        Setting("ca-bundle", nil, "PEM file of certificate authorities trusted in addition to the system's, for downloads and webhooks"),
+        Setting("tls-client-cert", nil, "PEM client certificate presented to origins that ask for one (may hold the key)"),
+        Setting("tls-client-key", nil, "PEM private key of the client certificate"),
+        Setting("proxy", nil, "http://, https://, socks5:// or socks5h:// proxy (user:password@ allowed) for downloads and webhooks"),
+        Setting("no-proxy", nil, "hosts, domains (.example.com) and CIDRs reached without the proxy"),
     ]
 }

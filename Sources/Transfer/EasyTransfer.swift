@@ -18,6 +18,7 @@ final class EasyTransfer {
     /// The transfer's share of the engine's bandwidth budget; file downloads only.
     let throttle: TransferThrottle?
     private let request: TransferRequest
+    private let network: NetworkSettings
     private let receiver: ResponseReceiver
     private let sockets: SocketRegistry
     private let logger: Logger
@@ -25,6 +26,15 @@ final class EasyTransfer {
     private let onComplete: @Sendable (TransferResult) -> Void
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private var requestHeaders: UnsafeMutablePointer<curl_slist>?
+    /// Range and If-Range of a resume, sent on every hop.
+    private var resumeHeaders: [(String, String)] = []
+    /// CURLOPT_CONNECT_TO of the current hop: the address fetchd resolved and checked.
+    private var pinnedAddress: UnsafeMutablePointer<curl_slist>?
+    /// The current hop goes through the proxy: curl connects to the proxy, whose address the
+    /// operator chose, so connections are not judged by the address policy (the hop was, before).
+    private var viaProxy = false
+    /// Redirects fetchd followed itself (with a proxy).
+    private var redirectsFollowed = 0
     /// The last address the policy refused: if connecting then fails, that is why.
     private var refusedAddress: String?
 
@@ -43,7 +53,7 @@ final class EasyTransfer {
 
     /// `onWritable` runs (on some other queue) when the file can take bytes again after the transfer
     /// paused for it: call `resumeReceiving` then.
-    init(id: TransferID, request: TransferRequest, sockets: SocketRegistry, staging: WriteStaging, logger: Logger,
+    init(id: TransferID, request: TransferRequest, network: NetworkSettings, sockets: SocketRegistry, staging: WriteStaging, logger: Logger,
          onWritable: @escaping @Sendable () -> Void,
          onProgress: @escaping @Sendable (TransferProgress) -> Void,
          onComplete: @escaping @Sendable (TransferResult) -> Void) throws(TransferFailure) {
@@ -73,6 +83,7 @@ final class EasyTransfer {
         self.handle = handle
         throttle = file == nil ? nil : TransferThrottle(ownLimit: request.maxSpeedBytesPerSecond)
         self.request = request
+        self.network = network
         self.sockets = sockets
         self.logger = logger
         self.onProgress = onProgress
@@ -113,11 +124,15 @@ final class EasyTransfer {
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
         try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        try set(CURLOPT_FOLLOWLOCATION, request.followRedirects ? 1 : 0)
+        // With a proxy fetchd follows redirects itself, to judge every hop before asking the proxy.
+        try set(CURLOPT_FOLLOWLOCATION, request.followRedirects && network.proxy == nil ? 1 : 0)
         try set(CURLOPT_MAXREDIRS, request.maxRedirects)
         try set(CURLOPT_USERAGENT, "fetchd/0.1")
         // Proxy environment variables must not redirect fetchd's traffic (or its address checks).
         try set(CURLOPT_PROXY, "")
+        // HTTP/2 when the origin offers it through ALPN, HTTP/1.1 otherwise.
+        try set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        for (option, blob) in network.tls.curlOptions { try check(blob.apply(to: handle, option), option) }
         try set(CURLOPT_BUFFERSIZE, Self.bufferSize(throttledTo: request.maxSpeedBytesPerSecond))
         try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout))
         try set(CURLOPT_LOW_SPEED_LIMIT, 1)
@@ -128,10 +143,8 @@ final class EasyTransfer {
         try set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         try set(CURLOPT_PRIVATE, pointer: Unmanaged.passUnretained(self).toOpaque())
 
-        var headers = request.headers
         if let resume {
-            headers.append(("Range", "bytes=\(resume.offset)-\(resume.end.map { String($0 - 1) } ?? "")"))
-            headers.append(("If-Range", resume.validator))
+            resumeHeaders = [("Range", "bytes=\(resume.offset)-\(resume.end.map { String($0 - 1) } ?? "")"), ("If-Range", resume.validator)]
         }
         if request.method == .post {
             try set(CURLOPT_POST, 1)
@@ -145,9 +158,24 @@ final class EasyTransfer {
                 }
                 try check(code, CURLOPT_COPYPOSTFIELDS)
             }
+        }
+        try setHeaders(withCredentials: true)
+        try installCallbacks()
+    }
+
+    /// The request's headers and the resume's. Without credentials: no Authorization or Cookie
+    /// (for another origin, as curl does when it follows a redirect itself).
+    private func setHeaders(withCredentials: Bool) throws(TransferFailure) {
+        var headers = request.headers + resumeHeaders
+        if !withCredentials {
+            headers.removeAll { ["authorization", "cookie"].contains($0.0.lowercased()) }
+        }
+        if request.method == .post {
             // An empty value removes the header curl would add for larger bodies.
             headers.append(("Expect", ""))
         }
+        curl_slist_free_all(requestHeaders)
+        requestHeaders = nil
         for (name, value) in headers {
             guard Self.isSafeHeader(name, value) else {
                 logger.warning("request header dropped: CR, LF or NUL in it", metadata: ["transfer.id": "\(id)"])
@@ -159,8 +187,46 @@ final class EasyTransfer {
             requestHeaders = list
         }
         try check(fetchd_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, requestHeaders), CURLOPT_HTTPHEADER)
+    }
 
-        try installCallbacks()
+    // MARK: - Hops through a proxy (on the engine queue, the handle outside the multi handle)
+
+    var addressPolicy: AddressPolicy { request.addressPolicy }
+
+    /// Sets the proxy (or none) and the pinned address for the next hop.
+    func take(_ route: HopRoute) throws(TransferFailure) {
+        viaProxy = route.proxy != nil
+        try set(CURLOPT_PROXY, viaProxy ? network.proxy?.url ?? "" : "")
+        curl_slist_free_all(pinnedAddress)
+        pinnedAddress = nil
+        if let connectTo = route.connectTo {
+            guard let list = curl_slist_append(nil, connectTo) else { throw .network("out of memory pinning an address") }
+            pinnedAddress = list
+        }
+        try check(fetchd_easy_setopt_slist(handle, CURLOPT_CONNECT_TO, pinnedAddress), CURLOPT_CONNECT_TO)
+    }
+
+    /// Where the hop that just ended redirects to, when the request follows redirects and curl
+    /// left it to fetchd (CURLOPT_FOLLOWLOCATION off).
+    func redirectTarget(after code: CURLcode) -> String? {
+        guard request.followRedirects, code == CURLE_OK || receiver.stopReason == .bodyNotNeeded,
+              let status = receiver.head?.status, (300..<400).contains(status) else { return nil }
+        var url: UnsafeMutablePointer<CChar>?
+        guard fetchd_easy_getinfo_cstr(handle, CURLINFO_REDIRECT_URL, &url) == CURLE_OK, let url else { return nil }
+        return String(cString: url)
+    }
+
+    /// Points the handle at a redirect's target, with curl's rules for following: a limit, http
+    /// and https only, no credentials for another origin.
+    func follow(to url: String) throws(TransferFailure) {
+        redirectsFollowed += 1
+        guard redirectsFollowed <= request.maxRedirects else { throw .tooManyRedirects }
+        guard let target = URLOrigin(url), ["http", "https"].contains(target.scheme) else {
+            throw .unsupportedScheme(String(url.prefix { $0 != ":" }))
+        }
+        try setHeaders(withCredentials: target == URLOrigin(request.url))
+        receiver.nextHop()
+        try set(CURLOPT_URL, url)
     }
 
     private func installCallbacks() throws(TransferFailure) {
@@ -283,7 +349,8 @@ final class EasyTransfer {
     /// reused from curl's cache skipped `openSocket`, and may have been opened for a transfer with a
     /// looser policy: check its address again. False stops the transfer.
     private func connected(to address: String) -> Bool {
-        guard let target = IPAddress(address), request.addressPolicy.permits(target) else {
+        // Through the proxy this is the proxy's address, which the operator chose.
+        guard viaProxy || IPAddress(address).map(request.addressPolicy.permits) == true else {
             refuse(address)
             receiver.stop(.blockedAddress(address))
             return false
@@ -326,7 +393,7 @@ final class EasyTransfer {
         // Connecting (again, on a redirect to another host) is the connect timeout's business.
         isConnected = false
         let target = IPAddress(socketAddress: fetchd_sockaddr_address(address), length: Int(address.pointee.addrlen))
-        guard let target, request.addressPolicy.permits(target) else {
+        guard viaProxy || target.map(request.addressPolicy.permits) == true else {
             refuse(target?.description ?? "an address of family \(address.pointee.family)")
             return CURL_SOCKET_BAD
         }
@@ -438,7 +505,10 @@ final class EasyTransfer {
             guard code != CURLE_OK else { return nil }
             let message = errorBuffer.pointee != 0
                 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
-            return TransferFailure(curlCode: code, message: message, refusedAddress: refusedAddress)
+            var connectStatus = 0
+            _ = fetchd_easy_getinfo_long(handle, CURLINFO_HTTP_CONNECTCODE, &connectStatus)
+            return TransferFailure(curlCode: code, message: message, refusedAddress: refusedAddress,
+                                   proxy: viaProxy ? ProxyAttempt(connectStatus: connectStatus) : nil)
         }
     }
 
@@ -446,6 +516,8 @@ final class EasyTransfer {
         curl_easy_cleanup(handle)
         curl_slist_free_all(requestHeaders)
         requestHeaders = nil
+        curl_slist_free_all(pinnedAddress)
+        pinnedAddress = nil
         errorBuffer.deallocate()
     }
 }

@@ -17,11 +17,14 @@ final class MultiDriver: @unchecked Sendable {
     private let timer: DispatchSourceTimer
     private var sockets: SocketRegistry?
     private let staging: WriteStaging
+    private let network: NetworkSettings
     private var transfers: [TransferID: EasyTransfer] = [:]
     private var governor: BandwidthGovernor?
+    /// Transfers whose next hop is being judged off the queue (a proxy is configured).
+    private var routing: [TransferID: EasyTransfer] = [:]
     private var isShutDown = false
 
-    init(logger: Logger, staging: WriteStaging) {
+    init(logger: Logger, staging: WriteStaging, network: NetworkSettings) {
         _ = Self.curlInitialized
         guard let multi = curl_multi_init() else {
             // Only fails when malloc does; nothing sensible is left to do.
@@ -30,6 +33,7 @@ final class MultiDriver: @unchecked Sendable {
         self.logger = logger
         self.multi = multi
         self.staging = staging
+        self.network = network
         timer = DispatchSource.makeTimerSource(queue: queue)
         sockets = SocketRegistry(queue: queue, liveSourcesGroup: pendingWork, logger: logger) {
             [weak self] socket, events in self?.socketAction(socket, events)
@@ -72,7 +76,7 @@ final class MultiDriver: @unchecked Sendable {
         let transfer: EasyTransfer
         do {
             transfer = try EasyTransfer(
-                id: id, request: request, sockets: sockets, staging: staging, logger: logger,
+                id: id, request: request, network: network, sockets: sockets, staging: staging, logger: logger,
                 onWritable: { [weak self] in
                     guard let self else { return }
                     queue.async { self.resumeReceiving(id) }
@@ -85,15 +89,45 @@ final class MultiDriver: @unchecked Sendable {
         if transfer.throttle != nil, let size = governor?.receiveBufferSize(), size < EasyTransfer.bufferSize(throttledTo: request.maxSpeedBytesPerSecond) {
             fetchd_easy_setopt_long(transfer.handle, CURLOPT_BUFFERSIZE, size)
         }
+        launch(transfer, url: request.url)
+    }
+
+    /// Hands the transfer to curl; with a proxy, once its route to `url` is decided off the queue
+    /// (that may resolve names). On the queue.
+    private func launch(_ transfer: EasyTransfer, url: String) {
+        guard let proxy = network.proxy else {
+            add(transfer)
+            return
+        }
+        let id = transfer.id
+        routing[id] = transfer
+        let policy = transfer.addressPolicy
+        DispatchQueue.global().async { [self] in
+            let route = ProxyRouting.route(url, proxy: proxy, policy: policy)
+            queue.async { [self] in
+                // Gone: cancelled (and finished) meanwhile.
+                guard let transfer = routing.removeValue(forKey: id) else { return }
+                do throws(TransferFailure) {
+                    try transfer.take(route.get())
+                } catch {
+                    transfer.finish(.failed(error), queue: queue, work: pendingWork)
+                    return
+                }
+                add(transfer)
+            }
+        }
+    }
+
+    private func add(_ transfer: EasyTransfer) {
         let code = curl_multi_add_handle(multi, transfer.handle)
         guard code == CURLM_OK else {
             transfer.finish(.failed(.network(String(cString: curl_multi_strerror(code)))),
                             queue: queue, work: pendingWork)
             return
         }
-        transfers[id] = transfer
-        if let throttle = transfer.throttle { governor?.add(id, throttle) }
-        logger.debug("transfer started", metadata: ["transfer.id": "\(id)"])
+        transfers[transfer.id] = transfer
+        if let throttle = transfer.throttle { governor?.add(transfer.id, throttle) }
+        logger.debug("transfer started", metadata: ["transfer.id": "\(transfer.id)"])
     }
 
     /// Stops a transfer, which completes with `.cancelled`; on the queue.
@@ -109,6 +143,10 @@ final class MultiDriver: @unchecked Sendable {
     }
 
     private func end(_ id: TransferID, _ outcome: EasyTransfer.Outcome) {
+        if let transfer = routing.removeValue(forKey: id) {
+            transfer.finish(outcome, queue: queue, work: pendingWork)
+            return
+        }
         guard let transfer = transfers.removeValue(forKey: id) else { return }
         governor?.remove(id)
         curl_multi_remove_handle(multi, transfer.handle)
@@ -129,7 +167,7 @@ final class MultiDriver: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !isShutDown else { return }
         isShutDown = true
-        for id in Array(transfers.keys) { cancel(id) }
+        for id in Array(transfers.keys) + Array(routing.keys) { cancel(id) }
         // Closes cached connections through CURLOPT_CLOSESOCKETFUNCTION, so the registry is still needed.
         curl_multi_cleanup(multi)
         timer.cancel()
@@ -170,6 +208,16 @@ final class MultiDriver: @unchecked Sendable {
             else { continue }
             governor?.remove(transfer.id)
             curl_multi_remove_handle(multi, handle)
+            // With a proxy fetchd follows redirects itself, judging every hop.
+            if network.proxy != nil, let next = transfer.redirectTarget(after: code) {
+                do throws(TransferFailure) {
+                    try transfer.follow(to: next)
+                    launch(transfer, url: next)
+                } catch {
+                    transfer.finish(.failed(error), queue: queue, work: pendingWork)
+                }
+                continue
+            }
             transfer.finish(.curl(code), queue: queue, work: pendingWork)
         }
     }

@@ -42,6 +42,13 @@ final class ResponseReceiver {
 
     var bytesOnDisk: Int64 { file?.bytesWritten ?? Int64(memory.count) }
 
+    /// A redirect fetchd follows itself: what the last hop's response left is no longer the answer.
+    func nextHop() {
+        head = nil
+        plan = nil
+        stopReason = nil
+    }
+
     /// Records why the transfer is being stopped from outside (a stall, say).
     func stop(_ failure: TransferFailure) {
         stopReason = .failed(failure)

@@ -10,13 +10,18 @@ public final class TransferEngine: Sendable {
     private let driver: MultiDriver
     private let lastID = Atomic<UInt64>(0)
 
-    public convenience init(logger: Logger) {
-        self.init(logger: logger, staging: WriteStaging())
+    /// `network`: CA bundle, client certificate and proxy, for every transfer.
+    public convenience init(logger: Logger, network: NetworkSettings = NetworkSettings()) {
+        self.init(logger: logger, staging: WriteStaging(), network: network)
     }
 
     /// `staging` sets how file writes are buffered (tests make the backlog tiny).
-    init(logger: Logger, staging: WriteStaging) {
-        driver = MultiDriver(logger: logger, staging: staging)
+    init(logger: Logger, staging: WriteStaging, network: NetworkSettings = NetworkSettings()) {
+        driver = MultiDriver(logger: logger, staging: staging, network: network)
+        if let proxy = network.proxy {
+            // Without the credentials the URL may carry.
+            logger.info("transfers go through a proxy", metadata: ["proxy": "\(proxy.redacted)"])
+        }
     }
 
     public func start(

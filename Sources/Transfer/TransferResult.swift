@@ -29,7 +29,7 @@ public struct TransferProgress: Sendable, Equatable {
 
 /// Why an attempt did not finish at the HTTP level.
 public enum TransferFailure: Error, Sendable, Equatable {
-    /// Connect refused or reset, DNS, TLS, a body cut short, receive errors; curl's message.
+    /// Connect refused or reset, DNS, a body cut short, receive errors; curl's message.
     case network(String)
     /// Connect timeout, stall, or total timeout.
     case timeout(String)
@@ -46,6 +46,10 @@ public enum TransferFailure: Error, Sendable, Equatable {
     case tooManyRedirects
     /// A 206 whose Content-Range does not continue the partial file.
     case rangeMismatch(String)
+    /// The peer's certificate failed verification, or the TLS handshake was refused.
+    case tls(String)
+    /// The configured proxy could not be reached, or refused to carry the request.
+    case proxy(String)
     case cancelled
 }
 

@@ -26,10 +26,18 @@ import Testing
         #expect(error.code == "network")
     }
 
+    @Test func anUnreachableProxyIsRetriedAsProxy() {
+        guard case .retry(_, let cause) = policy.decide(.proxy("connection refused"), attempts: 1, retryAfter: nil, jitter: 0.5) else {
+            Issue.record("a proxy failure should be retried")
+            return
+        }
+        #expect(cause.code == "proxy")
+    }
+
     @Test func permanentOutcomesHaveTheirCodes() {
         let codes: [(AttemptOutcome, String)] = [
             (.tooLarge, "too_large"), (.blockedAddress("127.0.0.1"), "blocked_address"), (.diskFull, "disk_full"),
-            (.unsupportedScheme("ftp"), "unsupported_scheme"),
+            (.unsupportedScheme("ftp"), "unsupported_scheme"), (.tls("unable to get local issuer certificate"), "tls"),
         ]
         for (outcome, code) in codes {
             guard case .fail(let error) = policy.decide(outcome, attempts: 1, retryAfter: nil, jitter: 0.5) else {

@@ -37,6 +37,10 @@ import Testing
         ("allow-networks", "10.0.0.0/33", "FETCHD_ALLOW_NETWORKS"),
         ("disk-reserve", "1 lot", "FETCHD_DISK_RESERVE"),
         ("log-format", "xml", "FETCHD_LOG_FORMAT"),
+        ("ca-bundle", "/nonexistent/ca.pem", "FETCHD_CA_BUNDLE"),
+        ("tls-client-key", "/etc/hostname", "FETCHD_TLS_CLIENT_KEY"),
+        ("proxy", "gopher://proxy:70", "FETCHD_PROXY"),
+        ("no-proxy", "example.com", "FETCHD_NO_PROXY"),
     ])
     func badValuesNameTheSetting(flag: String, value: String, env: String) {
         #expect {

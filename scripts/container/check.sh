@@ -31,6 +31,10 @@ PASSED=0
 FAILED=0
 FETCHD_PID=""
 ORIGIN_PID=""
+TLS_ORIGIN_PID=""
+# Where the test CA is mounted in the image, read-only, as `docker run -v ca.pem:/mnt/ca.pem:ro`
+# would (/mnt exists, empty, in the Debian image, so nothing in the image has to change).
+CA_IN_IMAGE=/mnt/ca.pem
 
 # ---- reporting -----------------------------------------------------------------------------
 
@@ -82,6 +86,7 @@ cleanup() {
     set +e
     stop_process "$FETCHD_PID"
     stop_process "$ORIGIN_PID"
+    stop_process "$TLS_ORIGIN_PID"
     unmount_all
     exit "$status"
 }
@@ -111,7 +116,7 @@ mount_runtime() {
 ensure_host_tools() {
     [[ $(id -u) == 0 ]] || die "needs root for debootstrap, mount and chroot (sudo make container-check)"
     local missing=() tool
-    for tool in debootstrap curl jq findmnt; do
+    for tool in debootstrap curl jq findmnt openssl; do
         command -v "$tool" >/dev/null || missing+=("$tool")
     done
     command -v python3 >/dev/null || die "needs python3 (reads the Dockerfile, serves the test origin)"
@@ -350,6 +355,37 @@ start_origin() {
         >"$RUN_DIR/origin.log" 2>&1 &
     ORIGIN_PID=$!
     wait_http "http://127.0.0.1:$ORIGIN_PORT/" 15 || die "the test origin did not start"
+    start_tls_origin
+}
+
+# An HTTPS origin for the same files, with a certificate from a CA made here: fetchd in the image
+# trusts it only through FETCHD_CA_BUNDLE (the CA mounted read-only at $CA_IN_IMAGE).
+start_tls_origin() {
+    local tls=$RUN_DIR/tls ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+    mkdir -p "$tls"
+    openssl req -x509 "${ec[@]}" -days 2 -subj '/CN=container-check CA' -addext basicConstraints=critical,CA:TRUE \
+        -addext keyUsage=critical,keyCertSign -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>/dev/null
+    openssl req "${ec[@]}" -subj /CN=127.0.0.1 -keyout "$tls/server.key" -out "$tls/server.csr" 2>/dev/null
+    echo subjectAltName=IP:127.0.0.1 >"$tls/server.ext"
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
+        -extfile "$tls/server.ext" -out "$tls/server.pem" 2>/dev/null
+    chmod 0644 "$tls/ca.pem"
+    mkdir -p "$tls/mount"
+    cp "$tls/ca.pem" "$tls/mount/ca.pem"
+    mount --bind "$tls/mount" "$ROOTFS$(dirname "$CA_IN_IMAGE")"
+    mount -o remount,bind,ro "$ROOTFS$(dirname "$CA_IN_IMAGE")"
+    TLS_ORIGIN_PORT=$(free_port)
+    (cd "$RUN_DIR/origin" && exec python3 -c 'import http.server, ssl, sys
+server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), http.server.SimpleHTTPRequestHandler)
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); tls.load_cert_chain(sys.argv[2], sys.argv[3])
+server.socket = tls.wrap_socket(server.socket, server_side=True); server.serve_forever()' \
+        "$TLS_ORIGIN_PORT" "$tls/server.pem" "$tls/server.key") >"$RUN_DIR/tls-origin.log" 2>&1 &
+    TLS_ORIGIN_PID=$!
+    local deadline=$((SECONDS + 15))
+    until curl -s -o /dev/null --cacert "$tls/ca.pem" "https://127.0.0.1:$TLS_ORIGIN_PORT/"; do
+        ((SECONDS < deadline)) || die "the HTTPS test origin did not start"
+        sleep 0.2
+    done
 }
 
 # ---- checks ----------------------------------------------------------------------------------
@@ -416,7 +452,7 @@ start_fetchd() {
     FETCHD_PORT=$(free_port)
     TOKEN=container-check-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
     container_env "FETCHD_LISTEN=127.0.0.1:$FETCHD_PORT" "FETCHD_API_TOKENS=$TOKEN" \
-        FETCHD_ALLOW_PRIVATE_NETWORKS=true >"$RUN_DIR/env-run"
+        FETCHD_ALLOW_PRIVATE_NETWORKS=true "FETCHD_CA_BUNDLE=$CA_IN_IMAGE" >"$RUN_DIR/env-run"
     # chroot and env exec: $! is fetchd itself.
     image_user "$RUN_DIR/env-run"
     "${IMAGE_USER[@]}" "${ENTRYPOINT[@]}" </dev/null >"$RUN_DIR/fetchd.log" 2>&1 &
@@ -486,7 +522,7 @@ check_healthcheck_up() {
 }
 
 check_download() {
-    local code body=$RUN_DIR/response.json id state="" deadline file sha
+    local code body=$RUN_DIR/response.json
     code=$(curl -s -o "$body" -w '%{http_code}' --max-time 10 -X POST "$BASE/downloads" \
         -H 'Content-Type: application/json' -d '{"url": "http://127.0.0.1:1/x", "destination": "x"}') || true
     if [[ $code == 401 ]]; then
@@ -494,15 +530,23 @@ check_download() {
     else
         fail "POST /downloads without the token: $code, expected 401"
     fi
+    check_job "http://127.0.0.1:$ORIGIN_PORT/sample.bin" smoke/sample.bin
+    # The image's CA certificates plus FETCHD_CA_BUNDLE: the test CA verifies.
+    check_job "https://127.0.0.1:$TLS_ORIGIN_PORT/sample.bin" smoke/sample-https.bin
+}
+
+# check_job URL DESTINATION: the job completes and the file in the image is the origin's.
+check_job() {
+    local url=$1 destination=$2 code body=$RUN_DIR/response.json id state="" deadline file sha
     code=$(curl -s -o "$body" -w '%{http_code}' --max-time 10 -X POST "$BASE/downloads" \
         -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-        -d "{\"url\": \"http://127.0.0.1:$ORIGIN_PORT/sample.bin\", \"destination\": \"smoke/sample.bin\"}") || true
+        -d "{\"url\": \"$url\", \"destination\": \"$destination\"}") || true
     if [[ $code != 201 ]]; then
         fail "POST /downloads with the token: $code, expected 201" "$(cat "$body")"
         return
     fi
     id=$(jq -r .id "$body")
-    pass "POST /downloads with the token: 201, job $id"
+    pass "POST /downloads $url with the token: 201, job $id"
     deadline=$((SECONDS + 60))
     while ((SECONDS < deadline)); do
         curl -s -o "$body" --max-time 5 -H "Authorization: Bearer $TOKEN" "$BASE/downloads/$id" || true
@@ -515,12 +559,12 @@ check_download() {
         return
     fi
     pass "job $id completed"
-    file=$ROOTFS/downloads/smoke/sample.bin
+    file=$ROOTFS/downloads/$destination
     sha=$(sha256sum "$file" 2>/dev/null | cut -d' ' -f1)
     if [[ $sha == "$ORIGIN_SHA" && $(jq -r .sha256 "$body") == "$ORIGIN_SHA" ]]; then
-        pass "/downloads/smoke/sample.bin in the image: sha256 $sha, as the origin's and the job's"
+        pass "/downloads/$destination in the image: sha256 $sha, as the origin's and the job's"
     else
-        fail "/downloads/smoke/sample.bin: sha256 '${sha:-missing}', origin $ORIGIN_SHA, job $(jq -r .sha256 "$body")"
+        fail "/downloads/$destination: sha256 '${sha:-missing}', origin $ORIGIN_SHA, job $(jq -r .sha256 "$body")"
     fi
     if [[ $(stat -c %u:%g "$file" 2>/dev/null) == "$USER_SPEC" ]]; then
         pass "the file belongs to $USER_SPEC"

@@ -1,0 +1,59 @@
+"""6. https: one 512 MiB file (256 MiB with --quick) from nginx over TLS on loopback, once over
+HTTP/1.1 and once over HTTP/2 (ALPN); fetchd (FETCHD_CA_BUNDLE with the run's own CA) vs
+`curl -o --cacert` vs `aria2c --ca-certificate` (aria2 speaks HTTP/1.1 only, also on the HTTP/2
+port). nginx's access log shows which protocol each request used.
+"""
+import os
+
+from benchlib import procs
+from benchlib.fetchd import Fetchd
+from benchlib.origin import make_file
+from benchlib.table import Row
+from benchlib.tls_origin import TLSOrigin
+from .common import aria2c, empty_dir, throughput_rounds
+
+
+def run(ctx) -> list[Row]:
+    size = (256 if ctx.quick else 512) << 20
+    files = os.path.join(ctx.cache, "single")
+    make_file(os.path.join(files, "big.bin"), size)
+    origin = TLSOrigin(ctx.fresh("https-origin"), files)
+    fetchd = Fetchd(ctx.fetchd_bin, ctx.fresh("https-fetchd"), FETCHD_CA_BUNDLE=origin.ca)
+    out = empty_dir(os.path.join(ctx.workdir, "https-out"))
+    target = os.path.join(out, "big.bin")
+    rows = []
+    try:
+        for http2 in (False, True):
+            rows += measure(ctx, origin, fetchd, origin.url("big.bin", http2), target, out, size, http2)
+        seen = ", ".join(f"{key}: {n}" for key, n in sorted(origin.protocols("big.bin").items()))
+        ctx.log(f"https: requests by port and protocol: {seen}")
+    finally:
+        fetchd.stop()
+        origin.stop()
+    return rows
+
+
+def measure(ctx, origin, fetchd, url, target, out, size, http2) -> list[Row]:
+    protocol = "HTTP/2" if http2 else "HTTP/1.1"
+    label = f"6 https {protocol} {size >> 20} MiB"
+
+    def with_fetchd(r):
+        destination = f"https/{'h2' if http2 else 'h1'}-r{r}.bin"
+        job = fetchd.api.wait_terminal(fetchd.api.submit({"url": url, "destination": destination})["id"])
+        if job["state"] != "completed":
+            raise RuntimeError(f"https: fetchd job ended {job['state']}: {job.get('error')}")
+        os.remove(os.path.join(fetchd.root, destination))
+
+    tools = {
+        "fetchd": with_fetchd,
+        "curl -o": lambda r: procs.run(["curl", "-sS", "--fail", "--cacert", origin.ca, "-o", target, url]),
+        "aria2c": lambda r: procs.run(aria2c("--ca-certificate", origin.ca, "-d", out, "-o", "big.bin", url)),
+    }
+    with ctx.profiled(fetchd.pid, f"https-{'h2' if http2 else 'h1'}"):
+        mib_s, cpu = throughput_rounds(ctx, tools, size, fetchd.pid, f"https {protocol}", target)
+    note = "fetchd: SHA-256 + fsync"
+    return [
+        Row(label, "throughput", "MiB/s", mib_s["fetchd"], "curl -o", mib_s["curl -o"], "ratio >= 0.95", note),
+        Row(label, "throughput", "MiB/s", mib_s["fetchd"], "aria2c (HTTP/1.1)", mib_s["aria2c"], note=note),
+        Row(label, "CPU time (user + sys)", "s", cpu["fetchd"], "curl -o", cpu["curl -o"], note=note),
+    ]
