@@ -40,7 +40,9 @@ def test_submitted_job_completes_with_correct_bytes_and_sha256(fetchd, origin):
     assert done["httpStatus"] == 200
     assert done["error"] is None
     assert done["finishedAt"] is not None and done["startedAt"] is not None
-    assert not fd.partial_path(job["id"]).exists(), "partial file left behind after completion"
+    # The partial file is the crash-safety proof until the completion is committed, so it goes
+    # right after the commit that a reader may already see.
+    wait_for(lambda: not fd.partial_path(job["id"]).exists(), timeout=5, message="partial file removed after completion")
 
 
 def test_completed_webhook_is_signed_per_standard_webhooks(fetchd, origin, receiver):
@@ -163,7 +165,7 @@ def test_sigkill_mid_transfer_then_restart_completes_the_file(fetchd, origin):
     done, body = _kill_mid_transfer_and_restart(fd, origin, "/crash.bin")
     assert fd.dest("crash.bin").read_bytes() == body
     assert done["sha256"] == sha256_hex(body)
-    assert not fd.partial_path(done["id"]).exists()
+    wait_for(lambda: not fd.partial_path(done["id"]).exists(), timeout=5, message="partial file removed after completion")
 
 
 def test_restart_after_sigkill_resumes_the_partial_data_with_range_and_if_range(fetchd, origin):
