@@ -224,6 +224,9 @@ class Fetchd:
         self.logs: list[Path] = []
         self.api = Api(self)
         self.exit_codes: list[int] = []
+        # A command that runs fetchd (given as its last arguments) in a changed environment,
+        # e.g. a mount namespace; it must exec fetchd so signals reach it.
+        self.wrapper: list[str] = []
 
     # -- lifecycle
 
@@ -251,7 +254,7 @@ class Fetchd:
         self.logs.append(log_path)
         log = open(log_path, "wb")
         try:
-            self.proc = subprocess.Popen([str(self.binary)], env=self.env(), stdin=subprocess.DEVNULL,
+            self.proc = subprocess.Popen(self.wrapper + [str(self.binary)], env=self.env(), stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=subprocess.STDOUT)
         finally:
             log.close()

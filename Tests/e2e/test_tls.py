@@ -5,7 +5,9 @@ nginx-light) with `ssl http2`; its access log records the protocol of every requ
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +40,39 @@ def test_with_the_ca_bundle_an_https_download_completes_over_http2(fetchd, nginx
     assert done["attempts"] == 1
     served = [r for r in nginx.requests() if r["uri"] == "/big.bin"]
     assert [(r["status"], r["protocol"]) for r in served] == [("200", "HTTP/2.0")], served
+
+
+SYSTEM_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or not SYSTEM_BUNDLE.is_file(),
+                    reason="a mount namespace over the system's CA file needs root, unshare and that file")
+def test_the_systems_authorities_keep_working_beside_the_bundle(fetchd, tmp_path, certs):
+    """FETCHD_CA_BUNDLE adds to the system's trust store, it does not replace it. A public CA
+    cannot sign a loopback origin, so a CA of the test's own stands in for one: fetchd runs in
+    a mount namespace where the system's CA file is the real one plus that CA (nothing outside
+    the namespace changes)."""
+    public_ca = Certificates.make(tmp_path / "public-ca")
+    system_file = tmp_path / "ca-certificates.crt"
+    system_file.write_bytes(SYSTEM_BUNDLE.read_bytes() + b"\n" + public_ca.ca.read_bytes())
+    public = NginxOrigin(tmp_path / "public", public_ca).start()
+    private = NginxOrigin(tmp_path / "private", certs).start()
+    try:
+        public.add("public.bin", b"p" * 50_000)
+        private.add("private.bin", b"q" * 50_000)
+        fd = fetchd(env={"FETCHD_CA_BUNDLE": str(certs.ca)}, start=False)
+        fd.wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                      f'mount --bind "$0" {SYSTEM_BUNDLE} && exec "$@"', str(system_file)]
+        fd.start()
+
+        by_system = fd.api.submit({"url": public.https_url("public.bin"), "destination": "public.bin"})
+        by_bundle = fd.api.submit({"url": private.https_url("private.bin"), "destination": "private.bin"})
+
+        assert fd.api.wait_state(by_system["id"], "completed")["sha256"] == sha256_hex(b"p" * 50_000)
+        assert fd.api.wait_state(by_bundle["id"], "completed")["sha256"] == sha256_hex(b"q" * 50_000)
+    finally:
+        public.stop()
+        private.stop()
 
 
 def test_without_the_ca_bundle_the_job_fails_with_tls_after_one_attempt(fetchd, nginx):
