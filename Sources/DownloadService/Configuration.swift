@@ -35,6 +35,8 @@ public struct Configuration: Sendable {
     public var logFormat: String
     /// CA bundle, client certificate and proxy, for downloads and webhook deliveries.
     public var network: NetworkSettings
+    /// The cap on all transfers together, by time of day.
+    public var maxBandwidth: BandwidthSchedule
 
     public struct Invalid: Error, CustomStringConvertible, Sendable {
         public var description: String
@@ -95,6 +97,12 @@ public struct Configuration: Sendable {
         logFormat = try reader.text("log-format")
         guard ["text", "json"].contains(logFormat) else { throw reader.invalid("log-format", logFormat, "expected text or json") }
         network = try Self.network(reader)
+        maxBandwidth = try reader.optional("max-bandwidth").map { text throws(Invalid) in
+            switch BandwidthSchedule.parse(text) {
+            case .success(let schedule): return schedule
+            case .failure(let problem): throw reader.invalid("max-bandwidth", text, problem.message)
+            }
+        } ?? .unlimited
     }
 
     private static func network(_ reader: SettingReader) throws(Invalid) -> NetworkSettings {

@@ -23,6 +23,7 @@ public final class DownloadService: Sendable {
     let server: HTTPServer
     let lock: DataDirectoryLock
     let housekeeper: Housekeeper
+    let bandwidth: BandwidthPlan
 
     public init(configuration: Configuration, logger: Logger, clock: Clock = .system) throws {
         self.configuration = configuration
@@ -61,6 +62,9 @@ public final class DownloadService: Sendable {
             policy: DeliveryPolicy(schedule: configuration.webhookRetrySchedule), metrics: metrics, clock: clock, logger: logger)
         self.dispatcher = dispatcher
         housekeeper = Housekeeper(store: store, retention: configuration.retention, clock: clock, logger: logger)
+        bandwidth = BandwidthPlan(schedule: configuration.maxBandwidth, clock: clock, logger: logger) {
+            engine.setBandwidthLimit(bytesPerSecond: $0)
+        }
         recovery = Recovery(store: store, files: files, partials: partials, events: events, logger: logger)
         let settlement = SettlementContext(
             files: files, partials: partials,
@@ -117,6 +121,7 @@ public final class DownloadService: Sendable {
         scheduler.poke()
         dispatcher.poke()
         housekeeper.start()
+        bandwidth.start()
         return try server.start()
     }
 
@@ -127,6 +132,7 @@ public final class DownloadService: Sendable {
         let timeout = configuration.shutdownTimeout
         dispatcher.stop()
         housekeeper.stop()
+        bandwidth.stop()
         async let transfersStopped: Void = scheduler.shutdown(timeout: timeout)
         async let requestsDrained: Void = server.shutdown(timeout: timeout.inSeconds)
         _ = await (transfersStopped, requestsDrained)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -31,6 +32,8 @@ BAD_CONFIGURATIONS = [
     ({"FETCHD_MAX_DOWNLOAD_BYTES": "1TB"}, "FETCHD_MAX_DOWNLOAD_BYTES"),
     ({"FETCHD_LOG_FORMAT": "xml"}, "FETCHD_LOG_FORMAT"),
     ({"FETCHD_API_TOKENS_FILE": "/nonexistent/tokens"}, "FETCHD_API_TOKENS_FILE"),
+    ({"FETCHD_MAX_BANDWIDTH": "fast"}, "FETCHD_MAX_BANDWIDTH"),
+    ({"FETCHD_MAX_BANDWIDTH": "08:00-18:00=2MiB,12:00-20:00=off"}, "FETCHD_MAX_BANDWIDTH"),
 ]
 
 
@@ -162,3 +165,13 @@ def test_two_mounts_of_one_file_system_are_refused_too(fetchd, tmp_path):
         assert "FETCHD_STAGING_DIR" in run.stderr.decode()
     finally:
         subprocess.run(["umount", str(fd.root)], check=False)
+
+
+def test_the_readme_configuration_table_lists_every_setting_as_help_does(fetchd_bin):
+    """The README's table and `fetchd --help` come from the one settings table; this keeps the
+    README true as settings are added."""
+    help_text = subprocess.run([str(fetchd_bin), "--help"], capture_output=True, text=True, timeout=20).stdout
+    flags = set(re.findall(r"^\s+(--[a-z-]+) ", help_text, re.M))
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = set(re.findall(r"^\| `FETCHD_[A-Z_]+` \| `(--[a-z-]+)` \|", readme, re.M))
+    assert flags and flags == rows, f"missing from README: {sorted(flags - rows)}; not settings: {sorted(rows - flags)}"
