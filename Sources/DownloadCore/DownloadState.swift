@@ -27,4 +27,6 @@ public enum DownloadState: String, Sendable, CaseIterable, Codable {
 /// Why a queued job is not running yet.
 public enum WaitingFor: String, Sendable, CaseIterable {
     case earliestBeginDate, slot, hostLimit, discretionary, retry, diskSpace
+    /// The origin's host:port asked every client to wait (429 or 503 with Retry-After).
+    case hostBackoff
 }

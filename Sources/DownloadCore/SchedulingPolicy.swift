@@ -8,15 +8,18 @@ public struct Capacity: Sendable {
     public var discretionaryWindow: DailyWindow?
     /// Free space kept under the download root.
     public var diskReserve: Int64
+    /// The least time between two request starts to one host:port.
+    public var hostMinInterval: Duration
 
     public init(maxTransfers: Int, maxTransfersPerHost: Int, discretionaryMaxShare: Double, discretionaryMaxDelay: Duration,
-                discretionaryWindow: DailyWindow?, diskReserve: Int64) {
+                discretionaryWindow: DailyWindow?, diskReserve: Int64, hostMinInterval: Duration = .zero) {
         self.maxTransfers = maxTransfers
         self.maxTransfersPerHost = maxTransfersPerHost
         self.discretionaryMaxShare = discretionaryMaxShare
         self.discretionaryMaxDelay = discretionaryMaxDelay
         self.discretionaryWindow = discretionaryWindow
         self.diskReserve = diskReserve
+        self.hostMinInterval = hostMinInterval
     }
 
     /// How many slots discretionary jobs may hold: the share of all slots, but at least one.
@@ -32,6 +35,10 @@ public struct Load: Sendable {
     public var freeDiskBytes: Int64?
     /// What running transfers still expect to write.
     public var reservedDiskBytes: Int64 = 0
+    /// Hosts (host:port) that asked every client to wait, and until when.
+    public var hostBackoffs: [String: Int64] = [:]
+    /// Hosts whose next request may not start before this (`hostMinInterval` after the last).
+    public var hostSpacing: [String: Int64] = [:]
 
     public init(running: Int = 0, runningByHost: [String: Int] = [:], runningDiscretionary: Int = 0, freeDiskBytes: Int64? = nil) {
         self.running = running
@@ -61,8 +68,10 @@ public struct SchedulingPolicy: Sendable {
             if let next = job.nextAttemptAt, next > now { return .wait(.retry) }
             return .wait(.earliestBeginDate)
         }
+        if let until = load.hostBackoffs[job.hostKey], until > now { return .wait(.hostBackoff) }
         if load.running >= capacity.maxTransfers { return .wait(.slot) }
         if load.runningByHost[job.hostKey, default: 0] >= capacity.maxTransfersPerHost { return .wait(.hostLimit) }
+        if let next = load.hostSpacing[job.hostKey], next > now { return .wait(.hostLimit) }
         if actsDiscretionary(job, now: now) {
             if let window = capacity.discretionaryWindow, !window.contains(now) { return .wait(.discretionary) }
             if load.runningDiscretionary >= capacity.discretionarySlots { return .wait(.discretionary) }

@@ -37,6 +37,7 @@ public struct Configuration: Sendable {
     public var network: NetworkSettings
     /// The cap on all transfers together, by time of day.
     public var maxBandwidth: BandwidthSchedule
+    public var hostMinInterval: Duration
 
     public struct Invalid: Error, CustomStringConvertible, Sendable {
         public var description: String
@@ -97,6 +98,7 @@ public struct Configuration: Sendable {
         logFormat = try reader.text("log-format")
         guard ["text", "json"].contains(logFormat) else { throw reader.invalid("log-format", logFormat, "expected text or json") }
         network = try Self.network(reader)
+        hostMinInterval = try reader.duration("host-min-interval")
         maxBandwidth = try reader.optional("max-bandwidth").map { text throws(Invalid) in
             switch BandwidthSchedule.parse(text) {
             case .success(let schedule): return schedule
@@ -143,7 +145,7 @@ public struct Configuration: Sendable {
     public var capacity: Capacity {
         Capacity(maxTransfers: maxTransfers, maxTransfersPerHost: maxTransfersPerHost, discretionaryMaxShare: discretionaryMaxShare,
                  discretionaryMaxDelay: discretionaryMaxDelay, discretionaryWindow: discretionaryWindow,
-                 diskReserve: diskReserve)
+                 diskReserve: diskReserve, hostMinInterval: hostMinInterval)
     }
 
     public var isLoopbackListener: Bool {

@@ -55,6 +55,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         [unowned self] in self.commit([])
     }
     private var attemptsEnded = false
+    /// Whether the hosts held across a restart have been read from the store.
+    private var backoffsRestored = false
     private var stopping = false
     private var drained: CheckedContinuation<Void, Never>?
 
@@ -175,8 +177,15 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         guard !stopping else { return }
         let now = clock.now()
         let capacity = policy.capacity
+        do {
+            try forgetPastHolds(now: now)
+        } catch {
+            logger.error("scheduling failed", metadata: ["error": "\(error)"])
+            return arm(at: now + Self.storeRetryInterval, now: now)
+        }
         let freeAtStart = disk.freeBytes(now: now)
         var waitsForDisk = false
+        let heldHosts = Set(load.hostBackoffs.keys).union(load.hostSpacing.keys)
         var reserved: [(running: Active, partialBytes: Int64)] = []
         let pass = ClaimPass(
             now: now, agedBefore: now - capacity.discretionaryMaxDelay.wholeMilliseconds,
@@ -185,7 +194,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 let free = capacity.maxTransfers - self.load.running
                 guard free > 0 else { return nil }
                 let fullHosts = self.load.runningByHost.filter { $0.value >= capacity.maxTransfersPerHost }.map(\.key)
-                return (limit: free * 2 + 8, excludingHosts: fullHosts)
+                return (limit: free * 2 + 8, excludingHosts: Array(heldHosts.union(fullHosts)))
             },
             choose: { candidate in
                 guard self.load.running < capacity.maxTransfers, self.active[candidate.id] == nil else { return nil }
@@ -220,6 +229,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 result.nextQueueChange,
                 policy.nextWindowOpening(after: now),
                 waitsForDisk ? now + Self.diskRecheckInterval : nil,
+                (Array(load.hostBackoffs.values) + Array(load.hostSpacing.values)).min(),
             ]
             arm(at: wakeUps.compactMap { $0 }.min(), now: now)
         } catch {
@@ -227,6 +237,24 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             logger.error("scheduling failed", metadata: ["error": "\(error)"])
             arm(at: now + Self.storeRetryInterval, now: now)
         }
+    }
+
+    /// Every job of `host` waits until `until` (a 429 or 503 with Retry-After).
+    private func holdHost(_ host: String, until: Int64) {
+        load.hostBackoffs[host] = max(until, load.hostBackoffs[host] ?? 0)
+        publish()
+    }
+
+    /// Drops holds and spacings that have passed; at the first pass, restores the holds a
+    /// previous run left in the store.
+    private func forgetPastHolds(now: Int64) throws {
+        if !backoffsRestored {
+            load.hostBackoffs.merge(try store.hostBackoffs(after: now), uniquingKeysWith: max)
+            backoffsRestored = true
+        }
+        load.hostBackoffs = load.hostBackoffs.filter { $0.value > now }
+        load.hostSpacing = load.hostSpacing.filter { $0.value > now }
+        publish()
     }
 
     private func arm(at deadline: Int64?, now: Int64) {
@@ -242,6 +270,9 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         job.attempts += 1
         job.startedAt = job.startedAt ?? now
         job.nextAttemptAt = nil
+        if policy.capacity.hostMinInterval > .zero {
+            load.hostSpacing[job.hostKey] = now + policy.capacity.hostMinInterval.wholeMilliseconds
+        }
         let remaining = max(0, (job.bytesExpected ?? 0) - partialBytes)
         let running = Active(download: job, transferID: nil, stopReason: nil, persistedAt: now, attemptStartedAt: now,
                              discretionary: policy.actsDiscretionary(job, now: now), remainingBytes: remaining)
@@ -263,6 +294,10 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         if load.runningByHost[running.download.hostKey] == 0 { load.runningByHost[running.download.hostKey] = nil }
         if running.discretionary { load.runningDiscretionary += step }
         load.reservedDiskBytes += starting ? running.remainingBytes : -running.remainingBytes
+        publish()
+    }
+
+    private func publish() {
         let snapshot = load
         publishedLoad.withLock { $0 = snapshot }
     }
@@ -304,7 +339,9 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         if let reason = running.stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {
             pendingWrites.add(outcome.stopped(reason))
         } else {
-            pendingWrites.add(outcome.settle())
+            let write = outcome.settle()
+            if let (host, until) = write.hostHold { holdHost(host, until: until) }
+            pendingWrites.add(write)
         }
         attemptsEnded = true
     }

@@ -12,6 +12,8 @@ struct JobWrite {
     /// Runs after the commit with one result per change, once the commit succeeded (the scheduler
     /// commits a failed write again until it does).
     var committed: ([Bool]) -> Void = { _ in }
+    /// The job's host asked every client to wait until then (milliseconds since the epoch).
+    var hostHold: (host: String, until: Int64)?
 }
 
 /// What settling needs besides the attempt itself: the files, the rules, and where to announce.
@@ -41,6 +43,9 @@ struct Settlement {
     /// In 0..<1, spreads retries.
     let jitter: Double
 
+    /// The longest a Retry-After holds a host.
+    static let maxHostHold: Duration = .seconds(86400)
+
     private var logger: Logger { context.logger }
     private var partialPath: String { context.partials.path(job.id) }
 
@@ -56,7 +61,14 @@ struct Settlement {
             return retry(after: context.retryPolicy.delay(afterAttempt: job.attempts, retryAfter: nil, jitter: 0.5),
                   cause: DownloadError(code: ErrorCode.fileError, message: "the response body was not stored"))
         case .retry(let after, let cause):
-            return retry(after: after, cause: cause)
+            var write = retry(after: after, cause: cause)
+            if let retryAfter, result.httpStatus == 429 || result.httpStatus == 503 {
+                // Asked of every client, not just this job: the whole host:port waits.
+                let until = now + min(retryAfter, Self.maxHostHold).wholeMilliseconds
+                write.changes.append(.holdHost(job.hostKey, until: until))
+                write.hostHold = (job.hostKey, until)
+            }
+            return write
         case .fail(let error):
             return fail(error)
         }

@@ -44,6 +44,9 @@ public protocol JobStore: Sendable {
     /// Jobs left `running` by a process that stopped without settling them (at start: all of them).
     func interruptedJobs() throws -> [Download]
 
+    /// Hosts held by a `holdHost` change that still hold after `now`, with the time each is held until.
+    func hostBackoffs(after now: Int64) throws -> [String: Int64]
+
     // MARK: Webhook outbox
 
     /// Pending deliveries that are due, oldest first, leaving out `inFlight` and a

@@ -127,6 +127,8 @@ public enum StoreChange {
                 sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil)
     case progress(id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?)
     case attempt(AttemptRecord, of: String)
+    /// Every job of the host (host:port) waits until `until`; a later time already held stays.
+    case holdHost(String, until: Int64)
 }
 
 /// The outcome of one delivery attempt.

@@ -149,6 +149,10 @@ enum Migrations {
             INSERT INTO job_counts (state, count) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET count = count + 1;
         END;
         """,
+        // 9: hosts that answered 429/503 with Retry-After, held for every job until then (across restarts).
+        """
+        CREATE TABLE host_backoffs (host_key TEXT PRIMARY KEY NOT NULL, until INTEGER NOT NULL);
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

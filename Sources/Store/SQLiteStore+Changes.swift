@@ -23,6 +23,19 @@ extension SQLiteStore {
         case .attempt(let attempt, let id):
             try record(db, attempt: attempt, of: id)
             return true
+        case .holdHost(let host, let until):
+            try db.prepare("""
+                INSERT INTO host_backoffs (host_key, until) VALUES (?, ?)
+                ON CONFLICT (host_key) DO UPDATE SET until = MAX(until, excluded.until)
+                """).run([.text(host), .integer(until)])
+            return true
+        }
+    }
+
+    public func hostBackoffs(after now: Int64) throws -> [String: Int64] {
+        try withReader { db in
+            Dictionary(uniqueKeysWithValues: try db.prepare("SELECT host_key, until FROM host_backoffs WHERE until > ?")
+                .query([.integer(now)]) { ($0.string(0), $0.int64(1)) })
         }
     }
 

@@ -38,6 +38,10 @@ extension SQLiteStore {
             DELETE FROM sessions WHERE name IN (SELECT name FROM sessions
             WHERE last_tag <= (SELECT value FROM scheduler_state WHERE key = 'virtual_time') LIMIT ?)
             """)
+        // Holds long over: a host's hold lasts at most a day (Retry-After is capped), far less than retention.
+        _ = try deleteInBatches("""
+            DELETE FROM host_backoffs WHERE host_key IN (SELECT host_key FROM host_backoffs WHERE until < ? LIMIT ?)
+            """, .integer(settledBefore))
         if !pruned.isEmpty { try checkpoint() }
         return pruned
     }

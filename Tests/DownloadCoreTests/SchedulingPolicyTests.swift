@@ -32,6 +32,22 @@ private let hour: Int64 = 3_600_000
         #expect(policy.decide(job(host: "b:80"), now: noon, load: Load(running: 2, runningByHost: ["a:80": 2])) == .start)
     }
 
+    @Test func aHostThatAskedEveryoneToWaitHoldsItsJobsOnlyUntilThen() {
+        var load = Load()
+        load.hostBackoffs = ["a:80": noon + 1000]
+        #expect(policy.decide(job(), now: noon, load: load) == .wait(.hostBackoff))
+        #expect(policy.decide(job(host: "a:8080"), now: noon, load: load) == .start)
+        #expect(policy.decide(job(), now: noon + 1000, load: load) == .start)
+    }
+
+    @Test func startsToOneHostAreSpacedByTheMinimumInterval() {
+        var load = Load()
+        load.hostSpacing = ["a:80": noon + 200]
+        #expect(policy.decide(job(), now: noon, load: load) == .wait(.hostLimit))
+        #expect(policy.decide(job(host: "b:80"), now: noon, load: load) == .start)
+        #expect(policy.decide(job(), now: noon + 200, load: load) == .start)
+    }
+
     @Test func discretionaryJobsStartOnlyInsideTheWindowAndWithinTheirShare() {
         let lazy = job(discretionary: true, createdAt: noon - hour)
         #expect(policy.decide(lazy, now: noon, load: Load()) == .wait(.discretionary))  // window closed at noon

@@ -238,3 +238,14 @@ import Testing
         #expect(try db.store.prune(finishedBefore: 500, settledBefore: 500, keysBefore: 10_000).idempotencyKeys == 3)
     }
 }
+
+@Suite struct HostBackoffConformanceTests {
+    @Test(arguments: StoreBackend.all) func aHeldHostStaysHeldUntilItsTimeAndALaterHoldWins(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        #expect(try db.store.apply([.holdHost("a.example:443", until: 5000), .holdHost("b.example:80", until: 2000)]) == [true, true])
+        #expect(try db.store.apply([.holdHost("a.example:443", until: 3000)]) == [true])  // earlier: the later hold stays
+        #expect(try db.store.hostBackoffs(after: 1000) == ["a.example:443": 5000, "b.example:80": 2000])
+        #expect(try db.store.hostBackoffs(after: 2000) == ["a.example:443": 5000])
+        #expect(try db.store.hostBackoffs(after: 5000).isEmpty)
+    }
+}

@@ -40,6 +40,7 @@ final class DeliveryRecordingFails: JobStore {
     func apply(_ changes: [StoreChange]) throws -> [Bool] { try store.apply(changes) }
     func claim(_ pass: ClaimPass) throws -> ClaimResult { try store.claim(pass) }
     func interruptedJobs() throws -> [Download] { try store.interruptedJobs() }
+    func hostBackoffs(after now: Int64) throws -> [String: Int64] { try store.hostBackoffs(after: now) }
     func dueDeliveries(now: Int64, limit: Int, excluding inFlight: Set<String>) throws -> [WebhookDelivery] {
         try store.dueDeliveries(now: now, limit: limit, excluding: inFlight)
     }
