@@ -32,6 +32,13 @@ public struct Download: Sendable, Equatable {
     public var nextAttemptAt: Int64?
     /// "host:port" of the URL, the key of per-host limits.
     public var hostKey: String
+    /// Attempts that never reached the origin (outages) or met a full disk: they do not use up
+    /// `FETCHD_MAX_ATTEMPTS`.
+    public var outageAttempts: Int
+    /// When the job last received a byte, or else when its first attempt started; nil before.
+    public var progressAt: Int64?
+    /// Since when the job has been waiting for disk space after its disk filled; nil otherwise.
+    public var diskFullSince: Int64?
 
     public init(
         id: String,
@@ -60,7 +67,10 @@ public struct Download: Sendable, Equatable {
         finishedAt: Int64?,
         runAt: Int64,
         nextAttemptAt: Int64?,
-        hostKey: String
+        hostKey: String,
+        outageAttempts: Int = 0,
+        progressAt: Int64? = nil,
+        diskFullSince: Int64? = nil
     ) {
         self.id = id
         self.url = url
@@ -89,6 +99,9 @@ public struct Download: Sendable, Equatable {
         self.runAt = runAt
         self.nextAttemptAt = nextAttemptAt
         self.hostKey = hostKey
+        self.outageAttempts = outageAttempts
+        self.progressAt = progressAt
+        self.diskFullSince = diskFullSince
     }
 
     /// `bytesExpected` of the API: the origin's size once known, else the client's hint.

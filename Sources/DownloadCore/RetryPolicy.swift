@@ -15,30 +15,71 @@ public enum AttemptOutcome: Sendable, Equatable {
     case tls(String)
     /// The configured proxy refused, failed or could not be reached.
     case proxy(String)
+    /// The origin could not be reached at all (name resolution, connection refused or
+    /// unreachable, connect timeout): an outage, not an answer.
+    case unreachable(String)
+
+    /// An outage: the attempt never reached the origin (or the proxy in front of it).
+    public var isOutage: Bool {
+        switch self {
+        case .unreachable, .proxy: true
+        default: false
+        }
+    }
+}
+
+/// What a job's earlier attempts say, for deciding after the one that just ended.
+public struct AttemptHistory: Sendable, Equatable {
+    /// Attempts that reached the origin (or were cut) since the retry budget last started,
+    /// the one that just ended included if it did.
+    public var counted: Int
+    /// Every attempt the job started, outages included.
+    public var total: Int
+    /// Since the job last received a byte, or since its first attempt if it never did.
+    public var sinceProgress: Duration
+    /// Since the disk first filled under the job, while it waits for space; zero otherwise.
+    public var sinceDiskFull: Duration
+
+    public init(counted: Int, total: Int, sinceProgress: Duration, sinceDiskFull: Duration = .zero) {
+        self.counted = counted
+        self.total = total
+        self.sinceProgress = sinceProgress
+        self.sinceDiskFull = sinceDiskFull
+    }
 }
 
 public enum AttemptDecision: Sendable, Equatable {
     /// The body is complete: verify and move it into place.
     case finish
-    /// Try again after this long.
-    case retry(after: Duration, cause: DownloadError)
+    /// Try again after this long; `outage` when the attempt does not count against the budget.
+    case retry(after: Duration, cause: DownloadError, outage: Bool = false)
+    /// The disk filled: back to the queue, partial data kept, until space is free again.
+    case waitForDisk(cause: DownloadError)
     case fail(DownloadError)
 }
 
 /// Which outcomes are worth another attempt, and when. Pure: randomness comes in as a value in 0..<1.
+/// Outages (attempts that never reached the origin) do not use up `maxAttempts`: they retry until
+/// `noProgressTimeout` has passed without a byte, as a background download waits for the network.
 public struct RetryPolicy: Sendable {
     public var maxAttempts: Int
     public var baseDelay: Duration
     public var maxDelay: Duration
+    public var noProgressTimeout: Duration
+    /// How long a job whose disk filled waits for space before it fails with `disk_full`.
+    public var diskWait: Duration
 
-    public init(maxAttempts: Int, baseDelay: Duration, maxDelay: Duration = .seconds(3600)) {
+    public init(maxAttempts: Int, baseDelay: Duration, maxDelay: Duration = .seconds(300),
+                noProgressTimeout: Duration = .seconds(86400), diskWait: Duration = .seconds(86400)) {
         self.maxAttempts = maxAttempts
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
+        self.noProgressTimeout = noProgressTimeout
+        self.diskWait = diskWait
     }
 
-    /// `attempts` counts the attempt that just ended; `retryAfter` is the origin's Retry-After.
-    public func decide(_ outcome: AttemptOutcome, attempts: Int, retryAfter: Duration?, jitter: Double) -> AttemptDecision {
+    /// `retryAfter` is the origin's Retry-After.
+    public func decide(_ outcome: AttemptOutcome, history: AttemptHistory, retryAfter: Duration?, jitter: Double) -> AttemptDecision {
         let transient: DownloadError
         switch outcome {
         case .http(let status) where (200..<300).contains(status):
@@ -55,6 +96,8 @@ public struct RetryPolicy: Sendable {
             transient = DownloadError(code: ErrorCode.timeout, message: message)
         case .proxy(let message):
             transient = DownloadError(code: ErrorCode.proxy, message: message)
+        case .unreachable(let message):
+            transient = DownloadError(code: ErrorCode.network, message: message)
         case .tls(let message):
             // Trying again meets the same certificate: only the operator (a CA bundle) can fix it.
             return .fail(DownloadError(code: ErrorCode.tls, message: message))
@@ -63,7 +106,8 @@ public struct RetryPolicy: Sendable {
         case .blockedAddress(let address):
             return .fail(DownloadError(code: ErrorCode.blockedAddress, message: "connecting to \(address) is not allowed"))
         case .diskFull:
-            return .fail(DownloadError(code: ErrorCode.diskFull, message: "no space left on the device"))
+            let cause = DownloadError(code: ErrorCode.diskFull, message: "no space left on the device")
+            return history.sinceDiskFull < diskWait ? .waitForDisk(cause: cause) : .fail(cause)
         case .fileError(let message):
             return .fail(DownloadError(code: ErrorCode.fileError, message: message))
         case .unsupportedScheme(let scheme):
@@ -71,8 +115,12 @@ public struct RetryPolicy: Sendable {
         case .tooManyRedirects:
             return .fail(DownloadError(code: ErrorCode.tooManyRedirects, message: "too many redirects"))
         }
-        guard attempts < maxAttempts else { return .fail(transient) }
-        return .retry(after: delay(afterAttempt: attempts, retryAfter: retryAfter, jitter: jitter), cause: transient)
+        if outcome.isOutage {
+            guard history.sinceProgress < noProgressTimeout else { return .fail(transient) }
+            return .retry(after: delay(afterAttempt: history.total, retryAfter: retryAfter, jitter: jitter), cause: transient, outage: true)
+        }
+        guard history.counted < maxAttempts else { return .fail(transient) }
+        return .retry(after: delay(afterAttempt: history.counted, retryAfter: retryAfter, jitter: jitter), cause: transient)
     }
 
     /// Exponential backoff (base × 2^(n-1)) with ±25 % jitter, capped; a Retry-After is honoured as a minimum.

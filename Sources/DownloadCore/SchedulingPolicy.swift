@@ -63,6 +63,9 @@ public struct SchedulingPolicy: Sendable {
     }
 
     /// `partialBytes` is what the job already has on disk (a resume needs only the rest).
+    /// Free space beyond the reserve that a job whose disk filled needs before it tries again.
+    public static let roomToResume: Int64 = 1 << 20
+
     public func decide(_ job: Download, now: Int64, load: Load, partialBytes: Int64 = 0) -> Decision {
         if job.runAt > now {
             if let next = job.nextAttemptAt, next > now { return .wait(.retry) }
@@ -77,6 +80,10 @@ public struct SchedulingPolicy: Sendable {
             if load.runningDiscretionary >= capacity.discretionarySlots { return .wait(.discretionary) }
         }
         if let free = load.freeDiskBytes, let size = job.bytesExpected, size - partialBytes > free - capacity.diskReserve {
+            return .wait(.diskSpace)
+        }
+        // Its disk filled during a transfer, whatever size it expected: it waits for room again.
+        if job.diskFullSince != nil, let free = load.freeDiskBytes, free - capacity.diskReserve < Self.roomToResume {
             return .wait(.diskSpace)
         }
         return .start

@@ -17,6 +17,7 @@ extension AttemptOutcome {
         case .rangeMismatch(let message)?: self = .rangeMismatch(message)
         case .tls(let message)?: self = .tls(message)
         case .proxy(let message)?: self = .proxy(message)
+        case .unreachable(let message)?: self = .unreachable(message)
         case .cancelled?: return nil
         }
     }

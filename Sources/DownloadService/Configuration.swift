@@ -38,6 +38,9 @@ public struct Configuration: Sendable {
     /// The cap on all transfers together, by time of day.
     public var maxBandwidth: BandwidthSchedule
     public var hostMinInterval: Duration
+    public var retryMaxDelay: Duration
+    public var noProgressTimeout: Duration
+    public var diskWait: Duration
 
     public struct Invalid: Error, CustomStringConvertible, Sendable {
         public var description: String
@@ -99,6 +102,9 @@ public struct Configuration: Sendable {
         guard ["text", "json"].contains(logFormat) else { throw reader.invalid("log-format", logFormat, "expected text or json") }
         network = try Self.network(reader)
         hostMinInterval = try reader.duration("host-min-interval")
+        retryMaxDelay = try reader.duration("retry-max-delay")
+        noProgressTimeout = try reader.duration("no-progress-timeout")
+        diskWait = try reader.duration("disk-wait")
         maxBandwidth = try reader.optional("max-bandwidth").map { text throws(Invalid) in
             switch BandwidthSchedule.parse(text) {
             case .success(let schedule): return schedule

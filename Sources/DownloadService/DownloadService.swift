@@ -68,7 +68,9 @@ public final class DownloadService: Sendable {
         recovery = Recovery(store: store, files: files, partials: partials, events: events, logger: logger)
         let settlement = SettlementContext(
             files: files, partials: partials,
-            retryPolicy: RetryPolicy(maxAttempts: configuration.maxAttempts, baseDelay: configuration.retryBaseDelay),
+            retryPolicy: RetryPolicy(maxAttempts: configuration.maxAttempts, baseDelay: configuration.retryBaseDelay,
+                                     maxDelay: configuration.retryMaxDelay, noProgressTimeout: configuration.noProgressTimeout,
+                                     diskWait: configuration.diskWait),
             events: events, metrics: metrics, logger: logger,
             publish: { hub.publish($0.id, .state($0)) }, eventsRecorded: { dispatcher.poke() },
             read: { try store.download(id: $0) })

@@ -269,6 +269,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         job.state = .running
         job.attempts += 1
         job.startedAt = job.startedAt ?? now
+        job.progressAt = job.progressAt ?? now
         job.nextAttemptAt = nil
         if policy.capacity.hostMinInterval > .zero {
             load.hostSpacing[job.hostKey] = now + policy.capacity.hostMinInterval.wholeMilliseconds

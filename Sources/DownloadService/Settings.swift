@@ -47,6 +47,9 @@ public struct Setting: Sendable {
         Setting("tls-client-key", nil, "PEM private key of the client certificate"),
         Setting("proxy", nil, "http://, https://, socks5:// or socks5h:// proxy (user:password@ allowed) for downloads and webhooks"),
         Setting("no-proxy", nil, "hosts, domains (.example.com) and CIDRs reached without the proxy"),
+        Setting("retry-max-delay", "5m", "longest wait between two retries"),
+        Setting("no-progress-timeout", "24h", "a job whose attempts cannot reach its origin fails after this long without a byte"),
+        Setting("disk-wait", "24h", "how long a job whose disk filled waits for space before it fails with disk_full"),
         Setting("host-min-interval", "0", "least time between request starts to one host:port"),
         Setting("max-bandwidth", nil, "total rate cap of all transfers (20MiB = per second) or a UTC schedule, e.g. 08:00-18:00=2MiB,18:00-08:00=off"),
     ]

@@ -55,13 +55,13 @@ struct Settlement {
         }
         guard let outcome = AttemptOutcome(result) else { return stopped(.shutdown) }
         let retryAfter = result.retryAfter.map { Duration.milliseconds(Int64($0 * 1000)) }
-        switch context.retryPolicy.decide(outcome, attempts: job.attempts, retryAfter: retryAfter, jitter: jitter) {
+        switch context.retryPolicy.decide(outcome, history: history(counting: !outcome.isOutage), retryAfter: retryAfter, jitter: jitter) {
         case .finish:
             // A 2xx without a digest means the body never reached the file; try again.
             return retry(after: context.retryPolicy.delay(afterAttempt: job.attempts, retryAfter: nil, jitter: 0.5),
                   cause: DownloadError(code: ErrorCode.fileError, message: "the response body was not stored"))
-        case .retry(let after, let cause):
-            var write = retry(after: after, cause: cause)
+        case .retry(let after, let cause, let outage):
+            var write = retry(after: after, cause: cause, outage: outage)
             if let retryAfter, result.httpStatus == 429 || result.httpStatus == 503 {
                 // Asked of every client, not just this job: the whole host:port waits.
                 let until = now + min(retryAfter, Self.maxHostHold).wholeMilliseconds
@@ -69,9 +69,34 @@ struct Settlement {
                 write.hostHold = (job.hostKey, until)
             }
             return write
+        case .waitForDisk(let cause):
+            return waitForDisk(cause)
         case .fail(let error):
             return fail(error)
         }
+    }
+
+    /// The job's attempts as the retry policy weighs them; the attempt that just ended counts
+    /// against the budget unless it was an outage (or met a full disk).
+    private func history(counting: Bool) -> AttemptHistory {
+        let counted = job.attempts - job.outageAttempts - (counting ? 0 : 1)
+        let lastProgress = result.bytesThisAttempt > 0 ? now : (job.progressAt ?? startedAt)
+        return AttemptHistory(counted: counted, total: job.attempts, sinceProgress: .milliseconds(now - lastProgress),
+                              sinceDiskFull: .milliseconds(job.diskFullSince.map { now - $0 } ?? 0))
+    }
+
+    /// The disk filled: the job goes back to the queue with its partial data and starts again
+    /// when the scheduler sees free space (`waitingFor: diskSpace`).
+    private func waitForDisk(_ cause: DownloadError) -> JobWrite {
+        var queued = attemptRecorded()
+        queued.state = .queued
+        queued.error = cause
+        queued.runAt = max(now, job.earliestBeginDate ?? now)
+        queued.nextAttemptAt = nil
+        queued.diskFullSince = job.diskFullSince ?? now
+        queued.outageAttempts += 1
+        logger.info("download waits for disk space", metadata: ["download.id": "\(job.id)", "bytes": "\(result.bytesOnDisk)"])
+        return transition(queued, attempt: attempt("retry", error: cause))
     }
 
     /// The transfer was stopped on purpose: by a cancel, a pause, or fetchd shutting down.
@@ -141,10 +166,11 @@ struct Settlement {
         }
     }
 
-    private func retry(after delay: Duration, cause: DownloadError) -> JobWrite {
+    private func retry(after delay: Duration, cause: DownloadError, outage: Bool = false) -> JobWrite {
         var queued = attemptRecorded()
         queued.state = .queued
         queued.error = cause
+        if outage { queued.outageAttempts += 1 }
         queued.nextAttemptAt = now + delay.wholeMilliseconds
         queued.runAt = max(queued.nextAttemptAt ?? now, job.earliestBeginDate ?? now)
         logger.info("download will retry", metadata: [
@@ -182,6 +208,10 @@ struct Settlement {
         updated.bytesReceived = result.bytesOnDisk
         updated.bytesExpectedFromOrigin = result.bytesExpected ?? job.bytesExpectedFromOrigin
         updated.validator = result.validator ?? (result.bytesOnDisk > 0 ? job.validator : nil)
+        if result.bytesThisAttempt > 0 {
+            updated.progressAt = now
+            if result.failure != .diskFull { updated.diskFullSince = nil }
+        }
         return updated
     }
 

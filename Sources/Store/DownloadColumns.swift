@@ -7,10 +7,11 @@ enum DownloadColumns {
         id, url, destination, session, state, earliest_begin_at, discretionary, priority, expected_bytes_to_send,
         expected_bytes_to_receive, bytes_received, bytes_expected, attempts, http_status, error_code, error_message,
         sha256, expected_sha256, webhook_url, headers, overwrite, validator, created_at, started_at, finished_at,
-        run_at, next_attempt_at, host_key
+        run_at, next_attempt_at, host_key, outage_attempts, progress_at, disk_full_since
         """
 
-    static let placeholders = Array(repeating: "?", count: 28).joined(separator: ", ")
+    static let count = list.split(separator: ",").count
+    static let placeholders = Array(repeating: "?", count: count).joined(separator: ", ")
 
     /// `url = ?, destination = ?, …`: every column but the id, for updates.
     static let assignments = list.split(separator: ",").dropFirst()
@@ -25,7 +26,8 @@ enum DownloadColumns {
             optional(d.error?.code), optional(d.error?.message), optional(d.sha256), optional(d.expectedSHA256),
             optional(d.webhookURL), encodeHeaders(d.headers), .integer(d.overwrite ? 1 : 0), optional(d.validator),
             .integer(d.createdAt), optional(d.startedAt), optional(d.finishedAt), .integer(d.runAt),
-            optional(d.nextAttemptAt), .text(d.hostKey),
+            optional(d.nextAttemptAt), .text(d.hostKey), .integer(Int64(d.outageAttempts)), optional(d.progressAt),
+            optional(d.diskFullSince),
         ]
     }
 
@@ -42,7 +44,8 @@ enum DownloadColumns {
             sha256: row.optionalString(16), expectedSHA256: row.optionalString(17), webhookURL: row.optionalString(18),
             headers: try decodeHeaders(row.optionalString(19)), overwrite: row.int(20) != 0, validator: row.optionalString(21),
             createdAt: row.int64(22), startedAt: row.optionalInt64(23), finishedAt: row.optionalInt64(24),
-            runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27))
+            runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27),
+            outageAttempts: row.int(28), progressAt: row.optionalInt64(29), diskFullSince: row.optionalInt64(30))
     }
 
     private static func optional(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }

@@ -153,6 +153,13 @@ enum Migrations {
         """
         CREATE TABLE host_backoffs (host_key TEXT PRIMARY KEY NOT NULL, until INTEGER NOT NULL);
         """,
+        // 10: outages that pass — attempts that never reached the origin, the time of the last
+        // byte (or first attempt), and since when a job whose disk filled has waited for space.
+        """
+        ALTER TABLE downloads ADD COLUMN outage_attempts INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN progress_at INTEGER;
+        ALTER TABLE downloads ADD COLUMN disk_full_since INTEGER;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

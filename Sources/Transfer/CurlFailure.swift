@@ -13,12 +13,18 @@ extension TransferFailure {
     ///   - refusedAddress: the address the policy refused during this attempt, if any: a connect
     ///     failure after a refusal is reported as that refusal.
     ///   - proxy: set when the attempt went through the proxy: connecting then means connecting to it.
-    init(curlCode code: CURLcode, message: String, refusedAddress: String?, proxy: ProxyAttempt? = nil) {
+    ///   - connected: whether the attempt's current hop had connected when it ended; a timeout
+    ///     before that is a connect timeout, so the origin was never reached.
+    init(curlCode code: CURLcode, message: String, refusedAddress: String?, proxy: ProxyAttempt? = nil, connected: Bool = true) {
         if let proxy, Self.isProxyFailure(code, proxy) {
             self = .proxy(message)
             return
         }
         switch code {
+        case CURLE_OPERATION_TIMEDOUT where !connected, CURLE_COULDNT_RESOLVE_HOST:
+            self = .unreachable(message)
+        case CURLE_COULDNT_CONNECT where refusedAddress == nil:
+            self = .unreachable(message)
         case CURLE_OPERATION_TIMEDOUT:
             self = .timeout(message)
         case CURLE_UNSUPPORTED_PROTOCOL:

@@ -508,7 +508,7 @@ final class EasyTransfer {
             var connectStatus = 0
             _ = fetchd_easy_getinfo_long(handle, CURLINFO_HTTP_CONNECTCODE, &connectStatus)
             return TransferFailure(curlCode: code, message: message, refusedAddress: refusedAddress,
-                                   proxy: viaProxy ? ProxyAttempt(connectStatus: connectStatus) : nil)
+                                   proxy: viaProxy ? ProxyAttempt(connectStatus: connectStatus) : nil, connected: isConnected)
         }
     }
 

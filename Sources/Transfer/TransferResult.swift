@@ -50,6 +50,9 @@ public enum TransferFailure: Error, Sendable, Equatable {
     case tls(String)
     /// The configured proxy could not be reached, or refused to carry the request.
     case proxy(String)
+    /// The origin could not be reached at all: its name did not resolve, the connection was
+    /// refused or unreachable, or connecting timed out. No request was sent.
+    case unreachable(String)
     case cancelled
 }
 

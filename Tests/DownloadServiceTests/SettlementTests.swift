@@ -63,7 +63,10 @@ import Transfer
         let (fixture, running, _) = try jobRunning(partial: Array(body.prefix(4)))
 
         let result = TransferResult(httpStatus: 503, bytesOnDisk: 4, bytesThisAttempt: 4, retryAfter: retryAfter)
-        #expect(try fixture.commit(settlement(fixture, running, result, jitter: jitter).settle()) == [true])
+        #expect(try fixture.commit(settlement(fixture, running, result, jitter: jitter).settle()).allSatisfy { $0 })
+        // A Retry-After on a 503 holds the whole host:port, stored with the job's retry.
+        let held = try fixture.store.hostBackoffs(after: fixture.clock.now)
+        #expect(held == (retryAfter == nil ? [:] : [running.hostKey: fixture.clock.now + delay]))
 
         let queued = try fixture.job("j1")
         #expect(queued.state == .queued)

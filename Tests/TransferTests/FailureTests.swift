@@ -142,7 +142,7 @@ import Transfer
         #expect(result.bytesOnDisk <= 20_000)
     }
 
-    @Test func aClosedPortIsANetworkFailure() async throws {
+    @Test func aClosedPortIsUnreachable() async throws {
         let origin = try TestOrigin { _ in OriginResponse() }
         origin.stop()
         let engine = makeEngine()
@@ -152,8 +152,8 @@ import Transfer
         request.addressPolicy = .allowAll
         let result = await engine.run(request)
 
-        guard case .network? = result.failure else {
-            Issue.record("expected a network failure, got \(String(describing: result.failure))")
+        guard case .unreachable? = result.failure else {
+            Issue.record("expected the origin to be unreachable, got \(String(describing: result.failure))")
             return
         }
         #expect(result.httpStatus == nil)

@@ -357,14 +357,18 @@ def sample(text: str, name: str, labels: str = "", default: float | None = None)
 
 
 @contextlib.contextmanager
-def small_volume(fd: "Fetchd", size: str, data_only: bool = False):
-    """Puts fd's data dir and download root (only the data dir, if `data_only`) on a tmpfs of
-    `size` (root only) for the block; fd is not started. Its log stays off the volume."""
+def small_volume(fd: "Fetchd", size: str, data_only: bool = False, root_only: bool = False):
+    """Puts fd's data dir and download root on a tmpfs of `size` (root only) for the block —
+    only the data dir if `data_only`, only the download root and the staging directory if
+    `root_only`; fd is not started. Its log stays off the volume."""
     volume = fd.data_dir if data_only else fd.data_dir.parent / "volume"
     volume.mkdir(parents=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(volume)], check=True)
     try:
-        if not data_only:
+        if root_only:
+            fd.root = volume / "downloads"
+            fd.extra_env["FETCHD_STAGING_DIR"] = str(volume / "partial")
+        elif not data_only:
             fd.data_dir, fd.root = volume / "data", volume / "downloads"
         yield volume
     finally:

@@ -80,7 +80,9 @@ CASES = [
 
 PHASES = {
     "blocked": {"FETCHD_ALLOW_PRIVATE_NETWORKS": "false", "FETCHD_ALLOW_NETWORKS": f"{HOOKED_ORIGIN}/32"},
-    "control": {"FETCHD_ALLOW_PRIVATE_NETWORKS": "false", "FETCHD_MAX_ATTEMPTS": "1",
+    # An address nothing answers on (multicast) is an outage, retried until the no-progress
+    # timeout: a short one ends those jobs.
+    "control": {"FETCHD_ALLOW_PRIVATE_NETWORKS": "false", "FETCHD_MAX_ATTEMPTS": "1", "FETCHD_NO_PROGRESS_TIMEOUT": "500ms",
                 "FETCHD_ALLOW_NETWORKS": ",".join([f"{HOOKED_ORIGIN}/32"] + [c.network for c in CASES]
                                                   + [c.peer for c in CASES if c.peer])},
 }

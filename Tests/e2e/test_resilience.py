@@ -157,7 +157,8 @@ def test_the_size_cap_holds_without_content_length(fetchd, origin):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
 def test_a_full_disk_fails_the_job_with_disk_full_and_fetchd_keeps_serving(fetchd, origin):
-    fd = fetchd(start=False)
+    # With no time to wait for space, a full disk fails the job at once.
+    fd = fetchd(start=False, env={"FETCHD_DISK_WAIT": "0"})
     with small_volume(fd, "3m"):
         fd.start()
         url = origin.add("/huge", os.urandom(8_000_000))
