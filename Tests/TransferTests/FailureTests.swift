@@ -85,7 +85,12 @@ import Transfer
         #expect(result.bytesOnDisk == 0)
     }
 
-    @Test func aStallTimesOut() async throws {
+    // The stalled origin holds its connection open until the client leaves and the request has
+    // no total timeout, so only the stall rule can end these transfers: that they end at all is
+    // the proof, and the time limit only turns a broken rule into a failure instead of a hang.
+    // How soon after the stall they end depends on the machine's load, so it is not asserted;
+    // that they did not give up before the stall timeout is.
+    @Test(.timeLimit(.minutes(1))) func aStallTimesOut() async throws {
         let origin = try TestOrigin { _ in OriginResponse(body: randomBytes(100_000), behaviour: .stallAfter(10_000)) }
         defer { origin.stop() }
         let directory = try TemporaryDirectory()
@@ -96,17 +101,12 @@ import Transfer
         request.stallTimeout = 1
         let (result, seconds) = await measure { await engine.run(request) }
 
-        guard case .timeout? = result.failure else {
-            Issue.record("expected a timeout, got \(String(describing: result.failure))")
-            return
-        }
+        expectStallTimeout(result.failure)
         #expect(result.bytesOnDisk == 10_000)
         #expect(seconds >= 1)
-        // The limit plus generous slack: the suite runs in parallel on two loaded cores.
-        #expect(seconds < 8)
     }
 
-    @Test func aSilentOriginTimesOut() async throws {
+    @Test(.timeLimit(.minutes(1))) func aSilentOriginTimesOut() async throws {
         let origin = try TestOrigin { _ in OriginResponse(behaviour: .silence) }
         defer { origin.stop() }
         let engine = makeEngine()
@@ -117,12 +117,19 @@ import Transfer
         request.stallTimeout = 1
         let (result, seconds) = await measure { await engine.run(request) }
 
-        guard case .timeout? = result.failure else {
-            Issue.record("expected a timeout, got \(String(describing: result.failure))")
+        expectStallTimeout(result.failure)
+        #expect(seconds >= 1)
+    }
+
+    /// A timeout for want of data: fetchd's stall check ("no data received") or curl's
+    /// low-speed limit ("Operation too slow"), whichever noticed first; not a connect or total timeout.
+    private func expectStallTimeout(_ failure: TransferFailure?, sourceLocation: SourceLocation = #_sourceLocation) {
+        guard case .timeout(let message)? = failure else {
+            Issue.record("expected a timeout, got \(String(describing: failure))", sourceLocation: sourceLocation)
             return
         }
-        // The limit plus generous slack: the suite runs in parallel on two loaded cores.
-        #expect(seconds < 8)
+        #expect(message.contains("no data received") || message.contains("Operation too slow"),
+                "not a stall: \(message)", sourceLocation: sourceLocation)
     }
 
     @Test func aResetIsANetworkFailure() async throws {

@@ -19,29 +19,34 @@ def test_healthz_and_readyz_are_200(fetchd):
     assert fd.api.get("/readyz").status == 200
 
 
-def test_sigterm_exits_0_within_5_seconds_when_idle(fetchd):
-    fd = fetchd()
-    started = time.monotonic()
-    assert fd.stop(signal.SIGTERM, timeout=5) == 0
-    assert time.monotonic() - started < 5
+# How soon fetchd exits depends on the machine's load, so no test asserts it. With an hour's
+# FETCHD_SHUTDOWN_TIMEOUT, waiting it out instead of exiting at once would show as a hang,
+# which the minute allowed to stop() turns into a failure.
+PROMPT_EXIT_GUARD = 60
 
 
-def test_sigterm_during_a_transfer_exits_0_within_5_seconds_and_the_job_resumes(fetchd, origin):
-    fd = fetchd()
+def test_sigterm_exits_0_at_once_when_idle(fetchd):
+    fd = fetchd(env={"FETCHD_SHUTDOWN_TIMEOUT": "1h"})
+    assert fd.stop(signal.SIGTERM, timeout=PROMPT_EXIT_GUARD) == 0
+
+
+def test_sigterm_during_a_transfer_exits_0_at_once_and_the_job_resumes(fetchd, origin):
+    fd = fetchd(env={"FETCHD_SHUTDOWN_TIMEOUT": "1h"})
     body = os.urandom(1_000_000)
     url = origin.add("/term.bin", body, rate=100_000)
     job = fd.api.submit({"url": url, "destination": "term.bin"})
     wait_for(lambda: fd.api.job(job["id"])["bytesReceived"] > 0, timeout=15, message="bytes to arrive")
 
-    started = time.monotonic()
-    assert fd.stop(signal.SIGTERM, timeout=5) == 0
-    assert time.monotonic() - started < 5
+    assert fd.stop(signal.SIGTERM, timeout=PROMPT_EXIT_GUARD) == 0
 
     origin.resources["/term.bin"].rate = None
     fd.start()
     done = fd.api.wait_state(job["id"], "completed", timeout=30)
     assert fd.dest("term.bin").read_bytes() == body
     assert done["sha256"] == sha256_hex(body)
+    # The transfer was stopped, not waited for: the next start resumed it.
+    resumed = origin.requests_for("/term.bin")[-1]
+    assert resumed.headers.get("range", "bytes=0-") != "bytes=0-"
 
 
 def test_sigterm_waits_for_an_unfinished_request_no_longer_than_the_shutdown_timeout(fetchd, origin):
@@ -59,11 +64,13 @@ def test_sigterm_waits_for_an_unfinished_request_no_longer_than_the_shutdown_tim
     wait_for(lambda: fd.api.job(job["id"])["bytesReceived"] > 0, timeout=15, message="bytes to arrive")
 
     started = time.monotonic()
-    assert fd.stop(signal.SIGTERM, timeout=timeout + 10) == 0
+    assert fd.stop(signal.SIGTERM, timeout=PROMPT_EXIT_GUARD) == 0
     elapsed = time.monotonic() - started
     stalled.close()
-    assert elapsed < timeout + 2, f"exit {elapsed:.2f} s after SIGTERM with FETCHD_SHUTDOWN_TIMEOUT={timeout:g}s"
     assert elapsed >= timeout - 0.5, f"exit after {elapsed:.2f} s: the unfinished request was not waited for"
+    # The shutdown timeout, not the request (whose body never completes) or its 30 s body
+    # timeout, ended the wait; how soon after it fetchd exited depends on the load.
+    assert "HTTP shutdown timed out" in fd.log_text(), "the drain did not end at FETCHD_SHUTDOWN_TIMEOUT"
 
     origin.resources["/drain.bin"].rate = None
     fd.start()
@@ -91,8 +98,8 @@ def test_earliest_begin_date_survives_a_restart_and_no_request_comes_before_it(f
 
     assert fd.stop(sig) == exit_code
     fd.start()
-    assert time.time() < begin, "restart took too long for this test to mean anything"
-    assert fd.api.job(job["id"])["state"] == "queued"
+    # The date survived the restart (however long the restart took on a loaded machine).
+    assert parse_rfc3339(fd.api.job(job["id"])["earliestBeginDate"]) == begin
 
     done = fd.api.wait_state(job["id"], "completed", timeout=20)
 

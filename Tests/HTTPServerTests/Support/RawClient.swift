@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import Synchronization
 
 struct ClientError: Error, CustomStringConvertible {
     var description: String
@@ -84,13 +85,24 @@ final class RawClient: @unchecked Sendable {
     }
 
     func send(_ bytes: [UInt8]) async throws {
-        try await on(sendQueue) {
-            var offset = 0
-            while offset < bytes.count {
-                let sent = bytes.withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-                guard sent > 0 else { throw ClientError(description: "send: \(String(cString: strerror(errno)))") }
-                offset += sent
-            }
+        try await on(sendQueue) { try self.sendAll(bytes) }
+    }
+
+    /// Starts sending `bytes` on `sendQueue` now, not from a task: with the cooperative pool
+    /// busy (other suites block its threads for seconds on a loaded machine) a task may start
+    /// so late that the server, waiting for the rest of a head, rightly answers 408.
+    func startSending(_ bytes: [UInt8]) -> PendingSend {
+        let pending = PendingSend()
+        sendQueue.async { pending.finish(Result { try self.sendAll(bytes) }) }
+        return pending
+    }
+
+    private func sendAll(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw ClientError(description: "send: \(String(cString: strerror(errno)))") }
+            offset += sent
         }
     }
 
@@ -105,6 +117,12 @@ final class RawClient: @unchecked Sendable {
     /// Reads one response. `head` says the request was HEAD (a body is then not expected).
     func readResponse(head: Bool = false) async throws -> RawResponse {
         try await onQueue { try self.readResponseOnQueue(head: head) }
+    }
+
+    /// Reads `count` responses in one job on `queue`, so that reading them does not wait for
+    /// the cooperative pool between responses.
+    func readResponses(_ count: Int) async throws -> [RawResponse] {
+        try await onQueue { try (0..<count).map { _ in try self.readResponseOnQueue(head: false) } }
     }
 
     /// Reads until `marker` has arrived; returns everything up to and including it.
@@ -238,6 +256,22 @@ final class RawClient: @unchecked Sendable {
             buffer = []
         }
         return response
+    }
+}
+
+/// A send started with `startSending`; `finished()` returns when all was sent, or throws.
+final class PendingSend: Sendable {
+    private let outcome = Mutex<Result<Void, any Error>?>(nil)
+    private let done = Gate()
+
+    fileprivate func finish(_ result: Result<Void, any Error>) {
+        outcome.withLock { $0 = result }
+        done.open()
+    }
+
+    func finished() async throws {
+        await done.wait()
+        try outcome.withLock { $0 }?.get()
     }
 }
 
