@@ -1,6 +1,7 @@
 import DownloadCore
 import Foundation
 import Persistence
+@testable import PostgresStore
 import Store
 import Testing
 
@@ -8,12 +9,35 @@ import Testing
 struct StoreBackend: Sendable, CustomTestStringConvertible {
     let name: String
     let make: @Sendable (_ directory: String) throws -> any JobStore
+    /// Removes what `make` made outside the directory, after the store is closed.
+    var discard: @Sendable (_ directory: String) -> Void = { _ in }
 
     var testDescription: String { name }
 
     static let sqlite = StoreBackend(name: "SQLite") { directory in try SQLiteStore(path: directory + "/fetchd.sqlite") }
 
-    static let all: [StoreBackend] = [.sqlite]
+    /// PostgreSQL, when `FETCHD_TEST_DATABASE_URL` names a server (`make test` starts one with
+    /// scripts/postgres/test-server.sh): each scratch store gets a schema of its own (a database
+    /// each would cost most of a second), dropped afterwards.
+    static let postgres: StoreBackend? = ProcessInfo.processInfo.environment["FETCHD_TEST_DATABASE_URL"].map { server in
+        @Sendable func schema(_ directory: String) -> String {
+            "fetchd_test_" + URL(fileURLWithPath: directory).lastPathComponent.filter { $0.isLetter || $0.isNumber }.lowercased()
+        }
+        @Sendable func admin(_ sql: String) throws {
+            let connection = try PostgresConnection(url: server)
+            defer { connection.close() }
+            try connection.execute(sql)
+        }
+        return StoreBackend(name: "PostgreSQL", make: { directory in
+            try admin("CREATE SCHEMA \(schema(directory))")
+            let separator = server.contains("?") ? "&" : "?"
+            return try PostgresStore(url: server + separator + "options=-csearch_path%3D" + schema(directory))
+        }, discard: { directory in
+            try? admin("DROP SCHEMA IF EXISTS \(schema(directory)) CASCADE")
+        })
+    }
+
+    static let all: [StoreBackend] = [.sqlite] + [postgres].compactMap { $0 }
 
     func scratch() throws -> ScratchStore {
         try ScratchStore(backend: self)
@@ -24,8 +48,10 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
 final class ScratchStore {
     let directory: String
     let store: any JobStore
+    private let backend: StoreBackend
 
     init(backend: StoreBackend) throws {
+        self.backend = backend
         directory = NSTemporaryDirectory() + "fetchd-conformance-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         store = try backend.make(directory)
@@ -33,6 +59,7 @@ final class ScratchStore {
 
     deinit {
         store.close()
+        backend.discard(directory)
         try? FileManager.default.removeItem(atPath: directory)
     }
 
