@@ -8,6 +8,8 @@ import Testing
 /// A `JobStore` implementation the conformance suite runs against, and how to make an empty one.
 struct StoreBackend: Sendable, CustomTestStringConvertible {
     let name: String
+    /// Opens a store in the scratch place named by `directory`, making it if it is new; called again,
+    /// another store over the same data (another node, for a shared database).
     let make: @Sendable (_ directory: String) throws -> any JobStore
     /// Removes what `make` made outside the directory, after the store is closed.
     var discard: @Sendable (_ directory: String) -> Void = { _ in }
@@ -29,7 +31,7 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
             try connection.execute(sql)
         }
         return StoreBackend(name: "PostgreSQL", make: { directory in
-            try admin("CREATE SCHEMA \(schema(directory))")
+            try admin("CREATE SCHEMA IF NOT EXISTS \(schema(directory))")
             let separator = server.contains("?") ? "&" : "?"
             return try PostgresStore(url: server + separator + "options=-csearch_path%3D" + schema(directory))
         }, discard: { directory in
@@ -49,6 +51,7 @@ final class ScratchStore {
     let directory: String
     let store: any JobStore
     private let backend: StoreBackend
+    private var others: [any JobStore] = []
 
     init(backend: StoreBackend) throws {
         self.backend = backend
@@ -57,8 +60,16 @@ final class ScratchStore {
         store = try backend.make(directory)
     }
 
+    /// Another store over the same data, as a second node (or process) would open it; closed with this one.
+    func another() throws -> any JobStore {
+        let store = try backend.make(directory)
+        others.append(store)
+        return store
+    }
+
     deinit {
         store.close()
+        for other in others { other.close() }
         backend.discard(directory)
         try? FileManager.default.removeItem(atPath: directory)
     }
