@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "Store", dependencies: ["CSQLite", "DownloadCore", "Persistence"]),
         .target(name: "PostgresStore", dependencies: ["CPostgres", "DownloadCore", "Persistence"]),
         .target(name: "DownloadService", dependencies: [
-            "DownloadCore", "Persistence", "Store", "Transfer", "HTTPServer",
+            "DownloadCore", "Persistence", "Store", "PostgresStore", "Transfer", "HTTPServer",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),

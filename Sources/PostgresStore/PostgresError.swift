@@ -8,9 +8,13 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     public var sqlState: String?
     public var sql: String?
 
+    /// One line: libpq's messages span several (a hint on the second), and so does the SQL.
     public var description: String {
-        let what = message.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard let sql else { return "PostgreSQL: \(what)" }
-        return "PostgreSQL: \(what) (in: \(sql.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")))"
+        guard let sql else { return "PostgreSQL: \(Self.oneLine(message))" }
+        return "PostgreSQL: \(Self.oneLine(message)) (in: \(Self.oneLine(sql)))"
+    }
+
+    private static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
     }
 }
