@@ -1,5 +1,5 @@
 import DownloadCore
-import Foundation
+import Persistence
 
 /// The mapping between `Download` and a row of PostgreSQL's downloads table, in one place:
 /// `names[i]` is read from result column i and written from `values(_:)[i]`.
@@ -27,14 +27,14 @@ enum JobColumns {
             .optional(d.expectedBytesToSend), .optional(d.expectedBytesToReceive), .integer(d.bytesReceived),
             .optional(d.bytesExpectedFromOrigin), .integer(Int64(d.attempts)), .optional(d.httpStatus),
             .optional(d.error?.code), .optional(d.error?.message), .optional(d.sha256), .optional(d.expectedSHA256),
-            .optional(d.webhookURL), encodeHeaders(d.headers), .bool(d.overwrite), .optional(d.validator),
+            .optional(d.webhookURL), .optional(HeaderStorage.text(d.headers)), .bool(d.overwrite), .optional(d.validator),
             .integer(d.createdAt), .optional(d.startedAt), .optional(d.finishedAt), .integer(d.runAt),
             .optional(d.nextAttemptAt), .text(d.hostKey),
         ]
     }
 
-    static func download(_ row: PostgresRow) -> Download {
-        Download(
+    static func download(_ row: PostgresRow) throws -> Download {
+        try Download(
             id: row.string(0), url: row.string(1), destination: row.string(2), session: row.string(3),
             state: DownloadState(rawValue: row.string(4)) ?? .failed,
             earliestBeginDate: row.optionalInt64(5), discretionary: row.bool(6), priority: row.double(7),
@@ -43,18 +43,8 @@ enum JobColumns {
             httpStatus: row.optionalInt(13),
             error: row.optionalString(14).map { DownloadError(code: $0, message: row.optionalString(15) ?? "") },
             sha256: row.optionalString(16), expectedSHA256: row.optionalString(17), webhookURL: row.optionalString(18),
-            headers: decodeHeaders(row.optionalString(19)), overwrite: row.bool(20), validator: row.optionalString(21),
+            headers: HeaderStorage.headers(row.optionalString(19)), overwrite: row.bool(20), validator: row.optionalString(21),
             createdAt: row.int64(22), startedAt: row.optionalInt64(23), finishedAt: row.optionalInt64(24),
             runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27))
-    }
-
-    private static func encodeHeaders(_ headers: [OriginHeader]) -> PostgresValue {
-        guard !headers.isEmpty, let data = try? JSONEncoder().encode(headers) else { return .null }
-        return .text(String(decoding: data, as: UTF8.self))
-    }
-
-    private static func decodeHeaders(_ text: String?) -> [OriginHeader] {
-        guard let text else { return [] }
-        return (try? JSONDecoder().decode([OriginHeader].self, from: Data(text.utf8))) ?? []
     }
 }

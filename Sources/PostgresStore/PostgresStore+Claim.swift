@@ -10,13 +10,9 @@ extension PostgresStore {
         try write { db in
             try db.execute(AdvisoryLock.claims)
             try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
-            var claimed: [Download] = []
-            for lane in Lane.allCases {
-                guard let (limit, excludingHosts) = pass.candidates(lane) else { continue }
-                for candidate in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) {
-                    if let started = pass.choose(candidate), try Self.claim(db, started) { claimed.append(started) }
-                }
-            }
+            let claimed = try pass.claimLaneByLane(
+                dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
+                claim: { try Self.claim(db, $0) })
             return ClaimResult(claimed: claimed, nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
         }
     }

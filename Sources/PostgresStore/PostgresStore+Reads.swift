@@ -75,9 +75,7 @@ extension PostgresStore {
             let rows = try db.query("""
                 SELECT due, next_attempt_at IS NOT NULL, COUNT(*) FROM downloads WHERE state = 'queued' GROUP BY 1, 2
                 """) { ($0.bool(0), $0.bool(1), $0.int(2)) }
-            for (due, retrying, count) in rows {
-                if due { depth.due += count } else if retrying { depth.retry += count } else { depth.earliestBeginDate += count }
-            }
+            for (due, retrying, count) in rows { depth.add(count, due: due, retrying: retrying) }
             return depth
         }
     }

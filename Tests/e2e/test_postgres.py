@@ -57,17 +57,3 @@ def test_the_queue_survives_a_restart_in_postgresql(fetchd, origin, database_url
     assert fd.stop() == 0
     fd.start()
     assert fd.api.get(f"/downloads/{job['id']}").json()["state"] == "queued"
-
-
-@pytest.mark.parametrize("env,named", [
-    ({"FETCHD_DATABASE_URL": "mysql://fetchd@db/fetchd"}, "FETCHD_DATABASE_URL"),
-    ({"FETCHD_DATABASE_URL": "postgresql://nobody@/nodb?host=/nonexistent-fetchd-socket-dir"}, "FETCHD_DATABASE_URL"),
-    ({"FETCHD_NODE_NAME": "no spaces please"}, "FETCHD_NODE_NAME"),
-], ids=["scheme", "unreachable", "node-name"])
-def test_a_bad_database_setting_stops_start_up_with_one_line_and_exit_code_2(fetchd, env, named):
-    fd = fetchd(env=env, start=False)
-    run = subprocess.run([str(fd.binary)], env=fd.env(), capture_output=True, timeout=20)
-    assert run.returncode == 2
-    lines = run.stderr.decode().strip().splitlines()
-    assert len(lines) == 1, lines
-    assert named in lines[0]
