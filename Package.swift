@@ -54,6 +54,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Persistence", "DownloadCore", "CSQLite"]),
         // What every JobStore backend must do; each backend is one entry of StoreBackend.all.
         .testTarget(name: "StoreConformanceTests", dependencies: ["Store", "PostgresStore", "Persistence", "DownloadCore"]),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "Persistence", "DownloadCore"]),
         .testTarget(name: "DownloadServiceTests", dependencies: [
             "DownloadService", "DownloadCore", "Persistence", "Store", "Transfer", "HTTPServer",
             .product(name: "Crypto", package: "swift-crypto"),

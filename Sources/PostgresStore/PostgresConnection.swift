@@ -30,10 +30,22 @@ final class PostgresConnection {
         handle.flatMap { PQerrorMessage($0) }.map { String(cString: $0) } ?? "out of memory"
     }
 
-    /// Reconnects if the server went away (restarted, or the connection broke), so one failed call
-    /// does not leave the connection failing forever. The caller's statement fails if this does.
+    /// Reconnects if libpq knows the connection broke (a reconnection that failed leaves it so), so
+    /// one failed call does not leave the connection failing forever.
     func reconnectIfBroken() {
         guard handle != nil, PQstatus(handle) != CONNECTION_OK else { return }
+        reconnect()
+    }
+
+    /// Reconnects if `error` says the server dropped the connection (a restart, a failover, a
+    /// terminated backend); libpq may report that before it marks the connection broken. True if so.
+    func reconnectIfLost(by error: any Error) -> Bool {
+        guard handle != nil, PQstatus(handle) != CONNECTION_OK || (error as? PostgresError)?.isConnectionLoss == true else { return false }
+        reconnect()
+        return true
+    }
+
+    private func reconnect() {
         prepared.removeAll()
         PQreset(handle)
     }
@@ -62,8 +74,14 @@ final class PostgresConnection {
 
     /// Runs `body` in one transaction, rolling back on error. READ COMMITTED: each statement sees
     /// what was committed before it began, which is what the advisory locks rely on.
+    /// A BEGIN that finds the connection dropped is sent again on a new one: nothing had been done.
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN")
+        do {
+            try execute("BEGIN")
+        } catch {
+            guard reconnectIfLost(by: error) else { throw error }
+            try execute("BEGIN")
+        }
         do {
             let value = try body()
             try execute("COMMIT")

@@ -8,6 +8,13 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     public var sqlState: String?
     public var sql: String?
 
+    /// The server is gone or dropped this session: a libpq error of its own (no SQLSTATE), a
+    /// connection exception (class 08), or a shutdown or terminated backend (57P01–57P03).
+    var isConnectionLoss: Bool {
+        guard let sqlState else { return true }
+        return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
+    }
+
     /// One line: libpq's messages span several (a hint on the second), and so does the SQL.
     public var description: String {
         guard let sql else { return "PostgreSQL: \(Self.oneLine(message))" }

@@ -47,19 +47,19 @@ public final class PostgresStore: JobStore {
     func read<T: Sendable>(_ body: (PostgresConnection) throws -> T) throws -> T {
         let start = nextReader.wrappingAdd(1, ordering: .relaxed).newValue & Int.max
         for offset in 0..<readers.count {
-            if let result = try readers[(start + offset) % readers.count].useIfIdle(body) { return result }
+            if let result = try readers[(start + offset) % readers.count].readIfIdle(body) { return result }
         }
-        return try readers[start % readers.count].use(body)
+        return try readers[start % readers.count].use(retrying: true, body)
     }
 
     /// True when the database takes writes (reachable, and not a read-only standby).
     public func isWritable() -> Bool {
-        (try? writer.use { db in try db.query("SELECT NOT pg_is_in_recovery()") { $0.bool(0) }.first }) == true
+        (try? writer.use(retrying: true) { db in try db.query("SELECT NOT pg_is_in_recovery()") { $0.bool(0) }.first }) == true
     }
 }
 
 /// One connection behind its own lock (a `Mutex` cannot sit in an array by itself). A connection
-/// that broke (the server restarted) is reset before its next use.
+/// that broke is made again before its next use.
 private final class ConnectionSlot: Sendable {
     private let connection: Mutex<PostgresConnection>
 
@@ -67,17 +67,28 @@ private final class ConnectionSlot: Sendable {
         self.connection = Mutex(connection)
     }
 
-    func use<T: Sendable>(_ body: (PostgresConnection) throws -> T) throws -> T {
+    /// Runs `body` on the connection. A connection learns that the server dropped it (a restart, a
+    /// failover) only when a call fails; with `retrying`, for bodies that only read, `body` then runs
+    /// once more on a new connection. (A transaction retries its BEGIN itself: running a failed
+    /// write again is not safe, as its COMMIT may have landed.)
+    func use<T: Sendable>(retrying: Bool = false, _ body: (PostgresConnection) throws -> T) throws -> T {
         try connection.withLock { db in
             db.reconnectIfBroken()
-            return try body(db)
+            do { return try body(db) } catch {
+                guard retrying, db.reconnectIfLost(by: error) else { throw error }
+                return try body(db)
+            }
         }
     }
 
-    func useIfIdle<T: Sendable>(_ body: (PostgresConnection) throws -> T) throws -> T? {
+    /// `use(retrying: true)` if the connection is idle now, else nil.
+    func readIfIdle<T: Sendable>(_ body: (PostgresConnection) throws -> T) throws -> T? {
         try connection.withLockIfAvailable { db in
             db.reconnectIfBroken()
-            return try body(db)
+            do { return try body(db) } catch {
+                guard db.reconnectIfLost(by: error) else { throw error }
+                return try body(db)
+            }
         }
     }
 
