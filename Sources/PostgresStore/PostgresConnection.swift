@@ -77,10 +77,10 @@ final class PostgresConnection {
     /// A BEGIN that finds the connection dropped is sent again on a new one: nothing had been done.
     func transaction<T>(_ body: () throws -> T) throws -> T {
         do {
-            try execute("BEGIN")
+            try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         } catch {
             guard reconnectIfLost(by: error) else { throw error }
-            try execute("BEGIN")
+            try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         }
         do {
             let value = try body()
