@@ -125,14 +125,17 @@ enum PostgresMigrations {
             count bigint NOT NULL,
             PRIMARY KEY (state, shard)
         );
-        CREATE FUNCTION job_counts_add(job_state text, delta bigint) RETURNS void LANGUAGE sql AS $$
-            INSERT INTO job_counts (state, shard, count) VALUES (job_state, pg_backend_pid() % 16, delta)
-            ON CONFLICT (state, shard) DO UPDATE SET count = job_counts.count + delta
-        $$;
         CREATE FUNCTION job_counts_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE own_shard integer := pg_backend_pid() % 16;
         BEGIN
-            IF TG_OP IN ('UPDATE', 'DELETE') THEN PERFORM job_counts_add(OLD.state, -1); END IF;
-            IF TG_OP IN ('UPDATE', 'INSERT') THEN PERFORM job_counts_add(NEW.state, 1); END IF;
+            IF TG_OP <> 'INSERT' THEN
+                INSERT INTO job_counts (state, shard, count) VALUES (OLD.state, own_shard, -1)
+                ON CONFLICT (state, shard) DO UPDATE SET count = job_counts.count - 1;
+            END IF;
+            IF TG_OP <> 'DELETE' THEN
+                INSERT INTO job_counts (state, shard, count) VALUES (NEW.state, own_shard, 1)
+                ON CONFLICT (state, shard) DO UPDATE SET count = job_counts.count + 1;
+            END IF;
             RETURN NULL;
         END
         $$;

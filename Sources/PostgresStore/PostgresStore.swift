@@ -2,12 +2,13 @@ import DownloadCore
 import Persistence
 import Synchronization
 
-/// fetchd's durable state in PostgreSQL, shared by any number of nodes. Every state change is
+/// fetchd's durable state in PostgreSQL, built to be shared by many nodes. Every state change is
 /// one transaction and a compare-and-set on the state the caller expects, as in `SQLiteStore`;
 /// what SQLite gets from having one writer, this gets from row locks and advisory locks (claims
 /// cluster-wide, `session.finished` per session) and from `ON CONFLICT` (idempotency keys, live
-/// destinations). One connection writes for this process; a few more serve reads, which see
-/// every committed write.
+/// destinations). Not yet here: leases on running jobs, fencing and rescue, without which a
+/// node's start-up recovery would take over the jobs another node runs. One connection writes
+/// for this process; a few more serve reads, which see every committed write.
 public final class PostgresStore: JobStore {
     private let writer: ConnectionSlot
     private let readers: [ConnectionSlot]
