@@ -25,11 +25,13 @@ url() { echo "postgresql://postgres@/postgres?host=$dir"; }
 
 running() { [ -f "$dir/data/postmaster.pid" ] && as_postgres "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; }
 
+# The server's files belong to postgres; so does the directory, so postgres can remove it from /tmp.
+remove() { [ ! -e "$dir" ] || as_postgres rm -rf "$dir" 2>/dev/null || rm -rf "$dir"; }
+
 case "${1:-}" in
 start)
 	if ! running; then
-		as_postgres rm -rf "$dir" 2>/dev/null || true
-		rm -rf "$dir"
+		remove
 		mkdir -p "$dir"
 		chown postgres: "$dir" 2>/dev/null || sudo chown postgres: "$dir"
 		as_postgres "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C --no-sync >"$dir/initdb.log" 2>&1 ||
@@ -46,7 +48,7 @@ url)
 	;;
 stop)
 	if running; then as_postgres "$bin/pg_ctl" -D "$dir/data" -m immediate -s stop; fi
-	rm -rf "$dir"
+	remove
 	;;
 *)
 	echo "usage: $0 start|url|stop" >&2
