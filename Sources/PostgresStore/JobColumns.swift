@@ -22,7 +22,7 @@ enum JobColumns {
 
     static func values(_ d: Download) -> [PostgresValue] {
         [
-            .text(d.id), .text(d.url), .text(d.destination), .text(d.session), .text(d.state.rawValue),
+            .text(d.id), .text(d.url), .text(d.destination.path), .text(d.session), .text(d.state.rawValue),
             .optional(d.earliestBeginDate), .bool(d.discretionary), .double(d.priority),
             .optional(d.expectedBytesToSend), .optional(d.expectedBytesToReceive), .integer(d.bytesReceived),
             .optional(d.bytesExpectedFromOrigin), .integer(Int64(d.attempts)), .optional(d.httpStatus),
@@ -35,7 +35,7 @@ enum JobColumns {
 
     static func download(_ row: PostgresRow) throws -> Download {
         try Download(
-            id: row.string(0), url: row.string(1), destination: row.string(2), session: row.string(3),
+            id: row.string(0), url: row.string(1), destination: Destination(stored: row.string(2)), session: row.string(3),
             state: DownloadState(rawValue: row.string(4)) ?? .failed,
             earliestBeginDate: row.optionalInt64(5), discretionary: row.bool(6), priority: row.double(7),
             expectedBytesToSend: row.optionalInt64(8), expectedBytesToReceive: row.optionalInt64(9),

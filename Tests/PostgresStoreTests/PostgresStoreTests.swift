@@ -102,6 +102,6 @@ struct PostgresStoreTests {
 extension Download {
     static func sample(_ id: String) -> Download {
         NewDownload(url: "http://example.com/\(id)", parsedURL: HTTPURL(scheme: "http", host: "example.com", port: 80),
-                    destination: "files/\(id)").makeDownload(id: id, now: 0)
+                    destination: Destination(stored: "files/\(id)")).makeDownload(id: id, now: 0)
     }
 }
