@@ -5,7 +5,7 @@
 enum PostgresMigrations {
     static let all: [String] = [
         // 1: jobs with their scheduling columns, attempts, the webhook outbox, idempotency keys,
-        // fair-queueing state and kept job counts: the same model as SQLite's schema version 8.
+        // host holds, fair-queueing state and kept job counts: the same model as SQLite's schema version 9.
         """
         CREATE TABLE downloads (
             -- Ids sort by creation byte for byte (pages, cursors, event order), whatever the database's locale.
@@ -110,6 +110,9 @@ enum PostgresMigrations {
             PRIMARY KEY (principal, key)
         );
         CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+
+        -- Hosts that answered 429/503 with Retry-After, held for every job until then (across restarts).
+        CREATE TABLE host_backoffs (host_key text PRIMARY KEY, until bigint NOT NULL);
 
         CREATE TABLE sessions (name text PRIMARY KEY, last_tag bigint NOT NULL);
         CREATE TABLE scheduler_state (key text PRIMARY KEY, value bigint NOT NULL);

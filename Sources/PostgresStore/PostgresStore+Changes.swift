@@ -23,6 +23,20 @@ extension PostgresStore {
         case .attempt(let attempt, let id):
             try record(db, attempt: attempt, of: id)
             return true
+        case .holdHost(let host, let until):
+            try db.run("""
+                INSERT INTO host_backoffs (host_key, until) VALUES ($1, $2)
+                ON CONFLICT (host_key) DO UPDATE SET until = GREATEST(host_backoffs.until, EXCLUDED.until)
+                """, [.text(host), .integer(until)])
+            return true
+        }
+    }
+
+    /// Hosts held by a `holdHost` change that still hold after `now`, with the time each is held until.
+    public func hostBackoffs(after now: Int64) throws -> [String: Int64] {
+        try read { db in
+            Dictionary(uniqueKeysWithValues: try db.query("SELECT host_key, until FROM host_backoffs WHERE until > $1",
+                                                          [.integer(now)]) { ($0.string(0), $0.int64(1)) })
         }
     }
 

@@ -32,6 +32,10 @@ extension PostgresStore {
             DELETE FROM sessions WHERE name IN (SELECT name FROM sessions
             WHERE last_tag <= (SELECT value FROM scheduler_state WHERE key = 'virtual_time') LIMIT $1)
             """)
+        // Holds long over: a host's hold lasts at most a day (Retry-After is capped), far less than retention.
+        _ = try deleteInBatches("""
+            DELETE FROM host_backoffs WHERE host_key IN (SELECT host_key FROM host_backoffs WHERE until < $1 LIMIT $2)
+            """, settledBefore)
         return pruned
     }
 
