@@ -17,7 +17,7 @@ FROM swift:6.3.1-bookworm AS build
 # build independent of that. Versions follow the bookworm archive.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libcurl4-openssl-dev libsqlite3-dev pkg-config \
+    && apt-get install -y --no-install-recommends libcurl4-openssl-dev libsqlite3-dev libpq-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /build
@@ -46,7 +46,7 @@ LABEL org.opencontainers.image.title="fetchd" \
 # Unpinned on purpose: security updates from the bookworm archive.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates libcurl4 libsqlite3-0 \
+    && apt-get install -y --no-install-recommends ca-certificates libcurl4 libsqlite3-0 libpq5 \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 fetchd \
     && useradd --system --uid 10001 --gid fetchd --no-create-home \

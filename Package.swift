@@ -12,10 +12,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
-        // System libraries: non-variadic shims over libcurl and SQLite; zlib for gzip responses.
+        // System libraries: non-variadic shims over libcurl, SQLite and libpq; zlib for gzip responses.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // Layers, each knowing nothing of the ones above it.
         .target(name: "HTTPServer", dependencies: ["CZlib", .product(name: "Logging", package: "swift-log")]),
@@ -28,8 +29,9 @@ let package = Package(
         // The store as the service sees it (a protocol and its values); one module per backend.
         .target(name: "Persistence", dependencies: ["DownloadCore"]),
         .target(name: "Store", dependencies: ["CSQLite", "DownloadCore", "Persistence"]),
+        .target(name: "PostgresStore", dependencies: ["CPostgres", "DownloadCore", "Persistence"]),
         .target(name: "DownloadService", dependencies: [
-            "DownloadCore", "Persistence", "Store", "Transfer", "HTTPServer",
+            "DownloadCore", "Persistence", "Store", "PostgresStore", "Transfer", "HTTPServer",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -51,7 +53,8 @@ let package = Package(
         .testTarget(name: "DownloadCoreTests", dependencies: ["DownloadCore", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Persistence", "DownloadCore", "CSQLite"]),
         // What every JobStore backend must do; each backend is one entry of StoreBackend.all.
-        .testTarget(name: "StoreConformanceTests", dependencies: ["Store", "Persistence", "DownloadCore"]),
+        .testTarget(name: "StoreConformanceTests", dependencies: ["Store", "PostgresStore", "Persistence", "DownloadCore"]),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "Persistence", "DownloadCore"]),
         .testTarget(name: "DownloadServiceTests", dependencies: [
             "DownloadService", "DownloadCore", "Persistence", "Store", "Transfer", "HTTPServer",
             .product(name: "Crypto", package: "swift-crypto"),

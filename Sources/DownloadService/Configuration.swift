@@ -8,6 +8,9 @@ public struct Configuration: Sendable {
     public var listenHost: String
     public var listenPort: Int
     public var dataDirectory: String
+    /// PostgreSQL instead of SQLite, when set (a libpq URI).
+    public var databaseURL: String?
+    public var nodeName: String
     public var downloadRoot: String
     public var stagingDirectory: String?
     public var apiTokens: [String]
@@ -56,6 +59,19 @@ public struct Configuration: Sendable {
         listenHost = host
         listenPort = port
         dataDirectory = try reader.text("data-dir")
+        databaseURL = try reader.optional("database-url").map { url throws(Invalid) in
+            // The URL can hold a password: the error shows only its scheme.
+            guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
+                throw Invalid(description: "invalid FETCHD_DATABASE_URL (--database-url): expected a postgresql:// URL")
+            }
+            return url
+        }
+        nodeName = try reader.optional("node-name").map { name throws(Invalid) in
+            guard name.utf8.count <= 200, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+                throw reader.invalid("node-name", name, "expected up to 200 letters, digits, '-', '_' or '.'")
+            }
+            return name
+        } ?? ProcessInfo.processInfo.hostName
         downloadRoot = try reader.text("download-root")
         stagingDirectory = reader.optional("staging-dir")
         apiTokens = reader.list("api-tokens")

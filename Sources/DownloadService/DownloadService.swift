@@ -4,7 +4,6 @@ import Glibc
 import HTTPServer
 import Logging
 import Persistence
-import Store
 import Transfer
 
 /// The application: the store, the transfer engine, the scheduler, webhook delivery and the API,
@@ -40,12 +39,7 @@ public final class DownloadService: Sendable {
         try Self.checkSameFileSystem(configuration)
         lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         authenticator = try Authenticator(tokens: configuration.apiTokens, tokensFile: configuration.apiTokensFile)
-        let store: SQLiteStore
-        do {
-            store = try SQLiteStore(path: configuration.databasePath, readers: HTTPServer.eventLoopCount + 1)
-        } catch {
-            throw Configuration.Invalid(description: "FETCHD_DATA_DIR (--data-dir) \(configuration.dataDirectory): the database cannot be used: \(error)")
-        }
+        let store = try Self.openStore(configuration, logger: logger)
         self.store = store
         let engine = TransferEngine(logger: logger, network: configuration.network)
         self.engine = engine

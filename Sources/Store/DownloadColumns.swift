@@ -1,5 +1,6 @@
 import DownloadCore
 import Foundation
+import Persistence
 
 /// The mapping between `Download` and a row of the downloads table, in one place.
 enum DownloadColumns {
@@ -24,7 +25,7 @@ enum DownloadColumns {
             optional(d.expectedBytesToSend), optional(d.expectedBytesToReceive), .integer(d.bytesReceived),
             optional(d.bytesExpectedFromOrigin), .integer(Int64(d.attempts)), optional(d.httpStatus.map(Int64.init)),
             optional(d.error?.code), optional(d.error?.message), optional(d.sha256), optional(d.expectedSHA256),
-            optional(d.webhookURL), encodeHeaders(d.headers), .integer(d.overwrite ? 1 : 0), optional(d.validator),
+            optional(d.webhookURL), optional(HeaderStorage.text(d.headers)), .integer(d.overwrite ? 1 : 0), optional(d.validator),
             .integer(d.createdAt), optional(d.startedAt), optional(d.finishedAt), .integer(d.runAt),
             optional(d.nextAttemptAt), .text(d.hostKey), .integer(Int64(d.outageAttempts)), optional(d.progressAt),
             optional(d.diskFullSince),
@@ -42,7 +43,7 @@ enum DownloadColumns {
             httpStatus: row.optionalInt(13),
             error: errorCode.map { DownloadError(code: $0, message: row.optionalString(15) ?? "") },
             sha256: row.optionalString(16), expectedSHA256: row.optionalString(17), webhookURL: row.optionalString(18),
-            headers: try decodeHeaders(row.optionalString(19)), overwrite: row.int(20) != 0, validator: row.optionalString(21),
+            headers: try HeaderStorage.headers(row.optionalString(19)), overwrite: row.int(20) != 0, validator: row.optionalString(21),
             createdAt: row.int64(22), startedAt: row.optionalInt64(23), finishedAt: row.optionalInt64(24),
             runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27),
             outageAttempts: row.int(28), progressAt: row.optionalInt64(29), diskFullSince: row.optionalInt64(30))

@@ -10,13 +10,9 @@ extension SQLiteStore {
         try withConnection { db in
             try db.transaction {
                 try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
-                var claimed: [Download] = []
-                for lane in Lane.allCases {
-                    guard let (limit, excludingHosts) = pass.candidates(lane) else { continue }
-                    for candidate in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) {
-                        if let started = pass.choose(candidate), try Self.claim(db, started) { claimed.append(started) }
-                    }
-                }
+                let claimed = try pass.claimLaneByLane(
+                    dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
+                    claim: { try Self.claim(db, $0) })
                 return ClaimResult(claimed: claimed,
                                    nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
             }
@@ -78,9 +74,7 @@ extension SQLiteStore {
             let rows = try db.prepare("""
                 SELECT due, next_attempt_at IS NOT NULL, COUNT(*) FROM downloads WHERE state = 'queued' GROUP BY 1, 2
                 """).query { ($0.int(0), $0.int(1), $0.int(2)) }
-            for (due, retrying, count) in rows {
-                if due == 1 { depth.due += count } else if retrying == 1 { depth.retry += count } else { depth.earliestBeginDate += count }
-            }
+            for (due, retrying, count) in rows { depth.add(count, due: due == 1, retrying: retrying == 1) }
             return depth
         }
     }

@@ -1,19 +1,45 @@
 import DownloadCore
 import Foundation
 import Persistence
+@testable import PostgresStore
 import Store
 import Testing
 
 /// A `JobStore` implementation the conformance suite runs against, and how to make an empty one.
 struct StoreBackend: Sendable, CustomTestStringConvertible {
     let name: String
+    /// Opens a store in the scratch place named by `directory`, making it if it is new; called again,
+    /// another store over the same data (another node, for a shared database).
     let make: @Sendable (_ directory: String) throws -> any JobStore
+    /// Removes what `make` made outside the directory, after the store is closed.
+    var discard: @Sendable (_ directory: String) -> Void = { _ in }
 
     var testDescription: String { name }
 
     static let sqlite = StoreBackend(name: "SQLite") { directory in try SQLiteStore(path: directory + "/fetchd.sqlite") }
 
-    static let all: [StoreBackend] = [.sqlite]
+    /// PostgreSQL, when `FETCHD_TEST_DATABASE_URL` names a server (`make test` starts one with
+    /// scripts/postgres/test-server.sh): each scratch store gets a schema of its own (a database
+    /// each would cost most of a second), dropped afterwards.
+    static let postgres: StoreBackend? = ProcessInfo.processInfo.environment["FETCHD_TEST_DATABASE_URL"].map { server in
+        @Sendable func schema(_ directory: String) -> String {
+            "fetchd_test_" + URL(fileURLWithPath: directory).lastPathComponent.filter { $0.isLetter || $0.isNumber }.lowercased()
+        }
+        @Sendable func admin(_ sql: String) throws {
+            let connection = try PostgresConnection(url: server)
+            defer { connection.close() }
+            try connection.execute(sql)
+        }
+        return StoreBackend(name: "PostgreSQL", make: { directory in
+            try admin("CREATE SCHEMA IF NOT EXISTS \(schema(directory))")
+            let separator = server.contains("?") ? "&" : "?"
+            return try PostgresStore(url: server + separator + "options=-csearch_path%3D" + schema(directory))
+        }, discard: { directory in
+            try? admin("DROP SCHEMA IF EXISTS \(schema(directory)) CASCADE")
+        })
+    }
+
+    static let all: [StoreBackend] = [.sqlite] + [postgres].compactMap { $0 }
 
     func scratch() throws -> ScratchStore {
         try ScratchStore(backend: self)
@@ -24,15 +50,27 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
 final class ScratchStore {
     let directory: String
     let store: any JobStore
+    private let backend: StoreBackend
+    private var others: [any JobStore] = []
 
     init(backend: StoreBackend) throws {
+        self.backend = backend
         directory = NSTemporaryDirectory() + "fetchd-conformance-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         store = try backend.make(directory)
     }
 
+    /// Another store over the same data, as a second node (or process) would open it; closed with this one.
+    func another() throws -> any JobStore {
+        let store = try backend.make(directory)
+        others.append(store)
+        return store
+    }
+
     deinit {
         store.close()
+        for other in others { other.close() }
+        backend.discard(directory)
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -34,6 +34,9 @@ BAD_CONFIGURATIONS = [
     ({"FETCHD_API_TOKENS_FILE": "/nonexistent/tokens"}, "FETCHD_API_TOKENS_FILE"),
     ({"FETCHD_MAX_BANDWIDTH": "fast"}, "FETCHD_MAX_BANDWIDTH"),
     ({"FETCHD_MAX_BANDWIDTH": "08:00-18:00=2MiB,12:00-20:00=off"}, "FETCHD_MAX_BANDWIDTH"),
+    ({"FETCHD_DATABASE_URL": "mysql://fetchd@db/fetchd"}, "FETCHD_DATABASE_URL"),
+    ({"FETCHD_DATABASE_URL": "postgresql://nobody@/nodb?host=/nonexistent-fetchd-socket-dir"}, "FETCHD_DATABASE_URL"),
+    ({"FETCHD_NODE_NAME": "no spaces please"}, "FETCHD_NODE_NAME"),
 ]
 
 

@@ -1,0 +1,2 @@
+// libpq, PostgreSQL's client library; its header lives in the directory pkg-config names.
+#include <libpq-fe.h>

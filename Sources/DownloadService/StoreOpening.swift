@@ -1,0 +1,27 @@
+import HTTPServer
+import Logging
+import Persistence
+import PostgresStore
+import Store
+
+extension DownloadService {
+    /// The store the configuration asks for: PostgreSQL with FETCHD_DATABASE_URL, else SQLite in the
+    /// data directory. A read connection per event loop and one more, so reads never queue behind each other.
+    static func openStore(_ configuration: Configuration, logger: Logger) throws -> any JobStore {
+        let readers = HTTPServer.eventLoopCount + 1
+        guard let url = configuration.databaseURL else {
+            do {
+                return try SQLiteStore(path: configuration.databasePath, readers: readers)
+            } catch {
+                throw Configuration.Invalid(description: "FETCHD_DATA_DIR (--data-dir) \(configuration.dataDirectory): the database cannot be used: \(error)")
+            }
+        }
+        do {
+            let store = try PostgresStore(url: url, readers: readers)
+            logger.info("state in PostgreSQL", metadata: ["node": "\(configuration.nodeName)"])
+            return store
+        } catch {
+            throw Configuration.Invalid(description: "cannot use FETCHD_DATABASE_URL (--database-url): \(error)")
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import CPostgres
+
+/// One libpq connection with a cache of prepared statements. Not thread-safe: `PostgresStore`
+/// keeps each behind a lock. Statements run synchronously (libpq's blocking calls), so callers run
+/// them off the event loops, as they do SQLite's.
+final class PostgresConnection {
+    private var handle: OpaquePointer?
+    /// Prepared statement names by SQL text. A statement is prepared on first use; a reset
+    /// connection is a new server session, which has none.
+    private var prepared: [String: String] = [:]
+
+    /// `url` is a libpq connection URI or key=value string, e.g. `postgresql://user@host/db`.
+    init(url: String) throws {
+        handle = PQconnectdb(url)
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let error = PostgresError(message: "cannot connect: \(errorMessage)", sqlState: nil, sql: nil)
+            PQfinish(handle)
+            handle = nil
+            throw error
+        }
+    }
+
+    func close() {
+        PQfinish(handle)
+        handle = nil
+        prepared.removeAll()
+    }
+
+    private var errorMessage: String {
+        handle.flatMap { PQerrorMessage($0) }.map { String(cString: $0) } ?? "out of memory"
+    }
+
+    /// Reconnects if libpq knows the connection broke (a reconnection that failed leaves it so), so
+    /// one failed call does not leave the connection failing forever.
+    func reconnectIfBroken() {
+        guard handle != nil, PQstatus(handle) != CONNECTION_OK else { return }
+        reconnect()
+    }
+
+    /// Reconnects if `error` says the server dropped the connection (a restart, a failover, a
+    /// terminated backend); libpq may report that before it marks the connection broken. True if so.
+    func reconnectIfLost(by error: any Error) -> Bool {
+        guard handle != nil, PQstatus(handle) != CONNECTION_OK || (error as? PostgresError)?.isConnectionLoss == true else { return false }
+        reconnect()
+        return true
+    }
+
+    private func reconnect() {
+        prepared.removeAll()
+        PQreset(handle)
+    }
+
+    /// Runs SQL without parameters, any number of statements (for migrations and transaction control).
+    func execute(_ sql: String) throws {
+        let result = PQexec(handle, sql)
+        defer { PQclear(result) }
+        try check(result, sql: sql)
+    }
+
+    /// Runs a statement that returns no rows; the number of rows it changed.
+    @discardableResult
+    func run(_ sql: String, _ values: [PostgresValue] = []) throws -> Int {
+        let result = try executePrepared(sql, values)
+        defer { PQclear(result) }
+        return Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    /// Runs a query and maps every row.
+    func query<T>(_ sql: String, _ values: [PostgresValue] = [], _ map: (PostgresRow) throws -> T) throws -> [T] {
+        let result = try executePrepared(sql, values)
+        defer { PQclear(result) }
+        return try (0..<PQntuples(result)).map { try map(PostgresRow(result: result, row: $0)) }
+    }
+
+    /// Runs `body` in one transaction, rolling back on error. READ COMMITTED: each statement sees
+    /// what was committed before it began, which is what the advisory locks rely on.
+    /// A BEGIN that finds the connection dropped is sent again on a new one: nothing had been done.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        do {
+            try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        } catch {
+            guard reconnectIfLost(by: error) else { throw error }
+            try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        }
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The result of a statement that succeeded; the caller clears it.
+    private func executePrepared(_ sql: String, _ values: [PostgresValue]) throws -> OpaquePointer {
+        let name = try statementName(sql)
+        let formats = values.map { Int32($0.isBinary ? 1 : 0) }
+        let result = withParameterPointers(values) { pointers, lengths in
+            PQexecPrepared(handle, name, Int32(values.count), pointers, lengths, formats, 0)
+        }
+        do {
+            try check(result, sql: sql)
+        } catch {
+            PQclear(result)
+            throw error
+        }
+        // A statement that succeeded has a result (libpq returns none only when out of memory).
+        guard let result else { throw PostgresError(message: "out of memory", sqlState: nil, sql: sql) }
+        return result
+    }
+
+    private func statementName(_ sql: String) throws -> String {
+        if let name = prepared[sql] { return name }
+        let name = "fetchd_\(prepared.count)"
+        let result = PQprepare(handle, name, sql, 0, nil)
+        defer { PQclear(result) }
+        try check(result, sql: sql)
+        prepared[sql] = name
+        return name
+    }
+
+    private func check(_ result: OpaquePointer?, sql: String) throws {
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return
+        default:
+            let state = result.flatMap { PQresultErrorField($0, diagnosticSQLState) }.map { String(cString: $0) }
+            let message = result.flatMap { PQresultErrorMessage($0) }.map { String(cString: $0) } ?? ""
+            throw PostgresError(message: message.isEmpty ? errorMessage : message, sqlState: state, sql: sql)
+        }
+    }
+}
+
+/// Calls `body` with a C pointer to each parameter's bytes (nil for NULL) and their lengths, valid
+/// for the call only. Text-format values end in a NUL, since libpq reads them as C strings.
+private func withParameterPointers<R>(_ values: [PostgresValue], _ body: ([UnsafePointer<CChar>?], [Int32]) -> R) -> R {
+    var storage: [CChar] = []
+    var lengths: [Int32] = []
+    let offsets = values.map { value -> Int? in
+        guard let bytes = value.wireBytes else { lengths.append(0); return nil }
+        let offset = storage.count
+        lengths.append(Int32(bytes.count))
+        storage += bytes.map { CChar(bitPattern: $0) }
+        if !value.isBinary { storage.append(0) }
+        return offset
+    }
+    // Never empty, so that an empty binary value still gets a pointer (nil would mean NULL).
+    storage.append(0)
+    return storage.withUnsafeBufferPointer { buffer in
+        body(offsets.map { offset in offset.flatMap { at in buffer.baseAddress.map { $0 + at } } }, lengths)
+    }
+}
+
+/// libpq's PG_DIAG_SQLSTATE, a character constant Swift does not import.
+private let diagnosticSQLState = Int32(UInt8(ascii: "C"))

@@ -1,0 +1,166 @@
+/// The PostgreSQL schema, as an append-only list of migrations (its own, not SQLite's: the two
+/// evolve apart). The database records how many have run; one that has run more than this binary
+/// knows was written by a newer fetchd, and this one refuses to touch it. Nodes starting together
+/// take turns under an advisory lock.
+enum PostgresMigrations {
+    static let all: [String] = [
+        // 1: jobs with their scheduling columns, attempts, the webhook outbox, idempotency keys,
+        // host holds, fair-queueing state and kept job counts: the same model as SQLite's schema version 9.
+        """
+        CREATE TABLE downloads (
+            -- Ids sort by creation byte for byte (pages, cursors, event order), whatever the database's locale.
+            id text COLLATE "C" PRIMARY KEY,
+            url text NOT NULL,
+            destination text NOT NULL,
+            session text NOT NULL,
+            state text NOT NULL CHECK (state IN ('queued','running','paused','completed','failed','cancelled')),
+            earliest_begin_at bigint,
+            discretionary boolean NOT NULL,
+            priority double precision NOT NULL CHECK (priority BETWEEN 0 AND 1),
+            expected_bytes_to_send bigint,
+            expected_bytes_to_receive bigint,
+            bytes_received bigint NOT NULL DEFAULT 0,
+            bytes_expected bigint,
+            attempts integer NOT NULL DEFAULT 0,
+            http_status integer,
+            error_code text,
+            error_message text,
+            sha256 text,
+            expected_sha256 text,
+            webhook_url text,
+            headers text,
+            overwrite boolean NOT NULL,
+            validator text,
+            created_at bigint NOT NULL,
+            started_at bigint,
+            finished_at bigint,
+            run_at bigint NOT NULL,
+            next_attempt_at bigint,
+            host_key text NOT NULL,
+            -- Queued jobs whose run_at has passed (set by the claim's promotion step, so the lane
+            -- indexes hold only startable jobs); lane 1 is a discretionary job that has not yet
+            -- waited its maximum delay; fair_tag orders sessions fairly (start-time fair queueing).
+            due boolean NOT NULL DEFAULT false,
+            lane smallint NOT NULL DEFAULT 0 CHECK (lane IN (0, 1)),
+            fair_tag bigint NOT NULL DEFAULT 0
+        );
+        -- One live job per destination: a second submission for it is a conflict, decided atomically.
+        CREATE UNIQUE INDEX downloads_live_destination ON downloads (destination) WHERE state IN ('queued','running','paused');
+        -- The claim's lanes, best first, and the same with the host first (for passes that leave out full hosts).
+        -- Discretionary jobs of unknown size come first, as in SQLite, where NULL sorts lowest.
+        CREATE INDEX downloads_normal_lane ON downloads (priority DESC, fair_tag, id) WHERE state = 'queued' AND due AND lane = 0;
+        CREATE INDEX downloads_discretionary_lane ON downloads (expected_bytes_to_receive NULLS FIRST, priority DESC, fair_tag, id)
+            WHERE state = 'queued' AND due AND lane = 1;
+        CREATE INDEX downloads_normal_lane_by_host ON downloads (host_key, priority DESC, fair_tag, id)
+            WHERE state = 'queued' AND due AND lane = 0;
+        CREATE INDEX downloads_discretionary_lane_by_host ON downloads
+            (host_key, expected_bytes_to_receive NULLS FIRST, priority DESC, fair_tag, id) WHERE state = 'queued' AND due AND lane = 1;
+        CREATE INDEX downloads_pending ON downloads (run_at) WHERE state = 'queued' AND NOT due;
+        CREATE INDEX downloads_aging ON downloads (created_at) WHERE state = 'queued' AND lane = 1;
+        CREATE INDEX downloads_state ON downloads (state, id);
+        CREATE INDEX downloads_session ON downloads (session, state);
+        CREATE INDEX downloads_finished ON downloads (finished_at) WHERE state IN ('completed','failed','cancelled');
+        -- The queue churns: vacuum it long before the default 20 % of dead rows.
+        ALTER TABLE downloads SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+        CREATE TABLE download_attempts (
+            download_id text COLLATE "C" NOT NULL REFERENCES downloads (id) ON DELETE CASCADE,
+            number integer NOT NULL,
+            started_at bigint NOT NULL,
+            ended_at bigint NOT NULL,
+            outcome text NOT NULL,
+            error_code text,
+            error_message text,
+            http_status integer,
+            bytes_transferred bigint NOT NULL,
+            bytes_on_disk bigint NOT NULL,
+            PRIMARY KEY (download_id, number)
+        );
+
+        CREATE TABLE webhook_events (
+            id text COLLATE "C" PRIMARY KEY,
+            type text NOT NULL,
+            payload bytea NOT NULL,
+            created_at bigint NOT NULL,
+            session text NOT NULL
+        );
+        CREATE INDEX webhook_events_session ON webhook_events (session, id);
+        CREATE INDEX webhook_events_created ON webhook_events (created_at);
+        CREATE TABLE webhook_deliveries (
+            event_id text COLLATE "C" NOT NULL REFERENCES webhook_events (id) ON DELETE CASCADE,
+            url text NOT NULL,
+            state text NOT NULL CHECK (state IN ('pending','delivered','failed')),
+            attempts integer NOT NULL DEFAULT 0,
+            next_attempt_at bigint NOT NULL,
+            last_status integer,
+            last_error text,
+            updated_at bigint NOT NULL,
+            PRIMARY KEY (event_id, url)
+        );
+        CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+        CREATE INDEX webhook_deliveries_by_url ON webhook_deliveries (url, event_id) WHERE state = 'pending';
+        CREATE INDEX webhook_deliveries_settled ON webhook_deliveries (updated_at) WHERE state <> 'pending';
+
+        CREATE TABLE idempotency_keys (
+            principal text NOT NULL,
+            key text NOT NULL,
+            body_sha256 text NOT NULL,
+            download_id text NOT NULL,
+            created_at bigint NOT NULL,
+            PRIMARY KEY (principal, key)
+        );
+        CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+
+        -- Hosts that answered 429/503 with Retry-After, held for every job until then (across restarts).
+        CREATE TABLE host_backoffs (host_key text PRIMARY KEY, until bigint NOT NULL);
+
+        CREATE TABLE sessions (name text PRIMARY KEY, last_tag bigint NOT NULL);
+        CREATE TABLE scheduler_state (key text PRIMARY KEY, value bigint NOT NULL);
+        INSERT INTO scheduler_state (key, value) VALUES ('virtual_time', 0);
+
+        -- Jobs by state, kept by triggers in the transaction of every change, so /metrics and
+        -- FETCHD_MAX_QUEUED read a few rows instead of counting the queue. Each connection adds to
+        -- its own shard (by backend process), so concurrent writers do not queue on one row lock;
+        -- a count is the sum over shards.
+        CREATE TABLE job_counts (
+            state text NOT NULL,
+            shard integer NOT NULL,
+            count bigint NOT NULL,
+            PRIMARY KEY (state, shard)
+        );
+        CREATE FUNCTION job_counts_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE own_shard integer := pg_backend_pid() % 16;
+        BEGIN
+            IF TG_OP <> 'INSERT' THEN
+                INSERT INTO job_counts (state, shard, count) VALUES (OLD.state, own_shard, -1)
+                ON CONFLICT (state, shard) DO UPDATE SET count = job_counts.count - 1;
+            END IF;
+            IF TG_OP <> 'DELETE' THEN
+                INSERT INTO job_counts (state, shard, count) VALUES (NEW.state, own_shard, 1)
+                ON CONFLICT (state, shard) DO UPDATE SET count = job_counts.count + 1;
+            END IF;
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER job_counts_insert_delete AFTER INSERT OR DELETE ON downloads
+            FOR EACH ROW EXECUTE FUNCTION job_counts_follow();
+        CREATE TRIGGER job_counts_update AFTER UPDATE OF state ON downloads
+            FOR EACH ROW WHEN (OLD.state <> NEW.state) EXECUTE FUNCTION job_counts_follow();
+        """,
+    ]
+
+    static func run(on connection: PostgresConnection) throws {
+        try connection.transaction {
+            try connection.execute(AdvisoryLock.migrations)
+            try connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)")
+            let current = try connection.query("SELECT version FROM schema_version") { $0.int(0) }.first ?? 0
+            if current > all.count {
+                throw PostgresError(message: "the database has schema version \(current) but this fetchd knows only up to \(all.count): it was written by a newer fetchd; upgrade fetchd or use another database", sqlState: nil, sql: nil)
+            }
+            guard current < all.count else { return }
+            for version in current..<all.count { try connection.execute(all[version]) }
+            try connection.execute("DELETE FROM schema_version")
+            try connection.run("INSERT INTO schema_version (version) VALUES ($1)", [.integer(Int64(all.count))])
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import DownloadCore
+import Persistence
+
+/// Transitions: compare-and-set on the expected states, with their attempt records and webhook
+/// events in the same transaction.
+extension PostgresStore {
+    public func apply(_ changes: [StoreChange]) throws -> [Bool] {
+        guard !changes.isEmpty else { return [] }
+        return try write { db in try changes.map { try Self.apply($0, db) } }
+    }
+
+    private static func apply(_ change: StoreChange, _ db: PostgresConnection) throws -> Bool {
+        switch change {
+        case .update(let download, let expecting, let events, let attempt, let sessionFinished):
+            return try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
+        case .progress(let id, let bytesReceived, let bytesExpected, let validator):
+            // Progress is not a state change: it is written only while the job is still live.
+            try db.run("""
+                UPDATE downloads SET bytes_received = $2, bytes_expected = COALESCE($3, bytes_expected), validator = COALESCE($4, validator)
+                WHERE id = $1 AND state IN ('running','paused','queued')
+                """, [.text(id), .integer(bytesReceived), .optional(bytesExpected), .optional(validator)])
+            return true
+        case .attempt(let attempt, let id):
+            try record(db, attempt: attempt, of: id)
+            return true
+        case .holdHost(let host, let until):
+            try db.run("""
+                INSERT INTO host_backoffs (host_key, until) VALUES ($1, $2)
+                ON CONFLICT (host_key) DO UPDATE SET until = GREATEST(host_backoffs.until, EXCLUDED.until)
+                """, [.text(host), .integer(until)])
+            return true
+        }
+    }
+
+    /// Hosts held by a `holdHost` change that still hold after `now`, with the time each is held until.
+    public func hostBackoffs(after now: Int64) throws -> [String: Int64] {
+        try read { db in
+            Dictionary(uniqueKeysWithValues: try db.query("SELECT host_key, until FROM host_backoffs WHERE until > $1",
+                                                          [.integer(now)]) { ($0.string(0), $0.int64(1)) })
+        }
+    }
+
+    /// Writes `download` if the stored job is still in one of `expecting`, with its events. When the
+    /// write makes the job terminal and leaves its session with no live job, `sessionFinished` is
+    /// asked for the events that announce it, in the same transaction.
+    private static func update(
+        _ db: PostgresConnection, _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent], attempt: AttemptRecord?,
+        sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
+    ) throws -> Bool {
+        // A job (re)entering the queue is not due until the promotion step has seen its run_at.
+        let due = download.state == .queued ? ", due = false" : ""
+        let changed = try db.run(
+            "UPDATE downloads SET \(JobColumns.assignments)\(due) WHERE id = $1 AND state = ANY($\(JobColumns.names.count + 1)::text[])",
+            JobColumns.values(download) + [.textArray(expecting.map(\.rawValue).sorted())])
+        guard changed == 1 else { return false }
+        if let attempt { try record(db, attempt: attempt, of: download.id) }
+        var allEvents = events
+        if download.state.isTerminal, let sessionFinished, let snapshot = try finishedSession(db, session: download.session) {
+            allEvents += sessionFinished(snapshot)
+        }
+        try record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
+        return true
+    }
+
+    /// Records an attempt (again, if a transition ends one already recorded).
+    static func record(_ db: PostgresConnection, attempt: AttemptRecord, of id: String) throws {
+        try db.run("""
+            INSERT INTO download_attempts (download_id, number, started_at, ended_at, outcome, error_code, error_message,
+            http_status, bytes_transferred, bytes_on_disk) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            ON CONFLICT (download_id, number) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
+            outcome = EXCLUDED.outcome, error_code = EXCLUDED.error_code, error_message = EXCLUDED.error_message,
+            http_status = EXCLUDED.http_status, bytes_transferred = EXCLUDED.bytes_transferred, bytes_on_disk = EXCLUDED.bytes_on_disk
+            """, [
+            .text(id), .integer(Int64(attempt.number)), .integer(attempt.startedAt), .integer(attempt.endedAt),
+            .text(attempt.outcome), .optional(attempt.error?.code), .optional(attempt.error?.message),
+            .optional(attempt.httpStatus), .integer(attempt.bytesTransferred), .integer(attempt.bytesOnDisk),
+        ])
+    }
+
+    /// The session's counts if it has no live job left, else nil. Two nodes finishing a session's
+    /// last two jobs at once would each see the other's job still live (neither has committed) and
+    /// neither would announce the session; so the check waits for the session's advisory lock, and
+    /// runs as a statement of its own after it, whose snapshot then sees the other's commit.
+    private static func finishedSession(_ db: PostgresConnection, session: String) throws -> SessionSnapshot? {
+        try db.run(AdvisoryLock.session, [.text(session)])
+        let live = try db.query("""
+            SELECT EXISTS (SELECT 1 FROM downloads WHERE session = $1 AND state IN ('queued','running','paused'))
+            """, [.text(session)]) { $0.bool(0) }.first ?? true
+        guard !live else { return nil }
+        let urls = try db.query("SELECT DISTINCT webhook_url FROM downloads WHERE session = $1 AND webhook_url IS NOT NULL",
+                                [.text(session)]) { $0.string(0) }
+        return SessionSnapshot(session: session, counts: try counts(db, session: session), webhookURLs: urls.sorted())
+    }
+
+    /// Jobs left `running`. With one node, at its start, all of them were left by a process that
+    /// stopped; with many, a node's own are told apart by a lease (not yet kept).
+    public func interruptedJobs() throws -> [Download] {
+        try read { db in try db.query("SELECT \(JobColumns.list) FROM downloads WHERE state = 'running'", [], JobColumns.download) }
+    }
+}

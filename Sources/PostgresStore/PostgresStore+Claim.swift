@@ -1,0 +1,97 @@
+import DownloadCore
+import Persistence
+
+/// The scheduler's step. Claims from every node are serialised by one advisory lock, so each
+/// pass sees the load the previous one left (per-host limits and the discretionary share hold
+/// across nodes); candidate rows another transaction holds (a cancel in progress) are skipped,
+/// not waited for. Each query touches only the rows it returns or changes, through partial indexes.
+extension PostgresStore {
+    public func claim(_ pass: ClaimPass) throws -> ClaimResult {
+        try write { db in
+            try db.execute(AdvisoryLock.claims)
+            try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
+            let claimed = try pass.claimLaneByLane(
+                dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
+                claim: { try Self.claim(db, $0) })
+            return ClaimResult(claimed: claimed, nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
+        }
+    }
+
+    /// Marks queued jobs whose run_at has passed as due, and moves discretionary jobs created at or
+    /// before `agedBefore` into the normal lane.
+    private static func promote(_ db: PostgresConnection, now: Int64, agedBefore: Int64) throws {
+        try db.run("UPDATE downloads SET due = true WHERE state = 'queued' AND NOT due AND run_at <= $1", [.integer(now)])
+        try db.run("UPDATE downloads SET lane = 0 WHERE state = 'queued' AND lane = 1 AND created_at <= $1", [.integer(agedBefore)])
+    }
+
+    /// Due jobs of one lane, best first, leaving out hosts at their limit, locked for this pass.
+    private static func dueJobs(_ db: PostgresConnection, lane: Lane, excludingHosts: [String], limit: Int) throws -> [Download] {
+        let queries = LaneQueries.of(lane)
+        // Walking the lane in order and skipping full hosts would step over every due job of theirs
+        // ranked above the jobs it returns: a million behind one busy host. So the walk stops after
+        // a few times `limit` jobs, and if full hosts held too many of those, the best jobs of each
+        // other host are taken instead (a seek per host with due jobs).
+        let walked = excludingHosts.isEmpty ? limit : limit * 4
+        let hosts = PostgresValue.textArray(excludingHosts)
+        let best = try db.query(queries.walk, [.integer(Int64(walked)), hosts, .integer(Int64(limit))], JobColumns.download)
+        guard best.count < limit, !excludingHosts.isEmpty else { return best }
+        return try db.query(queries.byHost, [hosts, .integer(Int64(limit)), .integer(Int64(limit))], JobColumns.download)
+    }
+
+    /// Compare-and-set to `running`; the virtual time of fair queueing moves up to the job's tag.
+    private static func claim(_ db: PostgresConnection, _ job: Download) throws -> Bool {
+        try !db.query("""
+            WITH started AS (UPDATE downloads SET \(JobColumns.assignments) WHERE id = $1 AND state = 'queued' RETURNING fair_tag)
+            UPDATE scheduler_state SET value = GREATEST(value, started.fair_tag) FROM started WHERE key = 'virtual_time' RETURNING 1
+            """, JobColumns.values(job)) { _ in true }.isEmpty
+    }
+
+    /// The next time a queued job becomes due or a discretionary job ages into the normal lane.
+    private static func nextQueueChange(_ db: PostgresConnection, after now: Int64, agingDelay: Int64) throws -> Int64? {
+        let (due, aging) = try db.query("""
+            SELECT (SELECT MIN(run_at) FROM downloads WHERE state = 'queued' AND NOT due),
+                   (SELECT MIN(created_at) FROM downloads WHERE state = 'queued' AND lane = 1)
+            """) { ($0.optionalInt64(0), $0.optionalInt64(1)) }.first ?? (nil, nil)
+        return [due, aging.map { $0 + agingDelay }].compactMap { $0 }.map { max($0, now + 1) }.min()
+    }
+}
+
+/// The two ways to read a lane's due jobs best first, as SQL. The lane is spelled out, not bound:
+/// a partial index serves only queries whose WHERE implies its own.
+private struct LaneQueries {
+    /// Parameters: how many jobs to walk, the excluded hosts, the limit.
+    let walk: String
+    /// Parameters: the excluded hosts, the limit per host, the limit. The best `limit` jobs hold
+    /// at most `limit` of one host, so that is the limit per host too.
+    let byHost: String
+
+    static let normal = LaneQueries(lane: .normal, order: "priority DESC, fair_tag, id")
+    static let discretionary = LaneQueries(lane: .discretionary, order: "expected_bytes_to_receive NULLS FIRST, priority DESC, fair_tag, id")
+
+    static func of(_ lane: Lane) -> LaneQueries { lane == .normal ? normal : discretionary }
+
+    /// `order` is the order of the lane's index, `downloads_<lane>_lane`; its `_by_host` twin has the host first.
+    private init(lane: Lane, order: String) {
+        let due = "state = 'queued' AND due AND lane = \(lane.rawValue)"
+        let lock = "FOR UPDATE SKIP LOCKED"
+        walk = """
+            SELECT \(JobColumns.list) FROM downloads WHERE \(due) AND host_key <> ALL($2::text[])
+            AND id IN (SELECT id FROM downloads WHERE \(due) ORDER BY \(order) LIMIT $1)
+            ORDER BY \(order) LIMIT $3 \(lock)
+            """
+        // The hosts with due jobs, one index seek each (a loose index scan: PostgreSQL has no skip scan).
+        byHost = """
+            WITH RECURSIVE due_hosts(host) AS (
+                (SELECT host_key FROM downloads WHERE \(due) ORDER BY host_key LIMIT 1)
+                UNION ALL
+                SELECT (SELECT host_key FROM downloads WHERE \(due) AND host_key > due_hosts.host ORDER BY host_key LIMIT 1)
+                FROM due_hosts WHERE due_hosts.host IS NOT NULL
+            )
+            SELECT \(JobColumns.list) FROM downloads WHERE \(due) AND id IN (
+                SELECT best.id FROM due_hosts CROSS JOIN LATERAL (
+                    SELECT id FROM downloads WHERE \(due) AND host_key = due_hosts.host ORDER BY \(order) LIMIT $2) AS best
+                WHERE due_hosts.host <> ALL($1::text[]))
+            ORDER BY \(order) LIMIT $3 \(lock)
+            """
+    }
+}

@@ -1,0 +1,99 @@
+import DownloadCore
+import Persistence
+import Synchronization
+
+/// fetchd's durable state in PostgreSQL, built to be shared by many nodes. Every state change is
+/// one transaction and a compare-and-set on the state the caller expects, as in `SQLiteStore`;
+/// what SQLite gets from having one writer, this gets from row locks and advisory locks (claims
+/// cluster-wide, `session.finished` per session) and from `ON CONFLICT` (idempotency keys, live
+/// destinations). Not yet here: leases on running jobs, fencing and rescue, without which a
+/// node's start-up recovery would take over the jobs another node runs. One connection writes
+/// for this process; a few more serve reads, which see every committed write.
+public final class PostgresStore: JobStore {
+    private let writer: ConnectionSlot
+    private let readers: [ConnectionSlot]
+    /// Where the next read starts looking for an idle reader, so reads spread over them.
+    private let nextReader = Atomic<Int>(0)
+
+    public static let defaultReaderCount = 3
+
+    /// Connects to `url` (a libpq URI such as `postgresql://fetchd@db.example/fetchd`) and brings
+    /// the schema up to date.
+    public init(url: String, readers readerCount: Int = PostgresStore.defaultReaderCount) throws {
+        var opened: [ConnectionSlot] = []
+        do {
+            let first = try PostgresConnection(url: url)
+            do { try PostgresMigrations.run(on: first) } catch { first.close(); throw error }
+            opened.append(ConnectionSlot(first))
+            for _ in 0..<max(1, readerCount) { opened.append(ConnectionSlot(try PostgresConnection(url: url))) }
+        } catch {
+            for slot in opened { slot.close() }
+            throw error
+        }
+        writer = opened[0]
+        readers = Array(opened.dropFirst())
+    }
+
+    public func close() {
+        writer.close()
+        for reader in readers { reader.close() }
+    }
+
+    /// Runs `body` in one transaction on the writing connection.
+    func write<T: Sendable>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try writer.use { db in try db.transaction { try body(db) } }
+    }
+
+    /// Runs `body` on an idle reading connection (waiting for one only if all are busy).
+    func read<T: Sendable>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let start = nextReader.wrappingAdd(1, ordering: .relaxed).newValue & Int.max
+        for offset in 0..<readers.count {
+            if let result = try readers[(start + offset) % readers.count].readIfIdle(body) { return result }
+        }
+        return try readers[start % readers.count].use(retrying: true, body)
+    }
+
+    /// True when the database takes writes (reachable, and not a read-only standby).
+    public func isWritable() -> Bool {
+        (try? writer.use(retrying: true) { db in try db.query("SELECT NOT pg_is_in_recovery()") { $0.bool(0) }.first }) == true
+    }
+}
+
+/// One connection behind its own lock (a `Mutex` cannot sit in an array by itself). A connection
+/// that broke is made again before its next use.
+private final class ConnectionSlot: Sendable {
+    private let connection: Mutex<PostgresConnection>
+
+    init(_ connection: sending PostgresConnection) {
+        self.connection = Mutex(connection)
+    }
+
+    /// Runs `body` on the connection. A connection learns that the server dropped it (a restart, a
+    /// failover) only when a call fails; with `retrying`, for bodies that only read, `body` then runs
+    /// once more on a new connection. (A transaction retries its BEGIN itself: running a failed
+    /// write again is not safe, as its COMMIT may have landed.)
+    func use<T: Sendable>(retrying: Bool = false, _ body: (PostgresConnection) throws -> T) throws -> T {
+        try connection.withLock { db in
+            db.reconnectIfBroken()
+            do { return try body(db) } catch {
+                guard retrying, db.reconnectIfLost(by: error) else { throw error }
+                return try body(db)
+            }
+        }
+    }
+
+    /// `use(retrying: true)` if the connection is idle now, else nil.
+    func readIfIdle<T: Sendable>(_ body: (PostgresConnection) throws -> T) throws -> T? {
+        try connection.withLockIfAvailable { db in
+            db.reconnectIfBroken()
+            do { return try body(db) } catch {
+                guard db.reconnectIfLost(by: error) else { throw error }
+                return try body(db)
+            }
+        }
+    }
+
+    func close() {
+        connection.withLock { $0.close() }
+    }
+}

@@ -1,0 +1,86 @@
+import CPostgres
+import Foundation
+
+/// A statement parameter. Every parameter but `bytes` goes in PostgreSQL's text format and takes
+/// the type the statement gives its placeholder; `bytes` goes in binary format, for `bytea`.
+enum PostgresValue {
+    case null
+    case integer(Int64)
+    case double(Double)
+    case text(String)
+    case bool(Bool)
+    case bytes([UInt8])
+    /// A `text[]`, for `= ANY($n::text[])`.
+    case textArray([String])
+
+    static func optional(_ value: Int64?) -> PostgresValue { value.map(PostgresValue.integer) ?? .null }
+    static func optional(_ value: Int?) -> PostgresValue { value.map { .integer(Int64($0)) } ?? .null }
+    static func optional(_ value: String?) -> PostgresValue { value.map(PostgresValue.text) ?? .null }
+
+    /// The bytes libpq sends, nil for SQL NULL.
+    var wireBytes: [UInt8]? {
+        switch self {
+        case .null: return nil
+        case .integer(let v): return Array(String(v).utf8)
+        // Swift prints the shortest text that reads back as the same Double, and so does PostgreSQL.
+        case .double(let v): return Array("\(v)".utf8)
+        case .text(let v): return Array(v.utf8)
+        case .bool(let v): return Array((v ? "t" : "f").utf8)
+        case .bytes(let v): return v
+        case .textArray(let v): return Array(Self.arrayLiteral(v).utf8)
+        }
+    }
+
+    var isBinary: Bool {
+        if case .bytes = self { return true }
+        return false
+    }
+
+    /// `{"a","b"}` with quotes and backslashes escaped.
+    private static func arrayLiteral(_ items: [String]) -> String {
+        let quoted = items.map { item in
+            "\"" + item.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+        return "{" + quoted.joined(separator: ",") + "}"
+    }
+}
+
+/// One row of a result in text format; valid only inside the `query` closure.
+struct PostgresRow {
+    let result: OpaquePointer
+    let row: Int32
+
+    func isNull(_ column: Int32) -> Bool { PQgetisnull(result, row, column) != 0 }
+    func string(_ column: Int32) -> String {
+        guard let text = PQgetvalue(result, row, column) else { return "" }
+        return String(cString: text)
+    }
+    func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
+    func int64(_ column: Int32) -> Int64 { Int64(string(column)) ?? 0 }
+    func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
+    func int(_ column: Int32) -> Int { Int(int64(column)) }
+    func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : int(column) }
+    func double(_ column: Int32) -> Double { Double(string(column)) ?? 0 }
+    func bool(_ column: Int32) -> Bool { string(column) == "t" }
+
+    /// A `bytea` in text format: `\x` and two hex digits a byte.
+    func bytes(_ column: Int32) -> [UInt8] {
+        let hex = Array(string(column).utf8.dropFirst(2))
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(hex.count / 2)
+        var index = 0
+        while index + 1 < hex.count {
+            bytes.append(Self.nibble(hex[index]) << 4 | Self.nibble(hex[index + 1]))
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8 {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+        default: return digit &- UInt8(ascii: "A") &+ 10
+        }
+    }
+}
