@@ -32,6 +32,13 @@ public struct Download: Sendable, Equatable {
     public var nextAttemptAt: Int64?
     /// "host:port" of the URL, the key of per-host limits.
     public var hostKey: String
+    /// The client's own data: a JSON object as text, returned as given.
+    public var metadata: String?
+    /// `attempts` when the retry budget last started over (`POST /downloads/{id}/retry`): the
+    /// retry policy counts only the attempts since.
+    public var attemptsBeforeRetry: Int
+    /// Changes with every stored change of the job (the ETag); set by the store, ignored when written.
+    public var revision: Int64
 
     public init(
         id: String,
@@ -60,7 +67,10 @@ public struct Download: Sendable, Equatable {
         finishedAt: Int64?,
         runAt: Int64,
         nextAttemptAt: Int64?,
-        hostKey: String
+        hostKey: String,
+        metadata: String? = nil,
+        attemptsBeforeRetry: Int = 0,
+        revision: Int64 = 0
     ) {
         self.id = id
         self.url = url
@@ -89,10 +99,16 @@ public struct Download: Sendable, Equatable {
         self.runAt = runAt
         self.nextAttemptAt = nextAttemptAt
         self.hostKey = hostKey
+        self.metadata = metadata
+        self.attemptsBeforeRetry = attemptsBeforeRetry
+        self.revision = revision
     }
 
     /// `bytesExpected` of the API: the origin's size once known, else the client's hint.
     public var bytesExpected: Int64? { bytesExpectedFromOrigin ?? expectedBytesToReceive }
+
+    /// Attempts counted against the retry budget: those since the last client retry.
+    public var attemptsInBudget: Int { attempts - attemptsBeforeRetry }
 }
 
 public struct OriginHeader: Sendable, Equatable, Codable {
@@ -128,4 +144,19 @@ public enum ErrorCode {
     public static let rangeNotSatisfiable = "range_not_satisfiable"
     public static let tooManyRedirects = "too_many_redirects"
     public static let fileError = "file_error"
+}
+
+extension DownloadError {
+    /// Failure codes whose partial data a retry can go on from: the bytes were fine, the way to
+    /// them failed. (`proxy` and `url_expired` come from proxy support and URL refresh.)
+    static let resumableCodes: Set<String> = [ErrorCode.network, ErrorCode.timeout, ErrorCode.diskFull, "proxy", "url_expired"]
+
+    /// Whether a job that failed so keeps its partial data for `POST /downloads/{id}/retry`:
+    /// the transient failures (network, timeout, proxy, a full disk, an expired URL, an origin's
+    /// 408, 429 or 5xx) once the retries ran out.
+    public func isResumable(httpStatus: Int?) -> Bool {
+        if Self.resumableCodes.contains(code) { return true }
+        guard code == ErrorCode.httpStatus, let status = httpStatus else { return false }
+        return status == 408 || status == 429 || (500..<600).contains(status)
+    }
 }

@@ -1,4 +1,5 @@
-/// The life cycle of a download job. The last three states are terminal: once there, a job never changes again.
+/// The life cycle of a download job. The last three states are terminal: once there, a job never
+/// changes again, except that a client may retry a failed one (it goes back to `queued`).
 public enum DownloadState: String, Sendable, CaseIterable, Codable {
     case queued, running, paused, completed, failed, cancelled
 
@@ -16,7 +17,7 @@ public enum DownloadState: String, Sendable, CaseIterable, Codable {
         switch (self, next) {
         case (.queued, .running), (.queued, .paused), (.queued, .cancelled), (.queued, .failed),
              (.running, .queued), (.running, .paused), (.running, .completed), (.running, .failed), (.running, .cancelled),
-             (.paused, .queued), (.paused, .cancelled):
+             (.paused, .queued), (.paused, .cancelled), (.failed, .queued):
             return true
         default:
             return false

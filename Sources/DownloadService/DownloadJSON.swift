@@ -27,6 +27,8 @@ enum DownloadJSON {
         json.field("startedAt", d.startedAt.map(RFC3339.format))
         json.field("finishedAt", d.finishedAt.map(RFC3339.format))
         json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
+        json.key("metadata")
+        if let metadata = d.metadata { json.raw(Array(metadata.utf8)) } else { json.value(nil as String?) }
         json.endObject()
     }
 

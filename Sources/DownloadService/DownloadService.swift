@@ -55,7 +55,7 @@ public final class DownloadService: Sendable {
                                         addressPolicy: configuration.addressPolicy),
             policy: DeliveryPolicy(schedule: configuration.webhookRetrySchedule), metrics: metrics, clock: clock, logger: logger)
         self.dispatcher = dispatcher
-        housekeeper = Housekeeper(store: store, retention: configuration.retention, clock: clock, logger: logger)
+        housekeeper = Housekeeper(store: store, retention: configuration.retention, partials: partials, clock: clock, logger: logger)
         recovery = Recovery(store: store, files: files, partials: partials, events: events, logger: logger)
         let settlement = SettlementContext(
             files: files, partials: partials,
@@ -176,6 +176,8 @@ public final class DownloadService: Sendable {
         route("DELETE", "/downloads/{id}") { _, p, _ in try await downloads.cancel(p["id"] ?? "") }
         route("POST", "/downloads/{id}/pause") { _, p, _ in try await downloads.pause(p["id"] ?? "") }
         route("POST", "/downloads/{id}/resume") { _, p, _ in try await downloads.resume(p["id"] ?? "") }
+        route("PATCH", "/downloads/{id}") { request, p, _ in try await downloads.patch(p["id"] ?? "", request) }
+        route("POST", "/downloads/{id}/retry") { _, p, _ in try await downloads.retry(p["id"] ?? "") }
         route("GET", "/downloads/{id}/attempts") { _, p, _ in try downloads.attempts(p["id"] ?? "") }
         route("GET", "/downloads/{id}/events") { request, p, _ in
             try events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])

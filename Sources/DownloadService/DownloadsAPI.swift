@@ -38,10 +38,7 @@ struct DownloadsAPI: Sendable {
         case .success(let value): submission = value
         case .failure(let failure): throw APIProblem.invalid(failure.errors)
         }
-        if let webhookURL = submission.webhookURL, case .success(let parsed) = HTTPURL.parse(webhookURL),
-           let address = IPAddress(parsed.host), !configuration.addressPolicy.permits(address) {
-            throw APIProblem.invalid("webhookURL", "the address \(parsed.host) is not allowed")
-        }
+        try checkWebhookAddress(submission.webhookURL)
 
         var idempotency: IdempotencyRecord?
         if let rawKey = request.headers["Idempotency-Key"] {
@@ -88,6 +85,14 @@ struct DownloadsAPI: Sendable {
         }
     }
 
+    /// A webhook URL that names an address the egress policy forbids is refused up front.
+    func checkWebhookAddress(_ webhookURL: String?) throws {
+        if let webhookURL, case .success(let parsed) = HTTPURL.parse(webhookURL),
+           let address = IPAddress(parsed.host), !configuration.addressPolicy.permits(address) {
+            throw APIProblem.invalid("webhookURL", "the address \(parsed.host) is not allowed")
+        }
+    }
+
     private func created201(_ download: Download) -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.set("Location", "/downloads/\(download.id)")
@@ -95,13 +100,18 @@ struct DownloadsAPI: Sendable {
     }
 
     /// The job, or `404` when the store says there is none.
-    private func existing(_ id: String) throws -> Download {
+    func existing(_ id: String) throws -> Download {
         guard let download = try store.download(id: id) else { throw APIProblem.notFound() }
         return download
     }
 
     func get(_ id: String) throws -> HTTPResponse {
-        .json(200, encode(try existing(id)))
+        tagged(200, try existing(id))
+    }
+
+    /// The Download with its strong `ETag` (its revision, which every stored change moves on).
+    func tagged(_ status: Int, _ download: Download) -> HTTPResponse {
+        .json(status, encode(download), headers: HTTPHeaders([("ETag", EntityTag.of(download))]))
     }
 
     /// `GET /downloads/{id}/attempts`: every attempt so far, oldest first.
@@ -166,7 +176,7 @@ struct DownloadsAPI: Sendable {
     }
 
     func cancel(_ id: String) async throws -> HTTPResponse {
-        try await transition(id, to: .cancelled, unchangedIn: [.cancelled]) { job, now in
+        try await transition(id, to: .cancelled, from: [.queued, .running, .paused], unchangedIn: [.cancelled]) { job, now in
             job.finishedAt = now
             job.nextAttemptAt = nil
         } after: { job in
@@ -175,7 +185,7 @@ struct DownloadsAPI: Sendable {
     }
 
     func pause(_ id: String) async throws -> HTTPResponse {
-        try await transition(id, to: .paused, unchangedIn: [.paused]) { job, _ in
+        try await transition(id, to: .paused, from: [.queued, .running], unchangedIn: [.paused]) { job, _ in
             job.nextAttemptAt = nil
         } after: { job in
             scheduler.stop(job.id, reason: .pause)
@@ -183,7 +193,7 @@ struct DownloadsAPI: Sendable {
     }
 
     func resume(_ id: String) async throws -> HTTPResponse {
-        try await transition(id, to: .queued, unchangedIn: [.queued, .running]) { job, now in
+        try await transition(id, to: .queued, from: [.paused], unchangedIn: [.queued, .running]) { job, now in
             job.runAt = max(now, job.earliestBeginDate ?? now)
             job.error = nil
         } after: { _ in
@@ -192,16 +202,17 @@ struct DownloadsAPI: Sendable {
     }
 
     /// A client-requested transition, as compare-and-set on the state just read (retried if the
-    /// scheduler moved the job meanwhile), written off the event loop. Terminal jobs are a conflict.
-    private func transition(
-        _ id: String, to target: DownloadState, unchangedIn: Set<DownloadState>,
+    /// scheduler moved the job meanwhile), written off the event loop. A job in a state not in
+    /// `from` (or `unchangedIn`) is a conflict.
+    func transition(
+        _ id: String, to target: DownloadState, from: Set<DownloadState>, unchangedIn: Set<DownloadState>,
         change: @escaping @Sendable (inout Download, Int64) -> Void, after: (Download) -> Void
     ) async throws -> HTTPResponse {
         for _ in 0..<10 {
             let current = try existing(id)
             if unchangedIn.contains(current.state) { return .json(200, encode(current)) }
-            guard current.state.canTransition(to: target) else {
-                throw APIProblem.conflict("the job is \(current.state.rawValue) and can no longer become \(target.rawValue)")
+            guard from.contains(current.state), current.state.canTransition(to: target) else {
+                throw APIProblem.conflict("the job is \(current.state.rawValue) and cannot become \(target.rawValue) this way")
             }
             let now = clock.now()
             var updated = current
@@ -209,10 +220,15 @@ struct DownloadsAPI: Sendable {
             change(&updated, now)
             let jobEvents = target.isTerminal ? [events.terminal(updated, now: now)] : []
             let (store, events, changed) = (store, events, updated)
-            let committed = try await writes.perform {
-                try store.update(changed, expecting: [current.state], events: jobEvents, sessionFinished: {
-                    [events.sessionFinished($0, now: now)]
-                })
+            let committed: Bool
+            do {
+                committed = try await writes.perform {
+                    try store.update(changed, expecting: [current.state], events: jobEvents, sessionFinished: {
+                        [events.sessionFinished($0, now: now)]
+                    })
+                }
+            } catch is DestinationBusy {
+                throw APIProblem.conflict("another live job writes to this job's destination now")
             }
             if committed {
                 if !jobEvents.isEmpty { dispatcher.poke() }
@@ -240,12 +256,16 @@ struct DownloadsAPI: Sendable {
     /// `application/json`, in any case, with or without parameters (`; charset=utf-8`). Compared
     /// in bytes: this runs for every POST.
     static func isJSON(_ contentType: String?) -> Bool {
+        isMediaType(contentType, "application/json")
+    }
+
+    static func isMediaType(_ contentType: String?, _ expected: String) -> Bool {
         guard let contentType else { return false }
         let mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
         func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
         let trimmed = mediaType.drop(while: isBlank).reversed().drop(while: isBlank).reversed()
         func lowercased(_ byte: UInt8) -> UInt8 { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte }
-        return trimmed.count == 16 && zip(trimmed, "application/json".utf8).allSatisfy { lowercased($0) == $1 }
+        return trimmed.count == expected.utf8.count && zip(trimmed, expected.utf8).allSatisfy { lowercased($0) == $1 }
     }
 
     /// `"abc"` and `abc` are the same key.

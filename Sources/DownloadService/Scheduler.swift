@@ -8,7 +8,8 @@ import Transfer
 /// Decides which queued jobs run, starts their transfers and settles how each attempt ended.
 /// One timer for the next change of the queue; nothing polls while idle.
 final class Scheduler: @unchecked Sendable {  // all mutable state below is touched only on `queue`
-    enum StopReason { case cancel, pause, shutdown }
+    /// Why a transfer was stopped on purpose: `requestChanged` is a client's new url or headers.
+    enum StopReason { case cancel, pause, shutdown, requestChanged }
 
     struct Active {
         var download: Download
@@ -138,6 +139,26 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 self.transfers.cancel(transferID)
             } else if reason == .cancel {
                 self.partials.remove(id)
+            }
+        }
+    }
+
+    /// A client changed a job (PATCH): a running one settles with the new fields, and with a new
+    /// request (`restart`) stops its attempt, to go on from its partial data with the new one.
+    func changed(_ job: Download, restart: Bool) {
+        queue.async {
+            guard var running = self.active[job.id] else { return }
+            running.download.url = job.url
+            running.download.headers = job.headers
+            running.download.priority = job.priority
+            running.download.earliestBeginDate = job.earliestBeginDate
+            running.download.discretionary = job.discretionary
+            running.download.webhookURL = job.webhookURL
+            running.download.metadata = job.metadata
+            self.active[job.id] = running
+            if restart, running.stopReason == nil, let transferID = running.transferID {
+                self.active[job.id]?.stopReason = .requestChanged
+                self.transfers.cancel(transferID)
             }
         }
     }

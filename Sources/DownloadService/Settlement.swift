@@ -50,10 +50,10 @@ struct Settlement {
         }
         guard let outcome = AttemptOutcome(result) else { return stopped(.shutdown) }
         let retryAfter = result.retryAfter.map { Duration.milliseconds(Int64($0 * 1000)) }
-        switch context.retryPolicy.decide(outcome, attempts: job.attempts, retryAfter: retryAfter, jitter: jitter) {
+        switch context.retryPolicy.decide(outcome, attempts: job.attemptsInBudget, retryAfter: retryAfter, jitter: jitter) {
         case .finish:
             // A 2xx without a digest means the body never reached the file; try again.
-            return retry(after: context.retryPolicy.delay(afterAttempt: job.attempts, retryAfter: nil, jitter: 0.5),
+            return retry(after: context.retryPolicy.delay(afterAttempt: job.attemptsInBudget, retryAfter: nil, jitter: 0.5),
                   cause: DownloadError(code: ErrorCode.fileError, message: "the response body was not stored"))
         case .retry(let after, let cause):
             return retry(after: after, cause: cause)
@@ -73,12 +73,14 @@ struct Settlement {
                 .progress(id: job.id, bytesReceived: result.bytesOnDisk, bytesExpected: result.bytesExpected, validator: result.validator),
                 .attempt(attempt("paused"), of: job.id),
             ])
-        case .shutdown:
+        case .shutdown, .requestChanged:
+            // Back to the queue, due at once, to go on from the partial data (after a changed
+            // request, with the new one and If-Range).
             var queued = attemptRecorded()
             queued.state = .queued
             queued.runAt = now
             queued.error = job.error
-            return transition(queued, attempt: attempt("interrupted"))
+            return transition(queued, attempt: attempt(reason == .shutdown ? "interrupted" : "changed"))
         }
     }
 
@@ -147,9 +149,12 @@ struct Settlement {
         failed.error = error
         failed.finishedAt = now
         logger.info("download failed", metadata: ["download.id": "\(job.id)", "error.code": "\(error.code)", "http.status": "\(result.httpStatus ?? 0)"])
-        // The data is of no use now; removing it first frees the space a full disk needs for the commit.
-        context.partials.remove(job.id)
-        failed.bytesReceived = 0
+        // Data a retry can go on from is kept (until the retry, or until retention prunes the job);
+        // other data is of no use now, and removing it first frees the space a full disk needs for the commit.
+        if !error.isResumable(httpStatus: failed.httpStatus) {
+            context.partials.remove(job.id)
+            failed.bytesReceived = 0
+        }
         return terminal(failed, attempt: attempt("failed", error: error))
     }
 

@@ -171,3 +171,8 @@ public struct Pruned: Sendable, Equatable {
     public var isEmpty: Bool { downloads == 0 && deliveries == 0 && idempotencyKeys == 0 && sessions == 0 }
 }
 
+
+/// A failed job cannot come back to life: another live job owns its destination now.
+public struct DestinationBusy: Error, Sendable, Equatable {
+    public init() {}
+}

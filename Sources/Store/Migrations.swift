@@ -149,6 +149,13 @@ enum Migrations {
             INSERT INTO job_counts (state, count) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET count = count + 1;
         END;
         """,
+        // 9: jobs a client steers after submit: its own metadata, a revision for ETag/If-Match that
+        // every write of the row moves on, and where the retry budget last started over.
+        """
+        ALTER TABLE downloads ADD COLUMN metadata TEXT;
+        ALTER TABLE downloads ADD COLUMN attempts_before_retry INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

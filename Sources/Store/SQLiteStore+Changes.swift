@@ -28,9 +28,8 @@ extension SQLiteStore {
 
     /// Compare-and-set to `running`; the virtual time of fair queueing moves up to the job's tag.
     static func claim(_ db: SQLiteConnection, _ job: Download) throws -> Bool {
-        var values = Array(DownloadColumns.values(job).dropFirst())
-        values.append(.text(job.id))
-        try db.prepare("UPDATE downloads SET \(DownloadColumns.assignments) WHERE id = ? AND state = 'queued'").run(values)
+        try db.prepare("UPDATE downloads SET \(DownloadColumns.stateAssignments) WHERE id = ? AND state = 'queued'")
+            .run(DownloadColumns.stateValues(job) + [.text(job.id)])
         guard db.changes == 1 else { return false }
         try db.prepare("""
             UPDATE scheduler_state SET value = MAX(value, (SELECT fair_tag FROM downloads WHERE id = ?)) WHERE key = 'virtual_time'

@@ -23,7 +23,7 @@ extension SQLiteStore {
         do {
             // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
             try db.prepare(
-                "INSERT INTO downloads (\(DownloadColumns.list), lane, fair_tag) VALUES (\(DownloadColumns.placeholders), ?, ?)"
+                "INSERT INTO downloads (\(DownloadColumns.insertList), lane, fair_tag) VALUES (\(DownloadColumns.placeholders), ?, ?)"
             ).run(DownloadColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)])
         } catch let error as StoreError where error.isConstraintViolation {
             return .destinationBusy
@@ -76,11 +76,15 @@ extension SQLiteStore {
         sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
     ) throws -> Bool {
         let states = expecting.map { "'\($0.rawValue)'" }.sorted().joined(separator: ",")
-        var values = Array(DownloadColumns.values(download).dropFirst())
-        values.append(.text(download.id))
+        let values = DownloadColumns.stateValues(download) + [.text(download.id)]
         // A job (re)entering the queue is not due until the promotion step has seen its run_at.
         let due = download.state == .queued ? ", due = 0" : ""
-        try db.prepare("UPDATE downloads SET \(DownloadColumns.assignments)\(due) WHERE id = ? AND state IN (\(states))").run(values)
+        do {
+            try db.prepare("UPDATE downloads SET \(DownloadColumns.stateAssignments)\(due) WHERE id = ? AND state IN (\(states))").run(values)
+        } catch let error as StoreError where error.isConstraintViolation && !download.state.isTerminal {
+            // Only a failed job coming back to life can meet another live job at its destination.
+            throw DestinationBusy()
+        }
         guard db.changes == 1 else { return false }
         if let attempt { try record(db, attempt: attempt, of: download.id) }
         var allEvents = events
@@ -90,6 +94,25 @@ extension SQLiteStore {
         }
         try record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
         return true
+    }
+
+    /// A client's change (PATCH): the client's fields, and for a queued job when it is due and
+    /// which lane it waits in, as compare-and-set on the revision of a live job.
+    public func change(_ download: Download, expectingRevision revision: Int64) throws -> Download? {
+        try withConnection { db in
+            try db.transaction {
+                try db.prepare("""
+                    UPDATE downloads SET \(DownloadColumns.clientAssignments),
+                    run_at = CASE WHEN state = 'queued' THEN ? ELSE run_at END,
+                    due = CASE WHEN state = 'queued' THEN 0 ELSE due END, lane = ?
+                    WHERE id = ? AND revision = ? AND state IN ('queued','running','paused')
+                    """).run(DownloadColumns.clientValues(download) + [
+                    .integer(download.runAt), .integer(download.discretionary ? 1 : 0), .text(download.id), .integer(revision),
+                ])
+                guard db.changes == 1 else { return nil }
+                return try Self.fetch(db, id: download.id)
+            }
+        }
     }
 
     /// The attempts of a job, oldest first.
@@ -122,7 +145,7 @@ extension SQLiteStore {
     /// Progress is not a state change: it is written only while the job is still live.
     static func updateProgress(_ db: SQLiteConnection, id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?) throws {
         try db.prepare(
-            "UPDATE downloads SET bytes_received = ?, bytes_expected = COALESCE(?, bytes_expected), validator = COALESCE(?, validator) WHERE id = ? AND state IN ('running','paused','queued')"
+            "UPDATE downloads SET bytes_received = ?, bytes_expected = COALESCE(?, bytes_expected), validator = COALESCE(?, validator), revision = revision + 1 WHERE id = ? AND state IN ('running','paused','queued')"
         ).run([.integer(bytesReceived), bytesExpected.map(SQLValue.integer) ?? .null,
                validator.map(SQLValue.text) ?? .null, .text(id)])
     }
