@@ -75,8 +75,10 @@ public final class DownloadService: Sendable {
         let downloads = DownloadsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
                                      files: files, configuration: configuration, clock: clock, ids: IDSource(),
                                      inserts: InsertBatcher(store: store), writes: WriteQueue())
+        let sessions = SessionsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
+                                   partials: partials, clock: clock, writes: WriteQueue())
         server = HTTPServer(configuration: http, router: Self.router(
-            downloads: downloads, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
+            downloads: downloads, sessions: sessions, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
             metrics: metrics, logger: logger), logger: logger)
         if configuration.webhookSecrets.isEmpty {
@@ -135,7 +137,7 @@ public final class DownloadService: Sendable {
     }
 
     /// One route per endpoint, each with the one function that handles it (README, Architecture).
-    static func router(downloads: DownloadsAPI, events: EventsAPI, status: StatusAPI, authenticator: Authenticator,
+    static func router(downloads: DownloadsAPI, sessions: SessionsAPI, events: EventsAPI, status: StatusAPI, authenticator: Authenticator,
                        metrics: Metrics, logger: Logger) -> Router {
         var router = Router()
         /// Registers a route whose requests are logged, counted and timed under its pattern; `open`
@@ -183,6 +185,11 @@ public final class DownloadService: Sendable {
             try events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])
         }
         route("GET", "/sessions/{session}") { _, p, _ in try status.session(p["session"] ?? "") }
+        for action in SessionActionKind.allCases {
+            route("POST", "/sessions/{session}/\(action.rawValue)") { request, p, _ in
+                try await sessions.act(action, session: p["session"] ?? "", request)
+            }
+        }
         route("GET", "/metrics") { _, _, _ in try status.prometheus() }
         route("GET", "/healthz", open: true) { _, _, _ in status.health() }
         route("GET", "/readyz", open: true) { _, _, _ in status.readiness() }

@@ -47,6 +47,15 @@ public protocol JobStore: Sendable {
     /// no longer at `revision`.
     func change(_ download: Download, expectingRevision revision: Int64) throws -> Download?
 
+    /// A session action in one set-based transaction: every job of the session in a state the
+    /// action applies to (and in `state`, if given) moves to the action's target as the single-job
+    /// endpoints move it — pause clears `nextAttemptAt`; resume and retry make the job due from
+    /// `max(now, earliestBeginDate)`, clear its error, and retry also its `finishedAt`, `sha256`
+    /// and `nextAttemptAt` and starts its retry budget over (`attemptsBeforeRetry = attempts`);
+    /// cancel sets `finishedAt = now` and records `action.events` of each job. A failed job whose
+    /// destination another live job owns is left failed. Every changed job's revision moves on.
+    func act(_ action: SessionAction) throws -> SessionActionResult
+
     /// One scheduling step in one transaction: makes jobs whose time has come due, reads the best
     /// due candidates lane by lane, lets `pass.choose` decide on each in order, claims the chosen
     /// ones (compare-and-set on `queued`), and says when the queue next changes by itself.

@@ -176,3 +176,64 @@ public struct Pruned: Sendable, Equatable {
 public struct DestinationBusy: Error, Sendable, Equatable {
     public init() {}
 }
+
+/// `POST /sessions/{session}/{action}`: one action on every job of a session it applies to.
+public enum SessionActionKind: String, Sendable, CaseIterable {
+    case pause, resume, cancel, retry
+
+    /// The states a job must be in for the action to change it.
+    public var appliesTo: Set<DownloadState> {
+        switch self {
+        case .pause: return [.queued, .running]
+        case .resume: return [.paused]
+        case .cancel: return [.queued, .running, .paused]
+        case .retry: return [.failed]
+        }
+    }
+
+    public var target: DownloadState {
+        switch self {
+        case .pause: return .paused
+        case .resume, .retry: return .queued
+        case .cancel: return .cancelled
+        }
+    }
+}
+
+public struct SessionAction {
+    public var kind: SessionActionKind
+    public var session: String
+    /// Only jobs in this state (`?state=`); nil: every job of the session.
+    public var state: DownloadState?
+    public var now: Int64
+    /// The webhook events of one changed job, as stored after the change (cancel records
+    /// `download.cancelled`); called inside the transaction, so it must be quick.
+    public var events: (Download) -> [WebhookEvent]
+    /// The events announcing the session finished, when the action leaves it with no live job.
+    public var sessionFinished: (SessionSnapshot) -> [WebhookEvent]
+
+    public init(kind: SessionActionKind, session: String, state: DownloadState?, now: Int64,
+                events: @escaping (Download) -> [WebhookEvent], sessionFinished: @escaping (SessionSnapshot) -> [WebhookEvent]) {
+        self.kind = kind
+        self.session = session
+        self.state = state
+        self.now = now
+        self.events = events
+        self.sessionFinished = sessionFinished
+    }
+}
+
+public struct SessionActionResult: Sendable, Equatable {
+    /// Jobs of the session (in the state asked for, if one was).
+    public var matched: Int
+    /// The ids of the jobs the action changed.
+    public var changed: [String]
+    /// Those of them that were running: their transfers must be stopped.
+    public var wereRunning: [String]
+
+    public init(matched: Int, changed: [String], wereRunning: [String]) {
+        self.matched = matched
+        self.changed = changed
+        self.wereRunning = wereRunning
+    }
+}

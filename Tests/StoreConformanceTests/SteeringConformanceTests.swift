@@ -118,3 +118,63 @@ import Testing
         #expect(try db.store.download(id: "01A")?.state == .failed)
     }
 }
+
+@Suite struct SessionActionConformanceTests {
+    private func act(_ db: ScratchStore, _ kind: SessionActionKind, _ session: String, state: DownloadState? = nil,
+                     now: Int64 = 100) throws -> SessionActionResult {
+        try db.store.act(SessionAction(kind: kind, session: session, state: state, now: now, events: { job in
+            [WebhookEvent(id: "e-\(job.id)", type: "download.\(job.state.rawValue)", payload: Array(job.id.utf8),
+                          urls: ["http://hooks.example/"], session: job.session)]
+        }, sessionFinished: { _ in [] }))
+    }
+
+    @Test(arguments: StoreBackend.all) func actionsChangeTheirSessionInTheStatesTheyApplyTo(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        for id in ["01A", "01B", "01C"] { _ = try db.store.insert(makeDownload(id, session: "s"), idempotency: nil) }
+        _ = try db.store.insert(makeDownload("01Z", session: "other"), idempotency: nil)
+        var running = try #require(try db.store.download(id: "01A"))
+        running.state = .running
+        #expect(try db.claim(running))
+        var failed = try #require(try db.store.download(id: "01C"))
+        failed.state = .failed
+        failed.attempts = 3
+        failed.finishedAt = 5
+        failed.error = DownloadError(code: "network", message: "reset")
+        #expect(try db.store.update(failed, expecting: [.queued]))
+        let before = try #require(try db.store.download(id: "01B")).revision
+
+        let paused = try act(db, .pause, "s")
+        #expect(paused.matched == 3 && Set(paused.changed) == ["01A", "01B"] && paused.wereRunning == ["01A"])
+        #expect(try db.store.download(id: "01B")?.revision != before)
+        #expect(try act(db, .resume, "s", state: .queued) == SessionActionResult(matched: 0, changed: [], wereRunning: []))
+        let resumed = try act(db, .resume, "s", now: 200)
+        #expect(Set(resumed.changed) == ["01A", "01B"] && resumed.wereRunning.isEmpty)
+        #expect(try db.store.download(id: "01B")?.runAt == 200)
+
+        let retried = try act(db, .retry, "s", now: 300)
+        #expect(retried.changed == ["01C"])
+        let revived = try #require(try db.store.download(id: "01C"))
+        #expect(revived.state == .queued && revived.error == nil && revived.finishedAt == nil && revived.attemptsBeforeRetry == 3)
+
+        let cancelled = try act(db, .cancel, "s", now: 400)
+        #expect(cancelled.matched == 3 && Set(cancelled.changed) == ["01A", "01B", "01C"])
+        #expect(try db.store.download(id: "01A")?.finishedAt == 400)
+        #expect(try db.store.dueDeliveries(now: 1000, limit: 10, excluding: []).map(\.eventID).sorted() == ["e-01A", "e-01B", "e-01C"])
+        #expect(try db.store.counts(session: "s")[.cancelled] == 3 && db.store.counts()[.cancelled] == 3)
+        #expect(try db.store.download(id: "01Z")?.state == .queued)
+    }
+
+    @Test(arguments: StoreBackend.all) func aRetryLeavesAJobWhoseDestinationIsTakenFailed(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        for id in ["01A", "01B"] { _ = try db.store.insert(makeDownload(id, destination: "same-\(id)", session: "s"), idempotency: nil) }
+        for id in ["01A", "01B"] {
+            var failed = try #require(try db.store.download(id: id))
+            failed.state = .failed
+            failed.finishedAt = 1
+            #expect(try db.store.update(failed, expecting: [.queued]))
+        }
+        _ = try db.store.insert(makeDownload("01C", destination: "same-01A", session: "t"), idempotency: nil)
+        #expect(try act(db, .retry, "s").changed == ["01B"])
+        #expect(try db.store.download(id: "01A")?.state == .failed)
+    }
+}

@@ -228,3 +228,17 @@ def test_a_new_url_with_another_file_restarts_from_zero(fetchd, origin):
     assert fd.dest("changed.bin").read_bytes() == new_body, "no bytes of the old file mixed in"
     [request] = origin.requests_for("/v2.bin")
     assert request.headers.get("if-range") == origin.resources["/v1.bin"].etag
+
+
+def test_a_failed_jobs_partial_data_survives_a_restart_and_goes_when_the_job_is_pruned(fetchd, origin):
+    fd = fetchd(env={"FETCHD_MAX_ATTEMPTS": "1", "FETCHD_RETENTION": "2s"})
+    url = origin.add("/pruned.bin", os.urandom(200_000), faults=[Fault(reset_after=60_000)])
+    job = fd.api.submit({"url": url, "destination": "pruned.bin"})
+    fd.api.wait_state(job["id"], "failed")
+    partial = fd.partial_path(job["id"])
+    assert partial.stat().st_size == 60_000
+
+    fd.restart()
+    assert partial.exists(), "a failed job's resumable data is kept across a restart"
+    wait_for(lambda: fd.api.get(f"/downloads/{job['id']}").status == 404, timeout=30, message="the job pruned")
+    wait_for(lambda: not partial.exists(), timeout=10, message="its partial file removed")
