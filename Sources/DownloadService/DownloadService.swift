@@ -71,6 +71,7 @@ public final class DownloadService: Sendable {
         http.host = configuration.listenHost
         http.port = configuration.listenPort
         http.maxBodyBytes = configuration.maxRequestBody
+        http.maxBodyBytesByPath = ["/downloads/batch": max(configuration.maxRequestBody, DownloadsAPI.maxBatchBodyBytes)]
         http.maxConnections = configuration.maxConnections
         let downloads = DownloadsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
                                      files: files, configuration: configuration, clock: clock, ids: IDSource(),
@@ -173,6 +174,7 @@ public final class DownloadService: Sendable {
             }
         }
         route("POST", "/downloads") { request, _, principal in try await downloads.create(request, principal: principal) }
+        route("POST", "/downloads/batch") { request, _, principal in try await downloads.createBatch(request, principal: principal) }
         route("GET", "/downloads") { request, _, _ in try downloads.list(request) }
         route("GET", "/downloads/{id}") { _, p, _ in try downloads.get(p["id"] ?? "") }
         route("DELETE", "/downloads/{id}") { _, p, _ in try await downloads.cancel(p["id"] ?? "") }

@@ -24,47 +24,13 @@ struct DownloadsAPI: Sendable {
     static let maxIdempotencyKeyLength = 255
 
     func create(_ request: HTTPRequest, principal: String) async throws -> HTTPResponse {
-        guard Self.isJSON(request.headers["Content-Type"]) else {
-            throw APIProblem.unsupportedMediaType("send the job as JSON with Content-Type: application/json")
-        }
-        let body: JSONValue
-        do {
-            body = try JSONParser.parse(request.body)
-        } catch {
-            throw APIProblem(status: 400, title: "Bad Request", detail: "the body is not valid JSON: \(error)")
-        }
-        let submission: NewDownload
-        switch SubmissionValidator.validate(body) {
-        case .success(let value): submission = value
-        case .failure(let failure): throw APIProblem.invalid(failure.errors)
-        }
-        try checkWebhookAddress(submission.webhookURL)
-
-        var idempotency: IdempotencyRecord?
-        if let rawKey = request.headers["Idempotency-Key"] {
-            let key = Self.unquoted(rawKey)
-            guard !key.isEmpty, key.utf8.count <= Self.maxIdempotencyKeyLength else {
-                throw APIProblem.invalid("Idempotency-Key", "must be 1–\(Self.maxIdempotencyKeyLength) characters")
-            }
-            let digest = SHA256.hash(data: request.body).hex
-            idempotency = IdempotencyRecord(principal: principal, key: key, bodySHA256: digest)
-        }
+        let submission = try judge(try Self.jsonBody(request, what: "the job"))
+        let idempotency = try Self.idempotency(request, principal: principal)
         if let idempotency, let earlier = try store.idempotentDownload(principal: idempotency.principal, key: idempotency.key) {
             guard earlier.bodySHA256 == idempotency.bodySHA256 else { throw APIProblem.keyMismatch }
             return created201(earlier.download)
         }
-
-        switch files.check(submission.destination) {
-        case .failure(.invalid(let message)):
-            throw APIProblem.invalid("destination", message)
-        case .failure(let problem):
-            throw APIProblem(status: 400, title: "Bad Request", detail: "the destination cannot be used: \(problem)",
-                             errors: [FieldError(field: "destination", message: "cannot be used")])
-        case .success(true) where !submission.overwrite:
-            throw APIProblem.conflict("a file already exists at the destination; set \"overwrite\": true to replace it")
-        case .success:
-            break
-        }
+        try checkDestination(submission)
         // Fails closed: a count that cannot be read throws (503) rather than letting the queue grow past its cap.
         if let maxQueued = configuration.maxQueued, try store.counts()[.queued, default: 0] >= maxQueued {
             throw APIProblem.tooManyRequests("the queue holds its maximum of \(maxQueued) jobs", retryAfterSeconds: 5)
@@ -81,7 +47,55 @@ struct DownloadsAPI: Sendable {
         case .keyMismatch:
             throw APIProblem.keyMismatch
         case .destinationBusy:
-            throw APIProblem.conflict("another live job already writes to this destination")
+            throw APIProblem.destinationBusy
+        }
+    }
+
+    /// A JSON request body, parsed (`415` when it is not declared JSON, `400` when it is not JSON).
+    static func jsonBody(_ request: HTTPRequest, what: String) throws -> JSONValue {
+        guard isJSON(request.headers["Content-Type"]) else {
+            throw APIProblem.unsupportedMediaType("send \(what) as JSON with Content-Type: application/json")
+        }
+        do {
+            return try JSONParser.parse(request.body)
+        } catch {
+            throw APIProblem(status: 400, title: "Bad Request", detail: "the body is not valid JSON: \(error)")
+        }
+    }
+
+    /// The request's `Idempotency-Key` with the digest of its body, if it has one.
+    static func idempotency(_ request: HTTPRequest, principal: String) throws -> IdempotencyRecord? {
+        guard let rawKey = request.headers["Idempotency-Key"] else { return nil }
+        let key = unquoted(rawKey)
+        guard !key.isEmpty, key.utf8.count <= maxIdempotencyKeyLength else {
+            throw APIProblem.invalid("Idempotency-Key", "must be 1–\(maxIdempotencyKeyLength) characters")
+        }
+        return IdempotencyRecord(principal: principal, key: key, bodySHA256: SHA256.hash(data: request.body).hex)
+    }
+
+    /// A submission's body judged on its own: its fields, and its webhook's address.
+    func judge(_ body: JSONValue) throws -> NewDownload {
+        let submission: NewDownload
+        switch SubmissionValidator.validate(body) {
+        case .success(let value): submission = value
+        case .failure(let failure): throw APIProblem.invalid(failure.errors)
+        }
+        try checkWebhookAddress(submission.webhookURL)
+        return submission
+    }
+
+    /// The destination can be written, and holds no file unless the job may overwrite it.
+    func checkDestination(_ submission: NewDownload) throws {
+        switch files.check(submission.destination) {
+        case .failure(.invalid(let message)):
+            throw APIProblem.invalid("destination", message)
+        case .failure(let problem):
+            throw APIProblem(status: 400, title: "Bad Request", detail: "the destination cannot be used: \(problem)",
+                             errors: [FieldError(field: "destination", message: "cannot be used")])
+        case .success(true) where !submission.overwrite:
+            throw APIProblem.conflict("a file already exists at the destination; set \"overwrite\": true to replace it")
+        case .success:
+            break
         }
     }
 

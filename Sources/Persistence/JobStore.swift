@@ -16,6 +16,14 @@ public protocol JobStore: Sendable {
     /// job; if the transaction fails nothing is stored and the error is thrown.
     func insert(_ jobs: [NewJob]) throws -> [InsertOutcome]
 
+    /// A batch of submissions (`POST /downloads/batch`) in one transaction, each job as `insert`
+    /// takes it. With an idempotency key the batch is one request: the first time, `answer` is
+    /// asked (inside the transaction) for the response to the outcomes and it is kept with the
+    /// key, as long as single keys are kept; the same key again gives that answer back
+    /// (`replayed`) with the same body digest, or `keyMismatch` with another, inserting nothing.
+    func insertBatch(_ jobs: [NewJob], idempotency: IdempotencyRecord?, now: Int64,
+                     answer: ([InsertOutcome]) -> [UInt8]) throws -> BatchInsertOutcome
+
     // MARK: Reads (they see every committed write and keep working while writes fail)
 
     func download(id: String) throws -> Download?

@@ -69,6 +69,13 @@ public enum InsertOutcome: Sendable, Equatable {
     case destinationBusy
 }
 
+public enum BatchInsertOutcome: Sendable, Equatable {
+    case inserted([InsertOutcome])
+    /// The answer kept with the batch's idempotency key.
+    case replayed([UInt8])
+    case keyMismatch
+}
+
 public struct DownloadPage: Sendable {
     public var items: [Download]
     public var nextCursor: String?

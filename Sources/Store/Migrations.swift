@@ -156,6 +156,18 @@ enum Migrations {
         ALTER TABLE downloads ADD COLUMN attempts_before_retry INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE downloads ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
         """,
+        // 10: the answers to batch submissions made with an idempotency key, replayed as given.
+        """
+        CREATE TABLE idempotent_batches (
+            principal TEXT NOT NULL,
+            key TEXT NOT NULL,
+            body_sha256 TEXT NOT NULL,
+            answer BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (principal, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX idempotent_batches_created ON idempotent_batches(created_at);
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

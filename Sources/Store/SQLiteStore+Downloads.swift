@@ -9,6 +9,27 @@ extension SQLiteStore {
         }
     }
 
+    public func insertBatch(_ jobs: [NewJob], idempotency: IdempotencyRecord?, now: Int64,
+                            answer: ([InsertOutcome]) -> [UInt8]) throws -> BatchInsertOutcome {
+        try withConnection { db in
+            try db.transaction {
+                if let idempotency, let (digest, kept) = try db.prepare(
+                    "SELECT body_sha256, answer FROM idempotent_batches WHERE principal = ? AND key = ?"
+                ).query([.text(idempotency.principal), .text(idempotency.key)], { ($0.string(0), $0.blob(1)) }).first {
+                    return digest == idempotency.bodySHA256 ? .replayed(kept) : .keyMismatch
+                }
+                let outcomes = try jobs.map { try Self.insert($0.download, idempotency: $0.idempotency, into: db) }
+                if let idempotency {
+                    try db.prepare(
+                        "INSERT INTO idempotent_batches (principal, key, body_sha256, answer, created_at) VALUES (?, ?, ?, ?, ?)"
+                    ).run([.text(idempotency.principal), .text(idempotency.key), .text(idempotency.bodySHA256),
+                           .blob(answer(outcomes)), .integer(now)])
+                }
+                return .inserted(outcomes)
+            }
+        }
+    }
+
     private static func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: SQLiteConnection) throws -> InsertOutcome {
         if let idempotency {
             let existing = try db.prepare(

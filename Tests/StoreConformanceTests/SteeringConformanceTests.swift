@@ -178,3 +178,27 @@ import Testing
         #expect(try db.store.download(id: "01A")?.state == .failed)
     }
 }
+
+@Suite struct BatchConformanceTests {
+    @Test(arguments: StoreBackend.all) func aKeyedBatchIsOneRequest(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        let key = IdempotencyRecord(principal: "anonymous", key: "b1", bodySHA256: "h1")
+        let jobs = [makeDownload("01A", destination: "same"), makeDownload("01B", destination: "same"), makeDownload("01C")]
+            .map { NewJob(download: $0, idempotency: nil) }
+        var asked: [InsertOutcome] = []
+        let first = try db.store.insertBatch(jobs, idempotency: key, now: 10) { outcomes in
+            asked = outcomes
+            return Array("answer".utf8)
+        }
+        #expect(first == .inserted([.created(jobs[0].download), .destinationBusy, .created(jobs[2].download)]))
+        #expect(asked.count == 3)
+        let again = try db.store.insertBatch([NewJob(download: makeDownload("01D"), idempotency: nil)], idempotency: key, now: 20) { _ in [] }
+        #expect(again == .replayed(Array("answer".utf8)))
+        let other = IdempotencyRecord(principal: "anonymous", key: "b1", bodySHA256: "h2")
+        #expect(try db.store.insertBatch([], idempotency: other, now: 20) { _ in [] } == .keyMismatch)
+        #expect(try db.store.download(id: "01D") == nil)
+        // Kept as long as single keys are.
+        _ = try db.store.prune(finishedBefore: 0, settledBefore: 0, keysBefore: 11)
+        #expect(try db.store.insertBatch([], idempotency: other, now: 30) { _ in [] } == .inserted([]))
+    }
+}
