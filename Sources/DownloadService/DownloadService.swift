@@ -39,7 +39,8 @@ public final class DownloadService: Sendable {
         try Self.checkSameFileSystem(configuration)
         lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         authenticator = try Authenticator(tokens: configuration.apiTokens, tokensFile: configuration.apiTokensFile)
-        let store = try SQLiteStore(path: configuration.databasePath, readers: HTTPServer.eventLoopCount + 1)
+        let store = try SQLiteStore(path: configuration.databasePath, readers: HTTPServer.eventLoopCount + 1,
+                                    statePayload: { DownloadJSON.encode($0, waitingFor: nil) })
         self.store = store
         let engine = TransferEngine(logger: logger)
         self.engine = engine
@@ -80,6 +81,7 @@ public final class DownloadService: Sendable {
                                    partials: partials, clock: clock, writes: WriteQueue())
         server = HTTPServer(configuration: http, router: Self.router(
             downloads: downloads, sessions: sessions, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
+            globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
             metrics: metrics, logger: logger), logger: logger)
         if configuration.webhookSecrets.isEmpty {
@@ -138,7 +140,7 @@ public final class DownloadService: Sendable {
     }
 
     /// One route per endpoint, each with the one function that handles it (README, Architecture).
-    static func router(downloads: DownloadsAPI, sessions: SessionsAPI, events: EventsAPI, status: StatusAPI, authenticator: Authenticator,
+    static func router(downloads: DownloadsAPI, sessions: SessionsAPI, events: EventsAPI, globalEvents: GlobalEventsAPI, status: StatusAPI, authenticator: Authenticator,
                        metrics: Metrics, logger: Logger) -> Router {
         var router = Router()
         /// Registers a route whose requests are logged, counted and timed under its pattern; `open`
@@ -186,6 +188,7 @@ public final class DownloadService: Sendable {
         route("GET", "/downloads/{id}/events") { request, p, _ in
             try events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])
         }
+        route("GET", "/events") { request, _, _ in try globalEvents.stream(request) }
         route("GET", "/sessions/{session}") { _, p, _ in try status.session(p["session"] ?? "") }
         for action in SessionActionKind.allCases {
             route("POST", "/sessions/{session}/\(action.rawValue)") { request, p, _ in

@@ -16,6 +16,10 @@ final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `q
     let partials: PartialFiles
     private lazy var timer = DueTimer(queue: queue, leeway: .seconds(1)) { [unowned self] in self.run() }
 
+    /// The event log (`GET /events`) keeps at least the last hour and at least this many events.
+    static let eventLogAge: Int64 = 3_600_000
+    static let eventLogMinimum = 10_000
+
     /// Idempotency keys make retries safe for at least this long, whatever the retention.
     static let minimumKeyLifetime: Int64 = 24 * 3_600_000
 
@@ -44,10 +48,11 @@ final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `q
             let pruned = try store.prune(finishedBefore: now - retention, settledBefore: now - retention,
                                          keysBefore: now - max(retention, Self.minimumKeyLifetime))
             if pruned.downloads > 0 { try PartialFiles.removeUnkept(partials, store: store) }
-            if !pruned.isEmpty {
+            let events = try store.pruneEventLog(before: now - Self.eventLogAge, keepingLast: Self.eventLogMinimum)
+            if !pruned.isEmpty || events > 0 {
                 logger.info("pruned", metadata: [
                     "downloads": "\(pruned.downloads)", "webhook.deliveries": "\(pruned.deliveries)",
-                    "idempotency.keys": "\(pruned.idempotencyKeys)", "sessions": "\(pruned.sessions)",
+                    "idempotency.keys": "\(pruned.idempotencyKeys)", "sessions": "\(pruned.sessions)", "events": "\(events)",
                 ])
             }
         } catch {

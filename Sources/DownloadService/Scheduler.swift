@@ -5,6 +5,13 @@ import Persistence
 import Synchronization
 import Transfer
 
+/// A running transfer's progress as last reported.
+struct LiveProgress: Sendable, Equatable {
+    var session: String
+    var bytesReceived: Int64
+    var bytesExpected: Int64?
+}
+
 /// Decides which queued jobs run, starts their transfers and settles how each attempt ended.
 /// One timer for the next change of the queue; nothing polls while idle.
 final class Scheduler: @unchecked Sendable {  // all mutable state below is touched only on `queue`
@@ -34,8 +41,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private let clock: Clock
     private let logger: Logger
     private let policy: SchedulingPolicy
-    /// Bytes on disk of running transfers, for API reads between persisted updates.
-    private let liveBytes = Mutex<[String: Int64]>([:])
+    /// Progress of running transfers, for API reads between persisted updates and `GET /events`.
+    private let live = Mutex<[String: LiveProgress]>([:])
     /// What runs now, published after every change for the API's `waitingFor`.
     private let publishedLoad = Mutex(Load())
 
@@ -115,7 +122,12 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     /// Bytes on disk of a running job, fresher than its stored count.
     func liveBytes(of id: String) -> Int64? {
-        liveBytes.withLock { $0[id] }
+        live.withLock { $0[id]?.bytesReceived }
+    }
+
+    /// Every running transfer's progress now, by job id.
+    func liveProgress() -> [String: LiveProgress] {
+        live.withLock { $0 }
     }
 
     /// Why a queued job waits now, by the same rule the scheduler follows (its saved byte count
@@ -303,7 +315,10 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         // The first time a validator is seen it is saved at once: a crash from here on must resume with it.
         let newValidator = progress.validator != running.download.validator ? progress.validator : nil
         if let newValidator { running.download.validator = newValidator }
-        liveBytes.withLock { $0[id] = progress.bytesOnDisk }
+        live.withLock {
+            $0[id] = LiveProgress(session: running.download.session, bytesReceived: progress.bytesOnDisk,
+                                  bytesExpected: progress.bytesExpected ?? running.download.bytesExpected)
+        }
         hub.publish(id, .progress(bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected ?? running.download.bytesExpected))
         let now = clock.now()
         guard newValidator != nil || now - running.persistedAt >= Self.progressPersistInterval else {
@@ -318,7 +333,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private func finished(_ id: String, _ result: TransferResult) {
         guard let running = active.removeValue(forKey: id) else { return }
         track(running, starting: false)
-        liveBytes.withLock { _ = $0.removeValue(forKey: id) }
+        live.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(context: settlement, job: running.download, result: result, startedAt: running.attemptStartedAt,
                                  now: clock.now(), jitter: Double.random(in: 0..<1))
         if let reason = running.stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {

@@ -72,6 +72,16 @@ public protocol JobStore: Sendable {
     /// Jobs left `running` by a process that stopped without settling them (at start: all of them).
     func interruptedJobs() throws -> [Download]
 
+    // MARK: Event log (GET /events)
+
+    /// Every state change — insert, claim, each `update` that applies, each job a session action
+    /// changes — appends the job as it became to one global log in the change's transaction.
+    /// Events after `sequence`, oldest first, of one session or of all.
+    func loggedEvents(after sequence: Int64, session: String?, limit: Int) throws -> [LoggedEvent]
+    func eventLogSpan() throws -> EventLogSpan
+    /// Deletes events logged before `before`, always keeping the newest `keepingLast`.
+    func pruneEventLog(before: Int64, keepingLast: Int) throws -> Int
+
     // MARK: Webhook outbox
 
     /// Pending deliveries that are due, oldest first, leaving out `inFlight` and a

@@ -244,3 +244,33 @@ public struct SessionActionResult: Sendable, Equatable {
         self.wereRunning = wereRunning
     }
 }
+
+/// One state change in the global event log.
+public struct LoggedEvent: Sendable, Equatable {
+    /// One sequence over all jobs, increasing in commit order, never reused.
+    public var sequence: Int64
+    public var downloadID: String
+    public var session: String
+    /// The Download after the change, as the API shows it.
+    public var payload: [UInt8]
+
+    public init(sequence: Int64, downloadID: String, session: String, payload: [UInt8]) {
+        self.sequence = sequence
+        self.downloadID = downloadID
+        self.session = session
+        self.payload = payload
+    }
+}
+
+/// The sequence numbers the event log holds now.
+public struct EventLogSpan: Sendable, Equatable {
+    /// The oldest still kept; nil when the log is empty.
+    public var oldest: Int64?
+    /// The newest kept (0 when there has been none).
+    public var newest: Int64
+
+    public init(oldest: Int64?, newest: Int64) {
+        self.oldest = oldest
+        self.newest = newest
+    }
+}

@@ -168,6 +168,19 @@ enum Migrations {
         ) WITHOUT ROWID;
         CREATE INDEX idempotent_batches_created ON idempotent_batches(created_at);
         """,
+        // 11: every state change, in commit order, for GET /events and its Last-Event-ID replay.
+        // AUTOINCREMENT: a sequence number is never used twice, even after the newest rows are pruned.
+        """
+        CREATE TABLE event_log (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            session TEXT NOT NULL,
+            download_id TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            payload BLOB NOT NULL
+        );
+        CREATE INDEX event_log_session ON event_log(session, seq);
+        CREATE INDEX event_log_created ON event_log(created_at);
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -5,7 +5,7 @@ extension SQLiteStore {
     /// Each job honours its idempotency key and the one-live-job-per-destination rule atomically.
     public func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] {
         try withConnection { db in
-            try db.transaction { try jobs.map { try Self.insert($0.download, idempotency: $0.idempotency, into: db) } }
+            try db.transaction { try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) } }
         }
     }
 
@@ -18,7 +18,7 @@ extension SQLiteStore {
                 ).query([.text(idempotency.principal), .text(idempotency.key)], { ($0.string(0), $0.blob(1)) }).first {
                     return digest == idempotency.bodySHA256 ? .replayed(kept) : .keyMismatch
                 }
-                let outcomes = try jobs.map { try Self.insert($0.download, idempotency: $0.idempotency, into: db) }
+                let outcomes = try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) }
                 if let idempotency {
                     try db.prepare(
                         "INSERT INTO idempotent_batches (principal, key, body_sha256, answer, created_at) VALUES (?, ?, ?, ?, ?)"
@@ -30,17 +30,17 @@ extension SQLiteStore {
         }
     }
 
-    private static func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: SQLiteConnection) throws -> InsertOutcome {
+    private func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: SQLiteConnection) throws -> InsertOutcome {
         if let idempotency {
             let existing = try db.prepare(
                 "SELECT body_sha256, download_id FROM idempotency_keys WHERE principal = ? AND key = ?"
             ).query([.text(idempotency.principal), .text(idempotency.key)]) { ($0.string(0), $0.string(1)) }.first
             if let (bodySHA256, id) = existing {
                 guard bodySHA256 == idempotency.bodySHA256 else { return .keyMismatch }
-                if let original = try fetch(db, id: id) { return .replayed(original) }
+                if let original = try Self.fetch(db, id: id) { return .replayed(original) }
             }
         }
-        let tag = try nextFairTag(db, session: download.session)
+        let tag = try Self.nextFairTag(db, session: download.session)
         do {
             // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
             try db.prepare(
@@ -50,6 +50,7 @@ extension SQLiteStore {
             return .destinationBusy
         }
         try db.prepare("INSERT OR REPLACE INTO sessions (name, last_tag) VALUES (?, ?)").run([.text(download.session), .integer(tag)])
+        try stateLog.append(db, download)
         if let idempotency {
             try db.prepare(
                 "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"
@@ -92,7 +93,7 @@ extension SQLiteStore {
     /// its events. When the write makes the job terminal and leaves its session with no live job,
     /// `sessionFinished` is asked for the events that announce it, in the same transaction.
     /// Returns false, writing nothing, if the stored state was not one expected.
-    static func update(
+    func update(
         _ db: SQLiteConnection, _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent], attempt: AttemptRecord?,
         sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
     ) throws -> Bool {
@@ -107,13 +108,14 @@ extension SQLiteStore {
             throw DestinationBusy()
         }
         guard db.changes == 1 else { return false }
-        if let attempt { try record(db, attempt: attempt, of: download.id) }
+        try stateLog.append(db, download)
+        if let attempt { try Self.record(db, attempt: attempt, of: download.id) }
         var allEvents = events
         if download.state.isTerminal, let sessionFinished,
-           let snapshot = try finishedSession(db, session: download.session) {
+           let snapshot = try Self.finishedSession(db, session: download.session) {
             allEvents += sessionFinished(snapshot)
         }
-        try record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
+        try Self.record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
         return true
     }
 

@@ -14,7 +14,7 @@ extension SQLiteStore {
                 for lane in Lane.allCases {
                     guard let (limit, excludingHosts) = pass.candidates(lane) else { continue }
                     for candidate in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) {
-                        if let started = pass.choose(candidate), try Self.claim(db, started) { claimed.append(started) }
+                        if let started = pass.choose(candidate), try self.claim(db, started) { claimed.append(started) }
                     }
                 }
                 return ClaimResult(claimed: claimed,

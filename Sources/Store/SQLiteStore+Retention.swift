@@ -52,7 +52,7 @@ extension SQLiteStore {
     }
 
     /// Runs `sql`, whose last parameter is the batch size, until a batch deletes fewer rows.
-    private func deleteInBatches(_ sql: String, _ bindings: SQLValue...) throws -> Int {
+    func deleteInBatches(_ sql: String, _ bindings: SQLValue...) throws -> Int {
         var total = 0
         while true {
             let deleted = try withConnection { db in

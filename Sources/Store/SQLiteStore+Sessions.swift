@@ -40,24 +40,19 @@ extension SQLiteStore {
                 }
                 // OR IGNORE: a failed job whose destination another live job owns now stays failed.
                 let verb = action.kind == .retry ? "UPDATE OR IGNORE" : "UPDATE"
-                let returning = action.kind == .cancel ? DownloadColumns.list : "id"
-                let statement = try db.prepare("""
-                    \(verb) downloads SET \(set), revision = revision + 1 WHERE session = ? AND state IN (\(inStates))
-                    RETURNING \(returning)
-                    """)
                 values.append(.text(action.session))
-                var changed: [String] = []
+                let jobs = try db.prepare("""
+                    \(verb) downloads SET \(set), revision = revision + 1 WHERE session = ? AND state IN (\(inStates))
+                    RETURNING \(DownloadColumns.list)
+                    """).query(values, DownloadColumns.download)
+                for job in jobs { try stateLog.append(db, job) }
                 if action.kind == .cancel {
-                    let cancelled = try statement.query(values, DownloadColumns.download)
-                    changed = cancelled.map(\.id)
-                    try Self.record(db, events: cancelled.flatMap(action.events), now: action.now)
-                    if !cancelled.isEmpty, let snapshot = try Self.finishedSession(db, session: action.session) {
+                    try Self.record(db, events: jobs.flatMap(action.events), now: action.now)
+                    if !jobs.isEmpty, let snapshot = try Self.finishedSession(db, session: action.session) {
                         try Self.record(db, events: action.sessionFinished(snapshot), now: action.now)
                     }
-                } else {
-                    changed = try statement.query(values) { $0.string(0) }
                 }
-                return SessionActionResult(matched: matched, changed: changed, wereRunning: changed.isEmpty ? [] : wereRunning)
+                return SessionActionResult(matched: matched, changed: jobs.map(\.id), wereRunning: jobs.isEmpty ? [] : wereRunning)
             }
         }
     }

@@ -202,3 +202,41 @@ import Testing
         #expect(try db.store.insertBatch([], idempotency: other, now: 30) { _ in [] } == .inserted([]))
     }
 }
+
+@Suite struct EventLogConformanceTests {
+    @Test(arguments: StoreBackend.all) func everyStateChangeIsLoggedInOneSequence(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        #expect(try db.store.eventLogSpan() == EventLogSpan(oldest: nil, newest: 0))
+        _ = try db.store.insert(makeDownload("01A", session: "a"), idempotency: nil)
+        _ = try db.store.insert(makeDownload("01B", session: "b"), idempotency: nil)
+        var running = try #require(try db.store.download(id: "01A"))
+        running.state = .running
+        #expect(try db.claim(running))
+        _ = try db.store.apply([.progress(id: "01A", bytesReceived: 5, bytesExpected: nil, validator: nil)])  // not a state change
+        var done = running
+        done.state = .completed
+        done.finishedAt = 1
+        #expect(try db.store.update(done, expecting: [.running]))
+        _ = try db.store.act(SessionAction(kind: .cancel, session: "b", state: nil, now: 2, events: { _ in [] }, sessionFinished: { _ in [] }))
+
+        let all = try db.store.loggedEvents(after: 0, session: nil, limit: 100)
+        #expect(all.map(\.downloadID) == ["01A", "01B", "01A", "01A", "01B"])
+        #expect(all.map(\.sequence) == all.map(\.sequence).sorted() && Set(all.map(\.sequence)).count == 5)
+        #expect(all.allSatisfy { !$0.payload.isEmpty })
+        #expect(try db.store.loggedEvents(after: all[1].sequence, session: "a", limit: 100).map(\.sequence) == [all[2].sequence, all[3].sequence])
+        #expect(try db.store.loggedEvents(after: 0, session: nil, limit: 2).count == 2)
+        #expect(try db.store.eventLogSpan() == EventLogSpan(oldest: all[0].sequence, newest: all[4].sequence))
+    }
+
+    @Test(arguments: StoreBackend.all) func pruningKeepsTheNewestAndTheRecent(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        for index in 0..<6 { _ = try db.store.insert(makeDownload("01\(index)"), idempotency: nil) }
+        let all = try db.store.loggedEvents(after: 0, session: nil, limit: 100)
+        #expect(try db.store.pruneEventLog(before: 0, keepingLast: 1) == 0, "nothing is older than the epoch")
+        #expect(try db.store.pruneEventLog(before: .max, keepingLast: 4) == 2)
+        #expect(try db.store.eventLogSpan() == EventLogSpan(oldest: all[2].sequence, newest: all[5].sequence))
+        // Sequence numbers are never reused.
+        _ = try db.store.insert(makeDownload("01Z"), idempotency: nil)
+        #expect(try db.store.eventLogSpan().newest > all[5].sequence)
+    }
+}
