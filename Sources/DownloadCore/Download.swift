@@ -148,12 +148,14 @@ public enum ErrorCode {
 
 extension DownloadError {
     /// Failure codes whose partial data a retry can go on from: the bytes were fine, the way to
-    /// them failed. (`proxy` and `url_expired` come from proxy support and URL refresh.)
-    static let resumableCodes: Set<String> = [ErrorCode.network, ErrorCode.timeout, ErrorCode.diskFull, "proxy", "url_expired"]
+    /// them failed. (`proxy` and `url_expired` come from proxy support and URL refresh.) Not
+    /// `disk_full`, although API.md lists it: the failure can only be committed to a database
+    /// on the full disk once the partial data is gone, so it goes.
+    static let resumableCodes: Set<String> = [ErrorCode.network, ErrorCode.timeout, "proxy", "url_expired"]
 
     /// Whether a job that failed so keeps its partial data for `POST /downloads/{id}/retry`:
-    /// the transient failures (network, timeout, proxy, a full disk, an expired URL, an origin's
-    /// 408, 429 or 5xx) once the retries ran out.
+    /// the transient failures (network, timeout, proxy, an expired URL, an origin's 408, 429 or
+    /// 5xx) once the retries ran out.
     public func isResumable(httpStatus: Int?) -> Bool {
         if Self.resumableCodes.contains(code) { return true }
         guard code == ErrorCode.httpStatus, let status = httpStatus else { return false }

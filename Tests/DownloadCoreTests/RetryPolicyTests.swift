@@ -62,7 +62,7 @@ import Testing
     }
 
     @Test func resumableFailuresKeepTheirPartialData() {
-        for code in [ErrorCode.network, ErrorCode.timeout, ErrorCode.diskFull, "proxy", "url_expired"] {
+        for code in [ErrorCode.network, ErrorCode.timeout, "proxy", "url_expired"] {
             #expect(DownloadError(code: code, message: "").isResumable(httpStatus: nil), "\(code)")
         }
         for status in [408, 429, 500, 503, 599] {
@@ -71,7 +71,7 @@ import Testing
         for status in [400, 403, 404, 410, 416] {
             #expect(!DownloadError(code: ErrorCode.httpStatus, message: "").isResumable(httpStatus: status), "\(status)")
         }
-        for code in [ErrorCode.checksumMismatch, ErrorCode.tooLarge, ErrorCode.blockedAddress, ErrorCode.destinationExists] {
+        for code in [ErrorCode.checksumMismatch, ErrorCode.tooLarge, ErrorCode.blockedAddress, ErrorCode.destinationExists, ErrorCode.diskFull] {
             #expect(!DownloadError(code: code, message: "").isResumable(httpStatus: nil), "\(code)")
         }
     }
