@@ -39,6 +39,10 @@ public struct Download: Sendable, Equatable {
     public var attemptsBeforeRetry: Int
     /// Changes with every stored change of the job (the ETag); set by the store, ignored when written.
     public var revision: Int64
+    /// A 401, 403 or 410 from the origin makes the job wait for a new URL instead of failing.
+    public var urlRefresh: Bool
+    /// Since when the job waits for a new URL (URL refresh); nil when it does not.
+    public var awaitingURLSince: Int64?
 
     public init(
         id: String,
@@ -70,7 +74,9 @@ public struct Download: Sendable, Equatable {
         hostKey: String,
         metadata: String? = nil,
         attemptsBeforeRetry: Int = 0,
-        revision: Int64 = 0
+        revision: Int64 = 0,
+        urlRefresh: Bool = false,
+        awaitingURLSince: Int64? = nil
     ) {
         self.id = id
         self.url = url
@@ -102,6 +108,8 @@ public struct Download: Sendable, Equatable {
         self.metadata = metadata
         self.attemptsBeforeRetry = attemptsBeforeRetry
         self.revision = revision
+        self.urlRefresh = urlRefresh
+        self.awaitingURLSince = awaitingURLSince
     }
 
     /// `bytesExpected` of the API: the origin's size once known, else the client's hint.
@@ -144,6 +152,7 @@ public enum ErrorCode {
     public static let rangeNotSatisfiable = "range_not_satisfiable"
     public static let tooManyRedirects = "too_many_redirects"
     public static let fileError = "file_error"
+    public static let urlExpired = "url_expired"
 }
 
 extension DownloadError {
@@ -151,7 +160,7 @@ extension DownloadError {
     /// them failed. (`proxy` and `url_expired` come from proxy support and URL refresh.) Not
     /// `disk_full`, although API.md lists it: the failure can only be committed to a database
     /// on the full disk once the partial data is gone, so it goes.
-    static let resumableCodes: Set<String> = [ErrorCode.network, ErrorCode.timeout, "proxy", "url_expired"]
+    static let resumableCodes: Set<String> = [ErrorCode.network, ErrorCode.timeout, "proxy", ErrorCode.urlExpired]
 
     /// Whether a job that failed so keeps its partial data for `POST /downloads/{id}/retry`:
     /// the transient failures (network, timeout, proxy, an expired URL, an origin's 408, 429 or

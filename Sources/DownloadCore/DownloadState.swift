@@ -28,4 +28,6 @@ public enum DownloadState: String, Sendable, CaseIterable, Codable {
 /// Why a queued job is not running yet.
 public enum WaitingFor: String, Sendable, CaseIterable {
     case earliestBeginDate, slot, hostLimit, discretionary, retry, diskSpace
+    /// The origin refused an expired link of a job with URL refresh: it waits for a new `url`.
+    case url
 }

@@ -80,6 +80,8 @@ public struct JobPatch: Sendable, Equatable {
         case .set(let parsed):
             changed.url = parsed.text
             changed.hostKey = parsed.url.hostKey
+            // A job waiting for a new URL (URL refresh) has it: it is due at once.
+            changed.awaitingURLSince = nil
         }
         if case .set(let value) = headers { changed.headers = value } else if headers == .clear { changed.headers = [] }
         changed.priority = priority.value(or: job.priority, cleared: 0.5)
@@ -101,7 +103,9 @@ public struct JobPatch: Sendable, Equatable {
             case .failure(let problem): return .failure(FieldErrors([FieldError(field: "metadata", message: problem.message)]))
             }
         }
-        changed.runAt = max(now, job.nextAttemptAt ?? now, changed.earliestBeginDate ?? now)
+        changed.runAt = changed.awaitingURLSince == nil
+            ? max(now, changed.nextAttemptAt ?? now, changed.earliestBeginDate ?? now)
+            : job.runAt  // still waiting for a URL: the refresh deadline stands
         return .success(changed)
     }
 }

@@ -15,6 +15,7 @@ public struct NewDownload: Sendable, Equatable {
     public var overwrite = false
     /// `metadata` as JSON text.
     public var metadata: String?
+    public var urlRefresh = false
 
     public init(url: String, parsedURL: HTTPURL, destination: Destination) {
         self.url = url
@@ -32,7 +33,7 @@ public struct NewDownload: Sendable, Equatable {
             sha256: nil, expectedSHA256: sha256, webhookURL: webhookURL, headers: headers, overwrite: overwrite,
             validator: nil, createdAt: now, startedAt: nil, finishedAt: nil,
             runAt: max(now, earliestBeginDate ?? now), nextAttemptAt: nil, hostKey: parsedURL.hostKey,
-            metadata: metadata)
+            metadata: metadata, urlRefresh: urlRefresh)
     }
 }
 

@@ -12,7 +12,7 @@ public enum SubmissionValidator {
 
     static let knownFields: Set<String> = [
         "url", "destination", "session", "earliestBeginDate", "discretionary", "priority",
-        "expectedBytesToSend", "expectedBytesToReceive", "webhookURL", "headers", "sha256", "overwrite", "metadata",
+        "expectedBytesToSend", "expectedBytesToReceive", "webhookURL", "headers", "sha256", "overwrite", "metadata", "urlRefresh",
     ]
 
     /// `metadata` may take this many bytes as JSON text.
@@ -70,6 +70,9 @@ public enum SubmissionValidator {
         }
         if let value = fields["discretionary"] {
             if case .bool(let flag) = value { result.discretionary = flag } else { fail("discretionary", "must be a boolean") }
+        }
+        if let value = fields["urlRefresh"] {
+            if case .bool(let flag) = value { result.urlRefresh = flag } else { fail("urlRefresh", "must be a boolean") }
         }
         if let value = fields["overwrite"] {
             if case .bool(let flag) = value { result.overwrite = flag } else { fail("overwrite", "must be a boolean") }

@@ -61,6 +61,7 @@ public final class DownloadService: Sendable {
         let settlement = SettlementContext(
             files: files, partials: partials,
             retryPolicy: RetryPolicy(maxAttempts: configuration.maxAttempts, baseDelay: configuration.retryBaseDelay),
+            urlRefreshTimeout: configuration.urlRefreshTimeout,
             events: events, metrics: metrics, logger: logger,
             publish: { hub.publish($0.id, .state($0)) }, eventsRecorded: { dispatcher.poke() },
             read: { try store.download(id: $0) })

@@ -134,6 +134,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// stands in for the partial file's length).
     func waitingFor(_ job: Download, load: Load, now: Int64) -> WaitingFor? {
         guard job.state == .queued else { return nil }
+        if job.awaitingURLSince != nil { return .url }
         switch policy.decide(job, now: now, load: load, partialBytes: job.bytesReceived) {
         case .wait(let reason): return reason
         case .start: return .slot  // startable: it waits for the next pass to give it a slot
@@ -246,7 +247,11 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                     continue
                 }
                 hub.publish(running.download.id, .state(running.download))
-                start(running.download, resumeFrom: partialBytes)
+                if running.download.awaitingURLSince != nil {
+                    expireURL(running, partialBytes: partialBytes, now: now)
+                } else {
+                    start(running.download, resumeFrom: partialBytes)
+                }
             }
             let wakeUps = [
                 result.nextQueueChange,
@@ -308,6 +313,16 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             onProgress: { progress in self.queue.async { self.progressed(id, progress) } },
             onComplete: { result in self.queue.async { self.finished(id, result) } })
         active[id]?.transferID = transferID
+    }
+
+    /// A job waiting for a new URL came due: its deadline passed without one, so it fails
+    /// (`url_expired`), keeping its partial data for a retry, instead of starting.
+    private func expireURL(_ running: Active, partialBytes: Int64, now: Int64) {
+        release(running)
+        let outcome = Settlement(context: settlement, job: running.download, result: TransferResult(bytesOnDisk: partialBytes),
+                                 startedAt: now, now: now, jitter: 0)
+        pendingWrites.add(outcome.urlExpired())
+        attemptsEnded = true
     }
 
     private func progressed(_ id: String, _ progress: TransferProgress) {

@@ -19,6 +19,8 @@ struct SettlementContext: Sendable {
     let files: DestinationFiles
     let partials: PartialFiles
     let retryPolicy: RetryPolicy
+    /// How long a job with URL refresh waits for a new URL.
+    let urlRefreshTimeout: Duration
     let events: WebhookEvents
     let metrics: Metrics
     let logger: Logger
@@ -58,7 +60,33 @@ struct Settlement {
         case .retry(let after, let cause):
             return retry(after: after, cause: cause)
         case .fail(let error):
+            if job.urlRefresh, case .http(let status) = outcome, [401, 403, 410].contains(status) { return awaitURL(error) }
             return fail(error)
+        }
+    }
+
+    /// The deadline of a job waiting for a new URL has passed without one.
+    func urlExpired() -> JobWrite {
+        fail(DownloadError(code: ErrorCode.urlExpired, message: "no new URL came within \(context.urlRefreshTimeout)"))
+    }
+
+    /// URL refresh: the origin refused an expired link. The job keeps its partial data and waits,
+    /// queued, for a PATCH with a new URL — until its deadline, when the scheduler fails it.
+    private func awaitURL(_ refusal: DownloadError) -> JobWrite {
+        var waiting = attemptRecorded()
+        waiting.state = .queued
+        waiting.error = refusal
+        waiting.nextAttemptAt = nil
+        waiting.awaitingURLSince = now
+        waiting.runAt = now + context.urlRefreshTimeout.wholeMilliseconds
+        logger.info("download waits for a new URL", metadata: ["download.id": "\(job.id)", "http.status": "\(result.httpStatus ?? 0)"])
+        let context = context
+        let change = StoreChange.update(waiting, expecting: [.running], events: [context.events.urlExpired(waiting, now: now)],
+                                        attempt: attempt("url_expired", error: refusal))
+        return JobWrite(changes: [change]) { results in
+            guard results[0] else { return }
+            context.eventsRecorded()
+            context.publish(waiting)
         }
     }
 

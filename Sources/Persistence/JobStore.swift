@@ -50,7 +50,8 @@ public protocol JobStore: Sendable {
     /// A client's change of a live job (`PATCH`), as compare-and-set on its `revision`: writes the
     /// fields a client owns (url, hostKey, headers, priority, earliestBeginDate, discretionary,
     /// webhookURL, metadata) — which state changes never write — and, for a queued job, its new
-    /// `runAt` (it waits for the next promotion). Every other field is left as stored. Returns the
+    /// `runAt` (it waits for the next promotion), and `awaitingURLSince` (a new URL ends a URL
+    /// refresh wait). Every other field is left as stored. Returns the
     /// job as stored after the change (its revision moved on), or nil when the job is not live or
     /// no longer at `revision`.
     func change(_ download: Download, expectingRevision revision: Int64) throws -> Download?

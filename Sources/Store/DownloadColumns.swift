@@ -8,7 +8,7 @@ enum DownloadColumns {
         "id", "url", "destination", "session", "state", "earliest_begin_at", "discretionary", "priority", "expected_bytes_to_send",
         "expected_bytes_to_receive", "bytes_received", "bytes_expected", "attempts", "http_status", "error_code", "error_message",
         "sha256", "expected_sha256", "webhook_url", "headers", "overwrite", "validator", "created_at", "started_at", "finished_at",
-        "run_at", "next_attempt_at", "host_key", "metadata", "attempts_before_retry",
+        "run_at", "next_attempt_at", "host_key", "metadata", "attempts_before_retry", "url_refresh", "awaiting_url_since",
     ]
 
     /// What a client may change after submit (`PATCH`): written at insert and by `change`, never by
@@ -51,6 +51,7 @@ enum DownloadColumns {
             optional(d.webhookURL), encodeHeaders(d.headers), .integer(d.overwrite ? 1 : 0), optional(d.validator),
             .integer(d.createdAt), optional(d.startedAt), optional(d.finishedAt), .integer(d.runAt),
             optional(d.nextAttemptAt), .text(d.hostKey), optional(d.metadata), .integer(Int64(d.attemptsBeforeRetry)),
+            .integer(d.urlRefresh ? 1 : 0), optional(d.awaitingURLSince),
         ]
     }
 
@@ -68,7 +69,8 @@ enum DownloadColumns {
             headers: try decodeHeaders(row.optionalString(19)), overwrite: row.int(20) != 0, validator: row.optionalString(21),
             createdAt: row.int64(22), startedAt: row.optionalInt64(23), finishedAt: row.optionalInt64(24),
             runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27),
-            metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(30))
+            metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(32),
+            urlRefresh: row.int(30) != 0, awaitingURLSince: row.optionalInt64(31))
     }
 
     private static func optional(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }

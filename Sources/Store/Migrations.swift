@@ -181,6 +181,11 @@ enum Migrations {
         CREATE INDEX event_log_session ON event_log(session, seq);
         CREATE INDEX event_log_created ON event_log(created_at);
         """,
+        // 12: URL refresh: whether a job waits for a new URL after 401/403/410, and since when it does.
+        """
+        ALTER TABLE downloads ADD COLUMN url_refresh INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN awaiting_url_since INTEGER;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -127,10 +127,13 @@ extension SQLiteStore {
                 try db.prepare("""
                     UPDATE downloads SET \(DownloadColumns.clientAssignments),
                     run_at = CASE WHEN state = 'queued' THEN ? ELSE run_at END,
-                    due = CASE WHEN state = 'queued' THEN 0 ELSE due END, lane = ?
+                    due = CASE WHEN state = 'queued' THEN 0 ELSE due END, lane = ?,
+                    awaiting_url_since = ?
                     WHERE id = ? AND revision = ? AND state IN ('queued','running','paused')
                     """).run(DownloadColumns.clientValues(download) + [
-                    .integer(download.runAt), .integer(download.discretionary ? 1 : 0), .text(download.id), .integer(revision),
+                    .integer(download.runAt), .integer(download.discretionary ? 1 : 0),
+                    download.awaitingURLSince.map(SQLValue.integer) ?? .null,
+                    .text(download.id), .integer(revision),
                 ])
                 guard db.changes == 1 else { return nil }
                 return try Self.fetch(db, id: download.id)

@@ -34,6 +34,17 @@ import Testing
         #expect(changed.runAt == 500, "no date: due now")
     }
 
+    @Test func aNewURLEndsTheWaitForOneAndOtherChangesKeepTheDeadline() throws {
+        var waiting = job()
+        waiting.earliestBeginDate = nil
+        waiting.awaitingURLSince = 100
+        waiting.runAt = 86_400_100
+        let reprioritized = try parse(#"{"priority": 0.9}"#).applied(to: waiting, now: 200).get()
+        #expect(reprioritized.awaitingURLSince == 100 && reprioritized.runAt == 86_400_100)
+        let refreshed = try parse(#"{"url": "http://a.example/f?sig=new"}"#).applied(to: waiting, now: 200).get()
+        #expect(refreshed.awaitingURLSince == nil && refreshed.runAt == 200)
+    }
+
     @Test func anEmptyPatchChangesNothingButWhenTheJobIsDue() throws {
         let patch = try parse("{}")
         #expect(!patch.changesRequest)

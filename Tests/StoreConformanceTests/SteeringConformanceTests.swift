@@ -10,10 +10,36 @@ import Testing
         var download = makeDownload("01A")
         download.metadata = #"{"order":42,"tags":["a","b"]}"#
         download.attemptsBeforeRetry = 3
+        download.urlRefresh = true
         _ = try db.store.insert(download, idempotency: nil)
         let stored = try #require(try db.store.download(id: "01A"))
         #expect(stored.metadata == download.metadata)
-        #expect(stored.attemptsBeforeRetry == 3)
+        #expect(stored.attemptsBeforeRetry == 3 && stored.urlRefresh && stored.awaitingURLSince == nil)
+    }
+
+    @Test(arguments: StoreBackend.all) func aNewURLEndsTheWaitForOne(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        var download = makeDownload("01A")
+        download.urlRefresh = true
+        _ = try db.store.insert(download, idempotency: nil)
+        var running = try #require(try db.store.download(id: "01A"))
+        running.state = .running
+        #expect(try db.claim(running))
+        var waiting = running
+        waiting.state = .queued
+        waiting.awaitingURLSince = 50
+        waiting.runAt = 10_000
+        #expect(try db.store.update(waiting, expecting: [.running]))
+        let stored = try #require(try db.store.download(id: "01A"))
+        #expect(stored.awaitingURLSince == 50 && stored.runAt == 10_000)
+        #expect(try db.candidates(now: 9_999).isEmpty, "not due before its deadline")
+        var patched = stored
+        patched.url = "http://example.com/fresh"
+        patched.awaitingURLSince = nil
+        patched.runAt = 60
+        let changed = try #require(try db.store.change(patched, expectingRevision: stored.revision))
+        #expect(changed.awaitingURLSince == nil && changed.runAt == 60 && changed.url == patched.url)
+        #expect(try db.candidates(now: 60, agedBefore: .max) == ["01A"])
     }
 
     @Test(arguments: StoreBackend.all) func everyWriteMovesTheRevisionOn(_ backend: StoreBackend) throws {
