@@ -22,9 +22,7 @@ import Testing
         var download = makeDownload("01A")
         download.urlRefresh = true
         _ = try db.store.insert(download, idempotency: nil)
-        var running = try #require(try db.store.download(id: "01A"))
-        running.state = .running
-        #expect(try db.claim(running))
+        let running = try db.claimQueued("01A")
         var waiting = running
         waiting.state = .queued
         waiting.awaitingURLSince = 50
@@ -50,9 +48,7 @@ import Testing
             let revision = try #require(try db.store.download(id: "01A")).revision
             #expect(seen.insert(revision).inserted, "revision \(revision) came back")
         }
-        var running = try #require(try db.store.download(id: "01A"))
-        running.state = .running
-        #expect(try db.claim(running))
+        _ = try db.claimQueued("01A")
         try expectNewRevision()
         _ = try db.store.apply([.progress(id: "01A", bytesReceived: 10, bytesExpected: 100, validator: nil)])
         try expectNewRevision()
@@ -106,9 +102,7 @@ import Testing
     @Test(arguments: StoreBackend.all) func aStateChangeNeverUndoesAClientsChange(_ backend: StoreBackend) throws {
         let db = try backend.scratch()
         _ = try db.store.insert(makeDownload("01A"), idempotency: nil)
-        var running = try #require(try db.store.download(id: "01A"))
-        running.state = .running
-        #expect(try db.claim(running))
+        _ = try db.claimQueued("01A")
         let claimed = try #require(try db.store.download(id: "01A"))
         var patched = claimed
         patched.priority = 0.9
@@ -126,10 +120,7 @@ import Testing
     @Test(arguments: StoreBackend.all) func aFailedJobComesBackUnlessItsDestinationIsTaken(_ backend: StoreBackend) throws {
         let db = try backend.scratch()
         _ = try db.store.insert(makeDownload("01A", destination: "same"), idempotency: nil)
-        var failed = try #require(try db.store.download(id: "01A"))
-        failed.state = .failed
-        failed.finishedAt = 1
-        #expect(try db.store.update(failed, expecting: [.queued]))
+        let failed = try db.failQueued("01A")
         var retried = try #require(try db.store.download(id: "01A"))
         retried.state = .queued
         retried.finishedAt = nil
@@ -158,9 +149,7 @@ import Testing
         let db = try backend.scratch()
         for id in ["01A", "01B", "01C"] { _ = try db.store.insert(makeDownload(id, session: "s"), idempotency: nil) }
         _ = try db.store.insert(makeDownload("01Z", session: "other"), idempotency: nil)
-        var running = try #require(try db.store.download(id: "01A"))
-        running.state = .running
-        #expect(try db.claim(running))
+        _ = try db.claimQueued("01A")
         var failed = try #require(try db.store.download(id: "01C"))
         failed.state = .failed
         failed.attempts = 3
@@ -193,12 +182,7 @@ import Testing
     @Test(arguments: StoreBackend.all) func aRetryLeavesAJobWhoseDestinationIsTakenFailed(_ backend: StoreBackend) throws {
         let db = try backend.scratch()
         for id in ["01A", "01B"] { _ = try db.store.insert(makeDownload(id, destination: "same-\(id)", session: "s"), idempotency: nil) }
-        for id in ["01A", "01B"] {
-            var failed = try #require(try db.store.download(id: id))
-            failed.state = .failed
-            failed.finishedAt = 1
-            #expect(try db.store.update(failed, expecting: [.queued]))
-        }
+        for id in ["01A", "01B"] { _ = try db.failQueued(id) }
         _ = try db.store.insert(makeDownload("01C", destination: "same-01A", session: "t"), idempotency: nil)
         #expect(try act(db, .retry, "s").changed == ["01B"])
         #expect(try db.store.download(id: "01A")?.state == .failed)
@@ -235,9 +219,7 @@ import Testing
         #expect(try db.store.eventLogSpan() == EventLogSpan(oldest: nil, newest: 0))
         _ = try db.store.insert(makeDownload("01A", session: "a"), idempotency: nil)
         _ = try db.store.insert(makeDownload("01B", session: "b"), idempotency: nil)
-        var running = try #require(try db.store.download(id: "01A"))
-        running.state = .running
-        #expect(try db.claim(running))
+        let running = try db.claimQueued("01A")
         _ = try db.store.apply([.progress(id: "01A", bytesReceived: 5, bytesExpected: nil, validator: nil)])  // not a state change
         var done = running
         done.state = .completed
@@ -264,5 +246,24 @@ import Testing
         // Sequence numbers are never reused.
         _ = try db.store.insert(makeDownload("01Z"), idempotency: nil)
         #expect(try db.store.eventLogSpan().newest > all[5].sequence)
+    }
+}
+
+extension ScratchStore {
+    /// Claims a queued job as a scheduling pass would; returns it as claimed.
+    func claimQueued(_ id: String) throws -> Download {
+        var running = try #require(try store.download(id: id))
+        running.state = .running
+        #expect(try claim(running))
+        return running
+    }
+
+    /// Fails a queued job, as settling would; returns it as written.
+    func failQueued(_ id: String) throws -> Download {
+        var failed = try #require(try store.download(id: id))
+        failed.state = .failed
+        failed.finishedAt = 1
+        #expect(try store.update(failed, expecting: [.queued]))
+        return failed
     }
 }
