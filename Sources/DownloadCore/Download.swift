@@ -32,13 +32,24 @@ public struct Download: Sendable, Equatable {
     public var nextAttemptAt: Int64?
     /// "host:port" of the URL, the key of per-host limits.
     public var hostKey: String
-    /// Attempts that never reached the origin (outages) or met a full disk: they do not use up
-    /// `FETCHD_MAX_ATTEMPTS`.
+    /// Attempts since the retry budget last started that never reached the origin (outages) or
+    /// met a full disk: they do not use up `FETCHD_MAX_ATTEMPTS`.
     public var outageAttempts: Int
     /// When the job last received a byte, or else when its first attempt started; nil before.
     public var progressAt: Int64?
     /// Since when the job has been waiting for disk space after its disk filled; nil otherwise.
     public var diskFullSince: Int64?
+    /// The client's own data: a JSON object as text, returned as given.
+    public var metadata: String?
+    /// `attempts` when the retry budget last started over (`POST /downloads/{id}/retry`): the
+    /// retry policy counts only the attempts since.
+    public var attemptsBeforeRetry: Int
+    /// Changes with every stored change of the job (the ETag); set by the store, ignored when written.
+    public var revision: Int64
+    /// A 401, 403 or 410 from the origin makes the job wait for a new URL instead of failing.
+    public var urlRefresh: Bool
+    /// Since when the job waits for a new URL (URL refresh); nil when it does not.
+    public var awaitingURLSince: Int64?
 
     public init(
         id: String,
@@ -70,7 +81,12 @@ public struct Download: Sendable, Equatable {
         hostKey: String,
         outageAttempts: Int = 0,
         progressAt: Int64? = nil,
-        diskFullSince: Int64? = nil
+        diskFullSince: Int64? = nil,
+        metadata: String? = nil,
+        attemptsBeforeRetry: Int = 0,
+        revision: Int64 = 0,
+        urlRefresh: Bool = false,
+        awaitingURLSince: Int64? = nil
     ) {
         self.id = id
         self.url = url
@@ -102,10 +118,18 @@ public struct Download: Sendable, Equatable {
         self.outageAttempts = outageAttempts
         self.progressAt = progressAt
         self.diskFullSince = diskFullSince
+        self.metadata = metadata
+        self.attemptsBeforeRetry = attemptsBeforeRetry
+        self.revision = revision
+        self.urlRefresh = urlRefresh
+        self.awaitingURLSince = awaitingURLSince
     }
 
     /// `bytesExpected` of the API: the origin's size once known, else the client's hint.
     public var bytesExpected: Int64? { bytesExpectedFromOrigin ?? expectedBytesToReceive }
+
+    /// Attempts counted against the retry budget: those since the last client retry.
+    public var attemptsInBudget: Int { attempts - attemptsBeforeRetry }
 }
 
 public struct OriginHeader: Sendable, Equatable, Codable {
@@ -143,4 +167,22 @@ public enum ErrorCode {
     public static let fileError = "file_error"
     public static let tls = "tls"
     public static let proxy = "proxy"
+    public static let urlExpired = "url_expired"
+}
+
+extension DownloadError {
+    /// Failure codes whose partial data a retry can go on from: the bytes were fine, the way to
+    /// them failed. Not `disk_full`, although API.md lists it: a job whose disk fills waits for
+    /// space with its partial data first (FETCHD_DISK_WAIT), and the failure after that can only be
+    /// committed to a database on the full disk once the partial data is gone.
+    static let resumableCodes: Set<String> = [ErrorCode.network, ErrorCode.timeout, ErrorCode.proxy, ErrorCode.urlExpired]
+
+    /// Whether a job that failed so keeps its partial data for `POST /downloads/{id}/retry`:
+    /// the transient failures (network, timeout, proxy, an expired URL, an origin's 408, 429 or
+    /// 5xx) once the retries ran out.
+    public func isResumable(httpStatus: Int?) -> Bool {
+        if Self.resumableCodes.contains(code) { return true }
+        guard code == ErrorCode.httpStatus, let status = httpStatus else { return false }
+        return status == 408 || status == 429 || (500..<600).contains(status)
+    }
 }

@@ -13,6 +13,9 @@ public struct NewDownload: Sendable, Equatable {
     public var headers: [OriginHeader] = []
     public var sha256: String?
     public var overwrite = false
+    /// `metadata` as JSON text.
+    public var metadata: String?
+    public var urlRefresh = false
 
     public init(url: String, parsedURL: HTTPURL, destination: Destination) {
         self.url = url
@@ -29,7 +32,8 @@ public struct NewDownload: Sendable, Equatable {
             bytesReceived: 0, bytesExpectedFromOrigin: nil, attempts: 0, httpStatus: nil, error: nil,
             sha256: nil, expectedSHA256: sha256, webhookURL: webhookURL, headers: headers, overwrite: overwrite,
             validator: nil, createdAt: now, startedAt: nil, finishedAt: nil,
-            runAt: max(now, earliestBeginDate ?? now), nextAttemptAt: nil, hostKey: parsedURL.hostKey)
+            runAt: max(now, earliestBeginDate ?? now), nextAttemptAt: nil, hostKey: parsedURL.hostKey,
+            metadata: metadata, urlRefresh: urlRefresh)
     }
 }
 

@@ -12,8 +12,11 @@ public enum SubmissionValidator {
 
     static let knownFields: Set<String> = [
         "url", "destination", "session", "earliestBeginDate", "discretionary", "priority",
-        "expectedBytesToSend", "expectedBytesToReceive", "webhookURL", "headers", "sha256", "overwrite",
+        "expectedBytesToSend", "expectedBytesToReceive", "webhookURL", "headers", "sha256", "overwrite", "metadata", "urlRefresh",
     ]
+
+    /// `metadata` may take this many bytes as JSON text.
+    public static let maxMetadataBytes = 4096
 
     public static func validate(_ body: JSONValue) -> Result<NewDownload, FieldErrors> {
         guard case .object(let fields) = body else {
@@ -60,25 +63,25 @@ public enum SubmissionValidator {
             }
         }
         if let value = fields["earliestBeginDate"], value != .null {
-            if case .string(let text) = value, let millis = RFC3339.parse(text) {
-                result.earliestBeginDate = millis
-            } else {
-                fail("earliestBeginDate", "must be an RFC 3339 date-time, e.g. 2026-11-21T10:00:00Z")
+            switch date(value) {
+            case .success(let millis): result.earliestBeginDate = millis
+            case .failure(let problem): fail("earliestBeginDate", problem.message)
             }
         }
         if let value = fields["discretionary"] {
             if case .bool(let flag) = value { result.discretionary = flag } else { fail("discretionary", "must be a boolean") }
         }
+        if let value = fields["urlRefresh"] {
+            if case .bool(let flag) = value { result.urlRefresh = flag } else { fail("urlRefresh", "must be a boolean") }
+        }
         if let value = fields["overwrite"] {
             if case .bool(let flag) = value { result.overwrite = flag } else { fail("overwrite", "must be a boolean") }
         }
         if let value = fields["priority"] {
-            let number: Double? = switch value {
-            case .integer(let i): Double(i)
-            case .number(let d): d
-            default: nil
+            switch priority(value) {
+            case .success(let number): result.priority = number
+            case .failure(let problem): fail("priority", problem.message)
             }
-            if let number, number >= 0, number <= 1 { result.priority = number } else { fail("priority", "must be a number from 0.0 to 1.0") }
         }
         for name in ["expectedBytesToSend", "expectedBytesToReceive"] {
             guard let value = fields[name], value != .null else { continue }
@@ -89,10 +92,15 @@ public enum SubmissionValidator {
             if name == "expectedBytesToSend" { result.expectedBytesToSend = count } else { result.expectedBytesToReceive = count }
         }
         if let value = fields["webhookURL"], value != .null {
-            if case .string(let text) = value {
-                if case .failure(let problem) = HTTPURL.parse(text) { fail("webhookURL", describe(problem)) } else { result.webhookURL = text }
-            } else {
-                fail("webhookURL", "must be a string")
+            switch webhookURL(value) {
+            case .success(let text): result.webhookURL = text
+            case .failure(let problem): fail("webhookURL", problem.message)
+            }
+        }
+        if let value = fields["metadata"], value != .null {
+            switch metadata(value) {
+            case .success(let text): result.metadata = text
+            case .failure(let problem): fail("metadata", problem.message)
             }
         }
         if let value = fields["sha256"], value != .null {
@@ -109,6 +117,41 @@ public enum SubmissionValidator {
             }
         }
         return errors.isEmpty ? .success(result) : .failure(FieldErrors(errors))
+    }
+
+    // MARK: Fields a PATCH may change too (one rule each, for both)
+
+    static func date(_ value: JSONValue) -> Result<Int64, ValidationProblem> {
+        guard case .string(let text) = value, let millis = RFC3339.parse(text) else {
+            return .failure(ValidationProblem("must be an RFC 3339 date-time, e.g. 2026-11-21T10:00:00Z"))
+        }
+        return .success(millis)
+    }
+
+    static func priority(_ value: JSONValue) -> Result<Double, ValidationProblem> {
+        let number: Double? = switch value {
+        case .integer(let i): Double(i)
+        case .number(let d): d
+        default: nil
+        }
+        guard let number, number >= 0, number <= 1 else { return .failure(ValidationProblem("must be a number from 0.0 to 1.0")) }
+        return .success(number)
+    }
+
+    static func webhookURL(_ value: JSONValue) -> Result<String, ValidationProblem> {
+        guard case .string(let text) = value else { return .failure(ValidationProblem("must be a string")) }
+        if case .failure(let problem) = HTTPURL.parse(text) { return .failure(ValidationProblem(describe(problem))) }
+        return .success(text)
+    }
+
+    /// A JSON object of at most `maxMetadataBytes` as text; kept as that text.
+    static func metadata(_ value: JSONValue) -> Result<String, ValidationProblem> {
+        guard case .object = value else { return .failure(ValidationProblem("must be a JSON object")) }
+        let text = value.jsonText
+        guard text.utf8.count <= maxMetadataBytes else {
+            return .failure(ValidationProblem("must be at most \(maxMetadataBytes) bytes as JSON (it is \(text.utf8.count))"))
+        }
+        return .success(text)
     }
 
     public static func isValidSession(_ text: String) -> Bool {

@@ -35,6 +35,8 @@ struct APIProblem: Error {
         APIProblem(status: 409, title: "Conflict", detail: detail)
     }
 
+    static let destinationBusy = conflict("another live job already writes to this destination")
+
     static func unsupportedMediaType(_ detail: String) -> APIProblem {
         APIProblem(status: 415, title: "Unsupported Media Type", detail: detail)
     }

@@ -29,6 +29,8 @@ public struct Configuration: Sendable {
     public var discretionaryMaxDelay: Duration
     public var maxDownloadBytes: Int64?
     public var stallTimeout: Duration
+    /// How long a job with URL refresh waits for a new URL before it fails with `url_expired`.
+    public var urlRefreshTimeout: Duration
     public var diskReserve: Int64
     public var maxQueued: Int?
     public var maxRequestBody: Int
@@ -108,6 +110,7 @@ public struct Configuration: Sendable {
         discretionaryMaxDelay = try reader.duration("discretionary-max-delay")
         maxDownloadBytes = try reader.optional("max-download-bytes").map { text throws(Invalid) in try reader.size("max-download-bytes", text) }
         stallTimeout = try reader.duration("stall-timeout")
+        urlRefreshTimeout = try reader.duration("url-refresh-timeout")
         diskReserve = try reader.size("disk-reserve", reader.text("disk-reserve"))
         maxQueued = try reader.optional("max-queued").map { _ throws(Invalid) in try reader.integer("max-queued", in: 0...Int(Int32.max)) }
         maxRequestBody = Int(try reader.size("max-request-body", reader.text("max-request-body")))

@@ -23,10 +23,13 @@ enum DownloadJSON {
         json.field("sha256", d.sha256 ?? d.expectedSHA256)
         json.field("webhookURL", d.webhookURL)
         json.field("overwrite", d.overwrite)
+        json.field("urlRefresh", d.urlRefresh)
         json.field("createdAt", RFC3339.format(d.createdAt))
         json.field("startedAt", d.startedAt.map(RFC3339.format))
         json.field("finishedAt", d.finishedAt.map(RFC3339.format))
         json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
+        json.key("metadata")
+        if let metadata = d.metadata { json.raw(Array(metadata.utf8)) } else { json.value(nil as String?) }
         json.endObject()
     }
 

@@ -55,7 +55,7 @@ public final class DownloadService: Sendable {
                                         addressPolicy: configuration.addressPolicy),
             policy: DeliveryPolicy(schedule: configuration.webhookRetrySchedule), metrics: metrics, clock: clock, logger: logger)
         self.dispatcher = dispatcher
-        housekeeper = Housekeeper(store: store, retention: configuration.retention, clock: clock, logger: logger)
+        housekeeper = Housekeeper(store: store, retention: configuration.retention, partials: partials, clock: clock, logger: logger)
         bandwidth = BandwidthPlan(schedule: configuration.maxBandwidth, clock: clock, logger: logger) {
             engine.setBandwidthLimit(bytesPerSecond: $0)
         }
@@ -65,6 +65,7 @@ public final class DownloadService: Sendable {
             retryPolicy: RetryPolicy(maxAttempts: configuration.maxAttempts, baseDelay: configuration.retryBaseDelay,
                                      maxDelay: configuration.retryMaxDelay, noProgressTimeout: configuration.noProgressTimeout,
                                      diskWait: configuration.diskWait),
+            urlRefreshTimeout: configuration.urlRefreshTimeout,
             events: events, metrics: metrics, logger: logger,
             publish: { hub.publish($0.id, .state($0)) }, eventsRecorded: { dispatcher.poke() },
             read: { try store.download(id: $0) })
@@ -76,12 +77,16 @@ public final class DownloadService: Sendable {
         http.host = configuration.listenHost
         http.port = configuration.listenPort
         http.maxBodyBytes = configuration.maxRequestBody
+        http.maxBodyBytesByPath = ["/downloads/batch": max(configuration.maxRequestBody, DownloadsAPI.maxBatchBodyBytes)]
         http.maxConnections = configuration.maxConnections
         let downloads = DownloadsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
                                      files: files, configuration: configuration, clock: clock, ids: IDSource(),
                                      inserts: InsertBatcher(store: store), writes: WriteQueue())
+        let sessions = SessionsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
+                                   partials: partials, clock: clock, writes: WriteQueue())
         server = HTTPServer(configuration: http, router: Self.router(
-            downloads: downloads, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
+            downloads: downloads, sessions: sessions, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
+            globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
             metrics: metrics, logger: logger), logger: logger)
         if configuration.webhookSecrets.isEmpty {
@@ -142,7 +147,7 @@ public final class DownloadService: Sendable {
     }
 
     /// One route per endpoint, each with the one function that handles it (README, Architecture).
-    static func router(downloads: DownloadsAPI, events: EventsAPI, status: StatusAPI, authenticator: Authenticator,
+    static func router(downloads: DownloadsAPI, sessions: SessionsAPI, events: EventsAPI, globalEvents: GlobalEventsAPI, status: StatusAPI, authenticator: Authenticator,
                        metrics: Metrics, logger: Logger) -> Router {
         var router = Router()
         /// Registers a route whose requests are logged, counted and timed under its pattern; `open`
@@ -178,16 +183,25 @@ public final class DownloadService: Sendable {
             }
         }
         route("POST", "/downloads") { request, _, principal in try await downloads.create(request, principal: principal) }
+        route("POST", "/downloads/batch") { request, _, principal in try await downloads.createBatch(request, principal: principal) }
         route("GET", "/downloads") { request, _, _ in try downloads.list(request) }
         route("GET", "/downloads/{id}") { _, p, _ in try downloads.get(p["id"] ?? "") }
         route("DELETE", "/downloads/{id}") { _, p, _ in try await downloads.cancel(p["id"] ?? "") }
         route("POST", "/downloads/{id}/pause") { _, p, _ in try await downloads.pause(p["id"] ?? "") }
         route("POST", "/downloads/{id}/resume") { _, p, _ in try await downloads.resume(p["id"] ?? "") }
+        route("PATCH", "/downloads/{id}") { request, p, _ in try await downloads.patch(p["id"] ?? "", request) }
+        route("POST", "/downloads/{id}/retry") { _, p, _ in try await downloads.retry(p["id"] ?? "") }
         route("GET", "/downloads/{id}/attempts") { _, p, _ in try downloads.attempts(p["id"] ?? "") }
         route("GET", "/downloads/{id}/events") { request, p, _ in
             try events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])
         }
+        route("GET", "/events") { request, _, _ in try globalEvents.stream(request) }
         route("GET", "/sessions/{session}") { _, p, _ in try status.session(p["session"] ?? "") }
+        for action in SessionActionKind.allCases {
+            route("POST", "/sessions/{session}/\(action.rawValue)") { request, p, _ in
+                try await sessions.act(action, session: p["session"] ?? "", request)
+            }
+        }
         route("GET", "/metrics") { _, _, _ in try status.prometheus() }
         route("GET", "/healthz", open: true) { _, _, _ in status.health() }
         route("GET", "/readyz", open: true) { _, _, _ in status.readiness() }

@@ -24,50 +24,13 @@ struct DownloadsAPI: Sendable {
     static let maxIdempotencyKeyLength = 255
 
     func create(_ request: HTTPRequest, principal: String) async throws -> HTTPResponse {
-        guard Self.isJSON(request.headers["Content-Type"]) else {
-            throw APIProblem.unsupportedMediaType("send the job as JSON with Content-Type: application/json")
-        }
-        let body: JSONValue
-        do {
-            body = try JSONParser.parse(request.body)
-        } catch {
-            throw APIProblem(status: 400, title: "Bad Request", detail: "the body is not valid JSON: \(error)")
-        }
-        let submission: NewDownload
-        switch SubmissionValidator.validate(body) {
-        case .success(let value): submission = value
-        case .failure(let failure): throw APIProblem.invalid(failure.errors)
-        }
-        if let webhookURL = submission.webhookURL, case .success(let parsed) = HTTPURL.parse(webhookURL),
-           let address = IPAddress(parsed.host), !configuration.addressPolicy.permits(address) {
-            throw APIProblem.invalid("webhookURL", "the address \(parsed.host) is not allowed")
-        }
-
-        var idempotency: IdempotencyRecord?
-        if let rawKey = request.headers["Idempotency-Key"] {
-            let key = Self.unquoted(rawKey)
-            guard !key.isEmpty, key.utf8.count <= Self.maxIdempotencyKeyLength else {
-                throw APIProblem.invalid("Idempotency-Key", "must be 1–\(Self.maxIdempotencyKeyLength) characters")
-            }
-            let digest = SHA256.hash(data: request.body).hex
-            idempotency = IdempotencyRecord(principal: principal, key: key, bodySHA256: digest)
-        }
+        let submission = try judge(try Self.jsonBody(request, what: "the job"))
+        let idempotency = try Self.idempotency(request, principal: principal)
         if let idempotency, let earlier = try store.idempotentDownload(principal: idempotency.principal, key: idempotency.key) {
             guard earlier.bodySHA256 == idempotency.bodySHA256 else { throw APIProblem.keyMismatch }
             return created201(earlier.download)
         }
-
-        switch files.check(submission.destination) {
-        case .failure(.invalid(let message)):
-            throw APIProblem.invalid("destination", message)
-        case .failure(let problem):
-            throw APIProblem(status: 400, title: "Bad Request", detail: "the destination cannot be used: \(problem)",
-                             errors: [FieldError(field: "destination", message: "cannot be used")])
-        case .success(true) where !submission.overwrite:
-            throw APIProblem.conflict("a file already exists at the destination; set \"overwrite\": true to replace it")
-        case .success:
-            break
-        }
+        try checkDestination(submission)
         // Fails closed: a count that cannot be read throws (503) rather than letting the queue grow past its cap.
         if let maxQueued = configuration.maxQueued, try store.counts()[.queued, default: 0] >= maxQueued {
             throw APIProblem.tooManyRequests("the queue holds its maximum of \(maxQueued) jobs", retryAfterSeconds: 5)
@@ -84,7 +47,63 @@ struct DownloadsAPI: Sendable {
         case .keyMismatch:
             throw APIProblem.keyMismatch
         case .destinationBusy:
-            throw APIProblem.conflict("another live job already writes to this destination")
+            throw APIProblem.destinationBusy
+        }
+    }
+
+    /// A JSON request body, parsed (`415` when it is not declared JSON, `400` when it is not JSON).
+    static func jsonBody(_ request: HTTPRequest, what: String) throws -> JSONValue {
+        guard isJSON(request.headers["Content-Type"]) else {
+            throw APIProblem.unsupportedMediaType("send \(what) as JSON with Content-Type: application/json")
+        }
+        do {
+            return try JSONParser.parse(request.body)
+        } catch {
+            throw APIProblem(status: 400, title: "Bad Request", detail: "the body is not valid JSON: \(error)")
+        }
+    }
+
+    /// The request's `Idempotency-Key` with the digest of its body, if it has one.
+    static func idempotency(_ request: HTTPRequest, principal: String) throws -> IdempotencyRecord? {
+        guard let rawKey = request.headers["Idempotency-Key"] else { return nil }
+        let key = unquoted(rawKey)
+        guard !key.isEmpty, key.utf8.count <= maxIdempotencyKeyLength else {
+            throw APIProblem.invalid("Idempotency-Key", "must be 1–\(maxIdempotencyKeyLength) characters")
+        }
+        return IdempotencyRecord(principal: principal, key: key, bodySHA256: SHA256.hash(data: request.body).hex)
+    }
+
+    /// A submission's body judged on its own: its fields, and its webhook's address.
+    func judge(_ body: JSONValue) throws -> NewDownload {
+        let submission: NewDownload
+        switch SubmissionValidator.validate(body) {
+        case .success(let value): submission = value
+        case .failure(let failure): throw APIProblem.invalid(failure.errors)
+        }
+        try checkWebhookAddress(submission.webhookURL)
+        return submission
+    }
+
+    /// The destination can be written, and holds no file unless the job may overwrite it.
+    func checkDestination(_ submission: NewDownload) throws {
+        switch files.check(submission.destination) {
+        case .failure(.invalid(let message)):
+            throw APIProblem.invalid("destination", message)
+        case .failure(let problem):
+            throw APIProblem(status: 400, title: "Bad Request", detail: "the destination cannot be used: \(problem)",
+                             errors: [FieldError(field: "destination", message: "cannot be used")])
+        case .success(true) where !submission.overwrite:
+            throw APIProblem.conflict("a file already exists at the destination; set \"overwrite\": true to replace it")
+        case .success:
+            break
+        }
+    }
+
+    /// A webhook URL that names an address the egress policy forbids is refused up front.
+    func checkWebhookAddress(_ webhookURL: String?) throws {
+        if let webhookURL, case .success(let parsed) = HTTPURL.parse(webhookURL),
+           let address = IPAddress(parsed.host), !configuration.addressPolicy.permits(address) {
+            throw APIProblem.invalid("webhookURL", "the address \(parsed.host) is not allowed")
         }
     }
 
@@ -95,13 +114,18 @@ struct DownloadsAPI: Sendable {
     }
 
     /// The job, or `404` when the store says there is none.
-    private func existing(_ id: String) throws -> Download {
+    func existing(_ id: String) throws -> Download {
         guard let download = try store.download(id: id) else { throw APIProblem.notFound() }
         return download
     }
 
     func get(_ id: String) throws -> HTTPResponse {
-        .json(200, encode(try existing(id)))
+        tagged(200, try existing(id))
+    }
+
+    /// The Download with its strong `ETag` (its revision, which every stored change moves on).
+    func tagged(_ status: Int, _ download: Download) -> HTTPResponse {
+        .json(status, encode(download), headers: HTTPHeaders([("ETag", EntityTag.of(download))]))
     }
 
     /// `GET /downloads/{id}/attempts`: every attempt so far, oldest first.
@@ -166,7 +190,7 @@ struct DownloadsAPI: Sendable {
     }
 
     func cancel(_ id: String) async throws -> HTTPResponse {
-        try await transition(id, to: .cancelled, unchangedIn: [.cancelled]) { job, now in
+        try await transition(id, to: .cancelled, from: [.queued, .running, .paused], unchangedIn: [.cancelled]) { job, now in
             job.finishedAt = now
             job.nextAttemptAt = nil
         } after: { job in
@@ -175,7 +199,7 @@ struct DownloadsAPI: Sendable {
     }
 
     func pause(_ id: String) async throws -> HTTPResponse {
-        try await transition(id, to: .paused, unchangedIn: [.paused]) { job, _ in
+        try await transition(id, to: .paused, from: [.queued, .running], unchangedIn: [.paused]) { job, _ in
             job.nextAttemptAt = nil
         } after: { job in
             scheduler.stop(job.id, reason: .pause)
@@ -183,7 +207,7 @@ struct DownloadsAPI: Sendable {
     }
 
     func resume(_ id: String) async throws -> HTTPResponse {
-        try await transition(id, to: .queued, unchangedIn: [.queued, .running]) { job, now in
+        try await transition(id, to: .queued, from: [.paused], unchangedIn: [.queued, .running]) { job, now in
             job.runAt = max(now, job.earliestBeginDate ?? now)
             job.error = nil
         } after: { _ in
@@ -192,16 +216,17 @@ struct DownloadsAPI: Sendable {
     }
 
     /// A client-requested transition, as compare-and-set on the state just read (retried if the
-    /// scheduler moved the job meanwhile), written off the event loop. Terminal jobs are a conflict.
-    private func transition(
-        _ id: String, to target: DownloadState, unchangedIn: Set<DownloadState>,
+    /// scheduler moved the job meanwhile), written off the event loop. A job in a state not in
+    /// `from` (or `unchangedIn`) is a conflict.
+    func transition(
+        _ id: String, to target: DownloadState, from: Set<DownloadState>, unchangedIn: Set<DownloadState>,
         change: @escaping @Sendable (inout Download, Int64) -> Void, after: (Download) -> Void
     ) async throws -> HTTPResponse {
         for _ in 0..<10 {
             let current = try existing(id)
             if unchangedIn.contains(current.state) { return .json(200, encode(current)) }
-            guard current.state.canTransition(to: target) else {
-                throw APIProblem.conflict("the job is \(current.state.rawValue) and can no longer become \(target.rawValue)")
+            guard from.contains(current.state), current.state.canTransition(to: target) else {
+                throw APIProblem.conflict("the job is \(current.state.rawValue) and cannot become \(target.rawValue) this way")
             }
             let now = clock.now()
             var updated = current
@@ -209,10 +234,15 @@ struct DownloadsAPI: Sendable {
             change(&updated, now)
             let jobEvents = target.isTerminal ? [events.terminal(updated, now: now)] : []
             let (store, events, changed) = (store, events, updated)
-            let committed = try await writes.perform {
-                try store.update(changed, expecting: [current.state], events: jobEvents, sessionFinished: {
-                    [events.sessionFinished($0, now: now)]
-                })
+            let committed: Bool
+            do {
+                committed = try await writes.perform {
+                    try store.update(changed, expecting: [current.state], events: jobEvents, sessionFinished: {
+                        [events.sessionFinished($0, now: now)]
+                    })
+                }
+            } catch is DestinationBusy {
+                throw APIProblem.conflict("another live job writes to this job's destination now")
             }
             if committed {
                 if !jobEvents.isEmpty { dispatcher.poke() }
@@ -240,12 +270,16 @@ struct DownloadsAPI: Sendable {
     /// `application/json`, in any case, with or without parameters (`; charset=utf-8`). Compared
     /// in bytes: this runs for every POST.
     static func isJSON(_ contentType: String?) -> Bool {
+        isMediaType(contentType, "application/json")
+    }
+
+    static func isMediaType(_ contentType: String?, _ expected: String) -> Bool {
         guard let contentType else { return false }
         let mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
         func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
         let trimmed = mediaType.drop(while: isBlank).reversed().drop(while: isBlank).reversed()
         func lowercased(_ byte: UInt8) -> UInt8 { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte }
-        return trimmed.count == 16 && zip(trimmed, "application/json".utf8).allSatisfy { lowercased($0) == $1 }
+        return trimmed.count == expected.utf8.count && zip(trimmed, expected.utf8).allSatisfy { lowercased($0) == $1 }
     }
 
     /// `"abc"` and `abc` are the same key.

@@ -40,6 +40,11 @@ final class EventHub: Sendable {
         return stream
     }
 
+    /// Those of `ids` that have an open stream.
+    func subscribed(among ids: [String]) -> [String] {
+        subscribers.withLock { state in ids.filter { state.streams[$0] != nil } }
+    }
+
     /// The id for an event of this job now.
     func nextEventID(_ jobID: String) -> Int64 {
         subscribers.withLock { state in

@@ -12,13 +12,20 @@ final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `q
     let retention: Int64
     let clock: Clock
     let logger: Logger
+    /// Failed jobs' partial files go with their jobs.
+    let partials: PartialFiles
     private lazy var timer = DueTimer(queue: queue, leeway: .seconds(1)) { [unowned self] in self.run() }
+
+    /// The event log (`GET /events`) keeps at least the last hour and at least this many events.
+    static let eventLogAge: Int64 = 3_600_000
+    static let eventLogMinimum = 10_000
 
     /// Idempotency keys make retries safe for at least this long, whatever the retention.
     static let minimumKeyLifetime: Int64 = 24 * 3_600_000
 
-    init(store: any JobStore, retention: Duration, clock: Clock, logger: Logger) {
+    init(store: any JobStore, retention: Duration, partials: PartialFiles, clock: Clock, logger: Logger) {
         self.store = store
+        self.partials = partials
         self.retention = retention.wholeMilliseconds
         self.clock = clock
         self.logger = logger
@@ -40,10 +47,12 @@ final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `q
         do {
             let pruned = try store.prune(finishedBefore: now - retention, settledBefore: now - retention,
                                          keysBefore: now - max(retention, Self.minimumKeyLifetime))
-            if !pruned.isEmpty {
+            if pruned.downloads > 0 { try PartialFiles.removeUnkept(partials, store: store) }
+            let events = try store.pruneEventLog(before: now - Self.eventLogAge, keepingLast: Self.eventLogMinimum)
+            if !pruned.isEmpty || events > 0 {
                 logger.info("pruned", metadata: [
                     "downloads": "\(pruned.downloads)", "webhook.deliveries": "\(pruned.deliveries)",
-                    "idempotency.keys": "\(pruned.idempotencyKeys)", "sessions": "\(pruned.sessions)",
+                    "idempotency.keys": "\(pruned.idempotencyKeys)", "sessions": "\(pruned.sessions)", "events": "\(events)",
                 ])
             }
         } catch {

@@ -1,7 +1,9 @@
 import Glibc
+import Persistence
 
 /// The partial downloads under `<data dir>/partial/<id>`: the bytes received so far, kept across
-/// attempts, pauses and restarts until the job ends.
+/// attempts, pauses and restarts until the job ends — or, for a job that failed in a way a retry
+/// can go on from, until it is retried or pruned.
 struct PartialFiles: Sendable {
     let directory: String
 
@@ -15,6 +17,15 @@ struct PartialFiles: Sendable {
 
     func remove(_ id: String) {
         unlink(path(id))
+    }
+
+    /// Removes the partial files no job keeps: of jobs that are gone (pruned) or that completed or
+    /// were cancelled. A failed job's partial file is there only if a retry can use it.
+    static func removeUnkept(_ partials: PartialFiles, store: any JobStore) throws {
+        for id in partials.ids() {
+            let state = try store.download(id: id)?.state
+            if state == nil || state == .completed || state == .cancelled { partials.remove(id) }
+        }
     }
 
     /// The ids of every partial file present.

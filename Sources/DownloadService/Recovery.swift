@@ -6,7 +6,8 @@ import Persistence
 
 /// What the start of fetchd does before scheduling: jobs that were running when it stopped go back
 /// to the queue (their partial files say how far they got), completions that were placed but not
-/// committed are committed, and partial files no live job owns are removed.
+/// committed are committed, and partial files no job keeps are removed (a live job's, or a failed
+/// one's that a retry can go on from: failing removes the others' before it commits).
 struct Recovery {
     let store: any JobStore
     let files: DestinationFiles
@@ -37,12 +38,7 @@ struct Recovery {
             _ = try store.update(queued, expecting: [.running])
             logger.info("interrupted download requeued", metadata: ["download.id": "\(job.id)", "bytes": "\(queued.bytesReceived)"])
         }
-        for id in partials.ids() {
-            let job = try store.download(id: id)
-            if job == nil || job?.state.isTerminal == true {
-                partials.remove(id)
-            }
-        }
+        try PartialFiles.removeUnkept(partials, store: store)
     }
 
     private func sha256(ofFile path: String) -> String? {

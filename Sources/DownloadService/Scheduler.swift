@@ -5,10 +5,18 @@ import Persistence
 import Synchronization
 import Transfer
 
+/// A running transfer's progress as last reported.
+struct LiveProgress: Sendable, Equatable {
+    var session: String
+    var bytesReceived: Int64
+    var bytesExpected: Int64?
+}
+
 /// Decides which queued jobs run, starts their transfers and settles how each attempt ended.
 /// One timer for the next change of the queue; nothing polls while idle.
 final class Scheduler: @unchecked Sendable {  // all mutable state below is touched only on `queue`
-    enum StopReason { case cancel, pause, shutdown }
+    /// Why a transfer was stopped on purpose: `requestChanged` is a client's new url or headers.
+    enum StopReason { case cancel, pause, shutdown, requestChanged }
 
     struct Active {
         var download: Download
@@ -33,8 +41,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private let clock: Clock
     private let logger: Logger
     private let policy: SchedulingPolicy
-    /// Bytes on disk of running transfers, for API reads between persisted updates.
-    private let liveBytes = Mutex<[String: Int64]>([:])
+    /// Progress of running transfers, for API reads between persisted updates and `GET /events`.
+    private let live = Mutex<[String: LiveProgress]>([:])
     /// What runs now, published after every change for the API's `waitingFor`.
     private let publishedLoad = Mutex(Load())
 
@@ -117,13 +125,19 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     /// Bytes on disk of a running job, fresher than its stored count.
     func liveBytes(of id: String) -> Int64? {
-        liveBytes.withLock { $0[id] }
+        live.withLock { $0[id]?.bytesReceived }
+    }
+
+    /// Every running transfer's progress now, by job id.
+    func liveProgress() -> [String: LiveProgress] {
+        live.withLock { $0 }
     }
 
     /// Why a queued job waits now, by the same rule the scheduler follows (its saved byte count
     /// stands in for the partial file's length).
     func waitingFor(_ job: Download, load: Load, now: Int64) -> WaitingFor? {
         guard job.state == .queued else { return nil }
+        if job.awaitingURLSince != nil { return .url }
         switch policy.decide(job, now: now, load: load, partialBytes: job.bytesReceived) {
         case .wait(let reason): return reason
         case .start: return .slot  // startable: it waits for the next pass to give it a slot
@@ -141,6 +155,26 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 self.transfers.cancel(transferID)
             } else if reason == .cancel {
                 self.partials.remove(id)
+            }
+        }
+    }
+
+    /// A client changed a job (PATCH): a running one settles with the new fields, and with a new
+    /// request (`restart`) stops its attempt, to go on from its partial data with the new one.
+    func changed(_ job: Download, restart: Bool) {
+        queue.async {
+            guard var running = self.active[job.id] else { return }
+            running.download.url = job.url
+            running.download.headers = job.headers
+            running.download.priority = job.priority
+            running.download.earliestBeginDate = job.earliestBeginDate
+            running.download.discretionary = job.discretionary
+            running.download.webhookURL = job.webhookURL
+            running.download.metadata = job.metadata
+            self.active[job.id] = running
+            if restart, running.stopReason == nil, let transferID = running.transferID {
+                self.active[job.id]?.stopReason = .requestChanged
+                self.transfers.cancel(transferID)
             }
         }
     }
@@ -223,7 +257,11 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                     continue
                 }
                 hub.publish(running.download.id, .state(running.download))
-                start(running.download, resumeFrom: partialBytes)
+                if running.download.awaitingURLSince != nil {
+                    expireURL(running, partialBytes: partialBytes, now: now)
+                } else {
+                    start(running.download, resumeFrom: partialBytes)
+                }
             }
             let wakeUps = [
                 result.nextQueueChange,
@@ -314,12 +352,25 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         active[id]?.transferID = transferID
     }
 
+    /// A job waiting for a new URL came due: its deadline passed without one, so it fails
+    /// (`url_expired`), keeping its partial data for a retry, instead of starting.
+    private func expireURL(_ running: Active, partialBytes: Int64, now: Int64) {
+        release(running)
+        let outcome = Settlement(context: settlement, job: running.download, result: TransferResult(bytesOnDisk: partialBytes),
+                                 startedAt: now, now: now, jitter: 0)
+        pendingWrites.add(outcome.urlExpired())
+        attemptsEnded = true
+    }
+
     private func progressed(_ id: String, _ progress: TransferProgress) {
         guard var running = active[id], running.stopReason == nil else { return }
         // The first time a validator is seen it is saved at once: a crash from here on must resume with it.
         let newValidator = progress.validator != running.download.validator ? progress.validator : nil
         if let newValidator { running.download.validator = newValidator }
-        liveBytes.withLock { $0[id] = progress.bytesOnDisk }
+        live.withLock {
+            $0[id] = LiveProgress(session: running.download.session, bytesReceived: progress.bytesOnDisk,
+                                  bytesExpected: progress.bytesExpected ?? running.download.bytesExpected)
+        }
         hub.publish(id, .progress(bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected ?? running.download.bytesExpected))
         let now = clock.now()
         guard newValidator != nil || now - running.persistedAt >= Self.progressPersistInterval else {
@@ -334,7 +385,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private func finished(_ id: String, _ result: TransferResult) {
         guard let running = active.removeValue(forKey: id) else { return }
         track(running, starting: false)
-        liveBytes.withLock { _ = $0.removeValue(forKey: id) }
+        live.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(context: settlement, job: running.download, result: result, startedAt: running.attemptStartedAt,
                                  now: clock.now(), jitter: Double.random(in: 0..<1))
         if let reason = running.stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {

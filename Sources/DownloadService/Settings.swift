@@ -37,6 +37,7 @@ public struct Setting: Sendable {
         Setting("discretionary-max-delay", "24h", "after this wait a discretionary job runs like a normal one"),
         Setting("max-download-bytes", nil, "per-job size cap"),
         Setting("stall-timeout", "30s", "an attempt that receives nothing for this long is retried"),
+        Setting("url-refresh-timeout", "24h", "how long a job with urlRefresh waits for a new URL before it fails with url_expired"),
         Setting("disk-reserve", "1GiB", "free space kept under the download root"),
         Setting("max-queued", nil, "queued jobs cap; beyond it POST /downloads is 429"),
         Setting("max-request-body", "1MiB", "largest accepted request body (413 beyond)"),

@@ -21,6 +21,8 @@ struct SettlementContext: Sendable {
     let files: DestinationFiles
     let partials: PartialFiles
     let retryPolicy: RetryPolicy
+    /// How long a job with URL refresh waits for a new URL.
+    let urlRefreshTimeout: Duration
     let events: WebhookEvents
     let metrics: Metrics
     let logger: Logger
@@ -58,7 +60,7 @@ struct Settlement {
         switch context.retryPolicy.decide(outcome, history: history(counting: !outcome.isOutage), retryAfter: retryAfter, jitter: jitter) {
         case .finish:
             // A 2xx without a digest means the body never reached the file; try again.
-            return retry(after: context.retryPolicy.delay(afterAttempt: job.attempts, retryAfter: nil, jitter: 0.5),
+            return retry(after: context.retryPolicy.delay(afterAttempt: job.attemptsInBudget, retryAfter: nil, jitter: 0.5),
                   cause: DownloadError(code: ErrorCode.fileError, message: "the response body was not stored"))
         case .retry(let after, let cause, let outage):
             var write = retry(after: after, cause: cause, outage: outage)
@@ -72,6 +74,7 @@ struct Settlement {
         case .waitForDisk(let cause):
             return waitForDisk(cause)
         case .fail(let error):
+            if job.urlRefresh, case .http(let status) = outcome, [401, 403, 410].contains(status) { return awaitURL(error) }
             return fail(error)
         }
     }
@@ -79,7 +82,7 @@ struct Settlement {
     /// The job's attempts as the retry policy weighs them; the attempt that just ended counts
     /// against the budget unless it was an outage (or met a full disk).
     private func history(counting: Bool) -> AttemptHistory {
-        let counted = job.attempts - job.outageAttempts - (counting ? 0 : 1)
+        let counted = job.attemptsInBudget - job.outageAttempts - (counting ? 0 : 1)
         let lastProgress = result.bytesThisAttempt > 0 ? now : (job.progressAt ?? startedAt)
         return AttemptHistory(counted: counted, total: job.attempts, sinceProgress: .milliseconds(now - lastProgress),
                               sinceDiskFull: .milliseconds(job.diskFullSince.map { now - $0 } ?? 0))
@@ -99,6 +102,31 @@ struct Settlement {
         return transition(queued, attempt: attempt("retry", error: cause))
     }
 
+    /// The deadline of a job waiting for a new URL has passed without one.
+    func urlExpired() -> JobWrite {
+        fail(DownloadError(code: ErrorCode.urlExpired, message: "no new URL came within \(context.urlRefreshTimeout)"))
+    }
+
+    /// URL refresh: the origin refused an expired link. The job keeps its partial data and waits,
+    /// queued, for a PATCH with a new URL — until its deadline, when the scheduler fails it.
+    private func awaitURL(_ refusal: DownloadError) -> JobWrite {
+        var waiting = attemptRecorded()
+        waiting.state = .queued
+        waiting.error = refusal
+        waiting.nextAttemptAt = nil
+        waiting.awaitingURLSince = now
+        waiting.runAt = now + context.urlRefreshTimeout.wholeMilliseconds
+        logger.info("download waits for a new URL", metadata: ["download.id": "\(job.id)", "http.status": "\(result.httpStatus ?? 0)"])
+        let context = context
+        let change = StoreChange.update(waiting, expecting: [.running], events: [context.events.urlExpired(waiting, now: now)],
+                                        attempt: attempt("url_expired", error: refusal))
+        return JobWrite(changes: [change]) { results in
+            guard results[0] else { return }
+            context.eventsRecorded()
+            context.publish(waiting)
+        }
+    }
+
     /// The transfer was stopped on purpose: by a cancel, a pause, or fetchd shutting down.
     func stopped(_ reason: Scheduler.StopReason) -> JobWrite {
         switch reason {
@@ -110,12 +138,14 @@ struct Settlement {
                 .progress(id: job.id, bytesReceived: result.bytesOnDisk, bytesExpected: result.bytesExpected, validator: result.validator),
                 .attempt(attempt("paused"), of: job.id),
             ])
-        case .shutdown:
+        case .shutdown, .requestChanged:
+            // Back to the queue, due at once, to go on from the partial data (after a changed
+            // request, with the new one and If-Range).
             var queued = attemptRecorded()
             queued.state = .queued
             queued.runAt = now
             queued.error = job.error
-            return transition(queued, attempt: attempt("interrupted"))
+            return transition(queued, attempt: attempt(reason == .shutdown ? "interrupted" : "changed"))
         }
     }
 
@@ -185,9 +215,12 @@ struct Settlement {
         failed.error = error
         failed.finishedAt = now
         logger.info("download failed", metadata: ["download.id": "\(job.id)", "error.code": "\(error.code)", "http.status": "\(result.httpStatus ?? 0)"])
-        // The data is of no use now; removing it first frees the space a full disk needs for the commit.
-        context.partials.remove(job.id)
-        failed.bytesReceived = 0
+        // Data a retry can go on from is kept (until the retry, or until retention prunes the job);
+        // other data is of no use now, and removing it first frees the space a full disk needs for the commit.
+        if !error.isResumable(httpStatus: failed.httpStatus) {
+            context.partials.remove(job.id)
+            failed.bytesReceived = 0
+        }
         return terminal(failed, attempt: attempt("failed", error: error))
     }
 

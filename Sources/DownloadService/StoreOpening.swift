@@ -11,7 +11,8 @@ extension DownloadService {
         let readers = HTTPServer.eventLoopCount + 1
         guard let url = configuration.databaseURL else {
             do {
-                return try SQLiteStore(path: configuration.databasePath, readers: readers)
+                return try SQLiteStore(path: configuration.databasePath, readers: readers,
+                                       statePayload: { DownloadJSON.encode($0, waitingFor: nil) })
             } catch {
                 throw Configuration.Invalid(description: "FETCHD_DATA_DIR (--data-dir) \(configuration.dataDirectory): the database cannot be used: \(error)")
             }

@@ -24,6 +24,14 @@ struct WebhookEvents: Sendable {
         }
     }
 
+    /// `download.url_expired`: the origin refused the link of a job with URL refresh; it waits for a new one.
+    func urlExpired(_ download: Download, now: Int64) -> WebhookEvent {
+        envelope(type: "download.url_expired", urls: [download.webhookURL, globalURL].compactMap { $0 }, session: download.session,
+                 now: now) { json in
+            DownloadJSON.write(download, waitingFor: .url, into: &json)
+        }
+    }
+
     /// `session.finished`: to the global subscriber and every distinct webhookURL in the session.
     func sessionFinished(_ snapshot: SessionSnapshot, now: Int64) -> WebhookEvent {
         let urls = snapshot.webhookURLs + [globalURL].compactMap { $0 }

@@ -12,6 +12,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxHeaderCount = 100
     /// A larger body (declared or decoded) is answered 413.
     public var maxBodyBytes = 1024 * 1024
+    /// Paths (as sent, without the query) whose bodies may be larger than `maxBodyBytes`, and their cap.
+    public var maxBodyBytesByPath: [String: Int] = [:]
     /// From the first byte of a request head to its end.
     public var headReadTimeout: Double = 10
     /// From the end of a request head to the end of its body.
@@ -24,4 +26,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxConnections = 1024
 
     public init() {}
+
+    /// The body cap for a request-target.
+    func maxBodyBytes(forTarget target: String) -> Int {
+        guard !maxBodyBytesByPath.isEmpty else { return maxBodyBytes }
+        return maxBodyBytesByPath[String(RequestTarget(target).path)] ?? maxBodyBytes
+    }
 }

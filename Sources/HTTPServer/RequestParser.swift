@@ -293,8 +293,9 @@ package struct RequestParser {
             }
             if length > 0 { framing = .length(length) }
         }
-        if case .length(let length) = framing, length > configuration.maxBodyBytes {
-            return reject(413, "The request body is larger than \(configuration.maxBodyBytes) bytes.")
+        let maxBodyBytes = configuration.maxBodyBytes(forTarget: requestLine.target)
+        if case .length(let length) = framing, length > maxBodyBytes {
+            return reject(413, "The request body is larger than \(maxBodyBytes) bytes.")
         }
 
         // An HTTP/1.0 client cannot expect 100-continue; the expectation is ignored (RFC 9110 §10.1.1).
@@ -315,7 +316,7 @@ package struct RequestParser {
         case .length(let length):
             state = .contentBody(length: length)
         case .chunked:
-            chunked = ChunkedDecoder(maxBodyBytes: configuration.maxBodyBytes, maxTrailerBytes: configuration.maxHeaderBytes)
+            chunked = ChunkedDecoder(maxBodyBytes: maxBodyBytes, maxTrailerBytes: configuration.maxHeaderBytes)
             body = []
             state = .chunkedBody
         }

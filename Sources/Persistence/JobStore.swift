@@ -16,6 +16,14 @@ public protocol JobStore: Sendable {
     /// job; if the transaction fails nothing is stored and the error is thrown.
     func insert(_ jobs: [NewJob]) throws -> [InsertOutcome]
 
+    /// A batch of submissions (`POST /downloads/batch`) in one transaction, each job as `insert`
+    /// takes it. With an idempotency key the batch is one request: the first time, `answer` is
+    /// asked (inside the transaction) for the response to the outcomes and it is kept with the
+    /// key, as long as single keys are kept; the same key again gives that answer back
+    /// (`replayed`) with the same body digest, or `keyMismatch` with another, inserting nothing.
+    func insertBatch(_ jobs: [NewJob], idempotency: IdempotencyRecord?, now: Int64,
+                     answer: ([InsertOutcome]) -> [UInt8]) throws -> BatchInsertOutcome
+
     // MARK: Reads (they see every committed write and keep working while writes fail)
 
     func download(id: String) throws -> Download?
@@ -34,7 +42,28 @@ public protocol JobStore: Sendable {
 
     /// Applies the changes in order, in one transaction. One result per change: false where a
     /// compare-and-set found the job in another state. Nothing is applied if one throws.
+    /// A state change writes every field but the client's (see `change`) and moves the job's
+    /// `revision` on, as a progress update does. A failed job brought back to life (`queued`)
+    /// while another live job owns its destination throws `DestinationBusy`.
     func apply(_ changes: [StoreChange]) throws -> [Bool]
+
+    /// A client's change of a live job (`PATCH`), as compare-and-set on its `revision`: writes the
+    /// fields a client owns (url, hostKey, headers, priority, earliestBeginDate, discretionary,
+    /// webhookURL, metadata) — which state changes never write — and, for a queued job, its new
+    /// `runAt` (it waits for the next promotion), and `awaitingURLSince` (a new URL ends a URL
+    /// refresh wait). Every other field is left as stored. Returns the
+    /// job as stored after the change (its revision moved on), or nil when the job is not live or
+    /// no longer at `revision`.
+    func change(_ download: Download, expectingRevision revision: Int64) throws -> Download?
+
+    /// A session action in one set-based transaction: every job of the session in a state the
+    /// action applies to (and in `state`, if given) moves to the action's target as the single-job
+    /// endpoints move it — pause clears `nextAttemptAt`; resume and retry make the job due from
+    /// `max(now, earliestBeginDate)`, clear its error, and retry also its `finishedAt`, `sha256`
+    /// and `nextAttemptAt` and starts its retry budget over (`attemptsBeforeRetry = attempts`);
+    /// cancel sets `finishedAt = now` and records `action.events` of each job. A failed job whose
+    /// destination another live job owns is left failed. Every changed job's revision moves on.
+    func act(_ action: SessionAction) throws -> SessionActionResult
 
     /// One scheduling step in one transaction: makes jobs whose time has come due, reads the best
     /// due candidates lane by lane, lets `pass.choose` decide on each in order, claims the chosen
@@ -46,6 +75,16 @@ public protocol JobStore: Sendable {
 
     /// Hosts held by a `holdHost` change that still hold after `now`, with the time each is held until.
     func hostBackoffs(after now: Int64) throws -> [String: Int64]
+
+    // MARK: Event log (GET /events)
+
+    /// Every state change — insert, claim, each `update` that applies, each job a session action
+    /// changes — appends the job as it became to one global log in the change's transaction.
+    /// Events after `sequence`, oldest first, of one session or of all.
+    func loggedEvents(after sequence: Int64, session: String?, limit: Int) throws -> [LoggedEvent]
+    func eventLogSpan() throws -> EventLogSpan
+    /// Deletes events logged before `before`, always keeping the newest `keepingLast`.
+    func pruneEventLog(before: Int64, keepingLast: Int) throws -> Int
 
     // MARK: Webhook outbox
 

@@ -69,6 +69,13 @@ public enum InsertOutcome: Sendable, Equatable {
     case destinationBusy
 }
 
+public enum BatchInsertOutcome: Sendable, Equatable {
+    case inserted([InsertOutcome])
+    /// The answer kept with the batch's idempotency key.
+    case replayed([UInt8])
+    case keyMismatch
+}
+
 public struct DownloadPage: Sendable {
     public var items: [Download]
     public var nextCursor: String?
@@ -173,3 +180,99 @@ public struct Pruned: Sendable, Equatable {
     public var isEmpty: Bool { downloads == 0 && deliveries == 0 && idempotencyKeys == 0 && sessions == 0 }
 }
 
+
+/// A failed job cannot come back to life: another live job owns its destination now.
+public struct DestinationBusy: Error, Sendable, Equatable {
+    public init() {}
+}
+
+/// `POST /sessions/{session}/{action}`: one action on every job of a session it applies to.
+public enum SessionActionKind: String, Sendable, CaseIterable {
+    case pause, resume, cancel, retry
+
+    /// The states a job must be in for the action to change it.
+    public var appliesTo: Set<DownloadState> {
+        switch self {
+        case .pause: return [.queued, .running]
+        case .resume: return [.paused]
+        case .cancel: return [.queued, .running, .paused]
+        case .retry: return [.failed]
+        }
+    }
+
+    public var target: DownloadState {
+        switch self {
+        case .pause: return .paused
+        case .resume, .retry: return .queued
+        case .cancel: return .cancelled
+        }
+    }
+}
+
+public struct SessionAction {
+    public var kind: SessionActionKind
+    public var session: String
+    /// Only jobs in this state (`?state=`); nil: every job of the session.
+    public var state: DownloadState?
+    public var now: Int64
+    /// The webhook events of one changed job, as stored after the change (cancel records
+    /// `download.cancelled`); called inside the transaction, so it must be quick.
+    public var events: (Download) -> [WebhookEvent]
+    /// The events announcing the session finished, when the action leaves it with no live job.
+    public var sessionFinished: (SessionSnapshot) -> [WebhookEvent]
+
+    public init(kind: SessionActionKind, session: String, state: DownloadState?, now: Int64,
+                events: @escaping (Download) -> [WebhookEvent], sessionFinished: @escaping (SessionSnapshot) -> [WebhookEvent]) {
+        self.kind = kind
+        self.session = session
+        self.state = state
+        self.now = now
+        self.events = events
+        self.sessionFinished = sessionFinished
+    }
+}
+
+public struct SessionActionResult: Sendable, Equatable {
+    /// Jobs of the session (in the state asked for, if one was).
+    public var matched: Int
+    /// The ids of the jobs the action changed.
+    public var changed: [String]
+    /// Those of them that were running: their transfers must be stopped.
+    public var wereRunning: [String]
+
+    public init(matched: Int, changed: [String], wereRunning: [String]) {
+        self.matched = matched
+        self.changed = changed
+        self.wereRunning = wereRunning
+    }
+}
+
+/// One state change in the global event log.
+public struct LoggedEvent: Sendable, Equatable {
+    /// One sequence over all jobs, increasing in commit order, never reused.
+    public var sequence: Int64
+    public var downloadID: String
+    public var session: String
+    /// The Download after the change, as the API shows it.
+    public var payload: [UInt8]
+
+    public init(sequence: Int64, downloadID: String, session: String, payload: [UInt8]) {
+        self.sequence = sequence
+        self.downloadID = downloadID
+        self.session = session
+        self.payload = payload
+    }
+}
+
+/// The sequence numbers the event log holds now.
+public struct EventLogSpan: Sendable, Equatable {
+    /// The oldest still kept; nil when the log is empty.
+    public var oldest: Int64?
+    /// The newest kept (0 when there has been none).
+    public var newest: Int64
+
+    public init(oldest: Int64?, newest: Int64) {
+        self.oldest = oldest
+        self.newest = newest
+    }
+}

@@ -4,19 +4,44 @@ import Persistence
 
 /// The mapping between `Download` and a row of the downloads table, in one place.
 enum DownloadColumns {
-    static let list = """
-        id, url, destination, session, state, earliest_begin_at, discretionary, priority, expected_bytes_to_send,
-        expected_bytes_to_receive, bytes_received, bytes_expected, attempts, http_status, error_code, error_message,
-        sha256, expected_sha256, webhook_url, headers, overwrite, validator, created_at, started_at, finished_at,
-        run_at, next_attempt_at, host_key, outage_attempts, progress_at, disk_full_since
-        """
+    /// The columns written from a `Download`, in the order of `values`.
+    static let written = [
+        "id", "url", "destination", "session", "state", "earliest_begin_at", "discretionary", "priority", "expected_bytes_to_send",
+        "expected_bytes_to_receive", "bytes_received", "bytes_expected", "attempts", "http_status", "error_code", "error_message",
+        "sha256", "expected_sha256", "webhook_url", "headers", "overwrite", "validator", "created_at", "started_at", "finished_at",
+        "run_at", "next_attempt_at", "host_key", "metadata", "attempts_before_retry", "url_refresh", "awaiting_url_since",
+        "outage_attempts", "progress_at", "disk_full_since",
+    ]
 
-    static let count = list.split(separator: ",").count
-    static let placeholders = Array(repeating: "?", count: count).joined(separator: ", ")
+    /// What a client may change after submit (`PATCH`): written at insert and by `change`, never by
+    /// a state change, so a state change the scheduler writes from its own (older) copy of a running
+    /// job cannot undo a client's change.
+    static let clientOwned: Set<String> = [
+        "url", "host_key", "headers", "priority", "earliest_begin_at", "discretionary", "webhook_url", "metadata",
+    ]
 
-    /// `url = ?, destination = ?, …`: every column but the id, for updates.
-    static let assignments = list.split(separator: ",").dropFirst()
-        .map { "\($0.trimmingCharacters(in: .whitespacesAndNewlines)) = ?" }.joined(separator: ", ")
+    /// Every column `download(_:)` reads: the written ones, then the revision the store keeps.
+    static let list = (written + ["revision"]).joined(separator: ", ")
+    static let insertList = written.joined(separator: ", ")
+    static let placeholders = Array(repeating: "?", count: written.count).joined(separator: ", ")
+
+    /// `destination = ?, …, revision = revision + 1` for a state change: every column but the id
+    /// and the client's; bind `stateValues` then the id.
+    static let stateAssignments = assignments { !clientOwned.contains($0) }
+    /// The same for a client's change: the client's columns only.
+    static let clientAssignments = assignments { clientOwned.contains($0) }
+
+    private static func assignments(_ include: (String) -> Bool) -> String {
+        (written.dropFirst().filter(include).map { "\($0) = ?" } + ["revision = revision + 1"]).joined(separator: ", ")
+    }
+
+    static func stateValues(_ d: Download) -> [SQLValue] {
+        zip(written, values(d)).dropFirst().filter { !clientOwned.contains($0.0) }.map(\.1)
+    }
+
+    static func clientValues(_ d: Download) -> [SQLValue] {
+        zip(written, values(d)).dropFirst().filter { clientOwned.contains($0.0) }.map(\.1)
+    }
 
     static func values(_ d: Download) -> [SQLValue] {
         [
@@ -27,7 +52,8 @@ enum DownloadColumns {
             optional(d.error?.code), optional(d.error?.message), optional(d.sha256), optional(d.expectedSHA256),
             optional(d.webhookURL), optional(HeaderStorage.text(d.headers)), .integer(d.overwrite ? 1 : 0), optional(d.validator),
             .integer(d.createdAt), optional(d.startedAt), optional(d.finishedAt), .integer(d.runAt),
-            optional(d.nextAttemptAt), .text(d.hostKey), .integer(Int64(d.outageAttempts)), optional(d.progressAt),
+            optional(d.nextAttemptAt), .text(d.hostKey), optional(d.metadata), .integer(Int64(d.attemptsBeforeRetry)),
+            .integer(d.urlRefresh ? 1 : 0), optional(d.awaitingURLSince), .integer(Int64(d.outageAttempts)), optional(d.progressAt),
             optional(d.diskFullSince),
         ]
     }
@@ -46,7 +72,9 @@ enum DownloadColumns {
             headers: try HeaderStorage.headers(row.optionalString(19)), overwrite: row.int(20) != 0, validator: row.optionalString(21),
             createdAt: row.int64(22), startedAt: row.optionalInt64(23), finishedAt: row.optionalInt64(24),
             runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27),
-            outageAttempts: row.int(28), progressAt: row.optionalInt64(29), diskFullSince: row.optionalInt64(30))
+            outageAttempts: row.int(32), progressAt: row.optionalInt64(33), diskFullSince: row.optionalInt64(34),
+            metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(35),
+            urlRefresh: row.int(30) != 0, awaitingURLSince: row.optionalInt64(31))
     }
 
     private static func optional(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }

@@ -149,11 +149,48 @@ enum Migrations {
             INSERT INTO job_counts (state, count) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET count = count + 1;
         END;
         """,
-        // 9: hosts that answered 429/503 with Retry-After, held for every job until then (across restarts).
+        // 9: jobs a client steers after submit: its own metadata, a revision for ETag/If-Match that
+        // every write of the row moves on, and where the retry budget last started over.
+        """
+        ALTER TABLE downloads ADD COLUMN metadata TEXT;
+        ALTER TABLE downloads ADD COLUMN attempts_before_retry INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
+        """,
+        // 10: the answers to batch submissions made with an idempotency key, replayed as given.
+        """
+        CREATE TABLE idempotent_batches (
+            principal TEXT NOT NULL,
+            key TEXT NOT NULL,
+            body_sha256 TEXT NOT NULL,
+            answer BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (principal, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX idempotent_batches_created ON idempotent_batches(created_at);
+        """,
+        // 11: every state change, in commit order, for GET /events and its Last-Event-ID replay.
+        // AUTOINCREMENT: a sequence number is never used twice, even after the newest rows are pruned.
+        """
+        CREATE TABLE event_log (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            session TEXT NOT NULL,
+            download_id TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            payload BLOB NOT NULL
+        );
+        CREATE INDEX event_log_session ON event_log(session, seq);
+        CREATE INDEX event_log_created ON event_log(created_at);
+        """,
+        // 12: URL refresh: whether a job waits for a new URL after 401/403/410, and since when it does.
+        """
+        ALTER TABLE downloads ADD COLUMN url_refresh INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN awaiting_url_since INTEGER;
+        """,
+        // 13: hosts that answered 429/503 with Retry-After, held for every job until then (across restarts).
         """
         CREATE TABLE host_backoffs (host_key TEXT PRIMARY KEY NOT NULL, until INTEGER NOT NULL);
         """,
-        // 10: outages that pass — attempts that never reached the origin, the time of the last
+        // 14: outages that pass — attempts that never reached the origin, the time of the last
         // byte (or first attempt), and since when a job whose disk filled has waited for space.
         """
         ALTER TABLE downloads ADD COLUMN outage_attempts INTEGER NOT NULL DEFAULT 0;

@@ -9,19 +9,19 @@ extension SQLiteStore {
     public func apply(_ changes: [StoreChange]) throws -> [Bool] {
         guard !changes.isEmpty else { return [] }
         return try withConnection { db in
-            try db.transaction { try changes.map { try Self.apply($0, db) } }
+            try db.transaction { try changes.map { try self.apply($0, db) } }
         }
     }
 
-    private static func apply(_ change: StoreChange, _ db: SQLiteConnection) throws -> Bool {
+    private func apply(_ change: StoreChange, _ db: SQLiteConnection) throws -> Bool {
         switch change {
         case .update(let download, let expecting, let events, let attempt, let sessionFinished):
             return try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
         case .progress(let id, let bytesReceived, let bytesExpected, let validator):
-            try updateProgress(db, id: id, bytesReceived: bytesReceived, bytesExpected: bytesExpected, validator: validator)
+            try Self.updateProgress(db, id: id, bytesReceived: bytesReceived, bytesExpected: bytesExpected, validator: validator)
             return true
         case .attempt(let attempt, let id):
-            try record(db, attempt: attempt, of: id)
+            try Self.record(db, attempt: attempt, of: id)
             return true
         case .holdHost(let host, let until):
             try db.prepare("""
@@ -40,11 +40,11 @@ extension SQLiteStore {
     }
 
     /// Compare-and-set to `running`; the virtual time of fair queueing moves up to the job's tag.
-    static func claim(_ db: SQLiteConnection, _ job: Download) throws -> Bool {
-        var values = Array(DownloadColumns.values(job).dropFirst())
-        values.append(.text(job.id))
-        try db.prepare("UPDATE downloads SET \(DownloadColumns.assignments) WHERE id = ? AND state = 'queued'").run(values)
+    func claim(_ db: SQLiteConnection, _ job: Download) throws -> Bool {
+        try db.prepare("UPDATE downloads SET \(DownloadColumns.stateAssignments) WHERE id = ? AND state = 'queued'")
+            .run(DownloadColumns.stateValues(job) + [.text(job.id)])
         guard db.changes == 1 else { return false }
+        try stateLog.append(db, job)
         try db.prepare("""
             UPDATE scheduler_state SET value = MAX(value, (SELECT fair_tag FROM downloads WHERE id = ?)) WHERE key = 'virtual_time'
             """).run([.text(job.id)])

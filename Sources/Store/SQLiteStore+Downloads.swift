@@ -5,30 +5,52 @@ extension SQLiteStore {
     /// Each job honours its idempotency key and the one-live-job-per-destination rule atomically.
     public func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] {
         try withConnection { db in
-            try db.transaction { try jobs.map { try Self.insert($0.download, idempotency: $0.idempotency, into: db) } }
+            try db.transaction { try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) } }
         }
     }
 
-    private static func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: SQLiteConnection) throws -> InsertOutcome {
+    public func insertBatch(_ jobs: [NewJob], idempotency: IdempotencyRecord?, now: Int64,
+                            answer: ([InsertOutcome]) -> [UInt8]) throws -> BatchInsertOutcome {
+        try withConnection { db in
+            try db.transaction {
+                if let idempotency, let (digest, kept) = try db.prepare(
+                    "SELECT body_sha256, answer FROM idempotent_batches WHERE principal = ? AND key = ?"
+                ).query([.text(idempotency.principal), .text(idempotency.key)], { ($0.string(0), $0.blob(1)) }).first {
+                    return digest == idempotency.bodySHA256 ? .replayed(kept) : .keyMismatch
+                }
+                let outcomes = try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) }
+                if let idempotency {
+                    try db.prepare(
+                        "INSERT INTO idempotent_batches (principal, key, body_sha256, answer, created_at) VALUES (?, ?, ?, ?, ?)"
+                    ).run([.text(idempotency.principal), .text(idempotency.key), .text(idempotency.bodySHA256),
+                           .blob(answer(outcomes)), .integer(now)])
+                }
+                return .inserted(outcomes)
+            }
+        }
+    }
+
+    private func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: SQLiteConnection) throws -> InsertOutcome {
         if let idempotency {
             let existing = try db.prepare(
                 "SELECT body_sha256, download_id FROM idempotency_keys WHERE principal = ? AND key = ?"
             ).query([.text(idempotency.principal), .text(idempotency.key)]) { ($0.string(0), $0.string(1)) }.first
             if let (bodySHA256, id) = existing {
                 guard bodySHA256 == idempotency.bodySHA256 else { return .keyMismatch }
-                if let original = try fetch(db, id: id) { return .replayed(original) }
+                if let original = try Self.fetch(db, id: id) { return .replayed(original) }
             }
         }
-        let tag = try nextFairTag(db, session: download.session)
+        let tag = try Self.nextFairTag(db, session: download.session)
         do {
             // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
             try db.prepare(
-                "INSERT INTO downloads (\(DownloadColumns.list), lane, fair_tag) VALUES (\(DownloadColumns.placeholders), ?, ?)"
+                "INSERT INTO downloads (\(DownloadColumns.insertList), lane, fair_tag) VALUES (\(DownloadColumns.placeholders), ?, ?)"
             ).run(DownloadColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)])
         } catch let error as StoreError where error.isConstraintViolation {
             return .destinationBusy
         }
         try db.prepare("INSERT OR REPLACE INTO sessions (name, last_tag) VALUES (?, ?)").run([.text(download.session), .integer(tag)])
+        try stateLog.append(db, download)
         if let idempotency {
             try db.prepare(
                 "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"
@@ -71,25 +93,52 @@ extension SQLiteStore {
     /// its events. When the write makes the job terminal and leaves its session with no live job,
     /// `sessionFinished` is asked for the events that announce it, in the same transaction.
     /// Returns false, writing nothing, if the stored state was not one expected.
-    static func update(
+    func update(
         _ db: SQLiteConnection, _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent], attempt: AttemptRecord?,
         sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
     ) throws -> Bool {
         let states = expecting.map { "'\($0.rawValue)'" }.sorted().joined(separator: ",")
-        var values = Array(DownloadColumns.values(download).dropFirst())
-        values.append(.text(download.id))
+        let values = DownloadColumns.stateValues(download) + [.text(download.id)]
         // A job (re)entering the queue is not due until the promotion step has seen its run_at.
         let due = download.state == .queued ? ", due = 0" : ""
-        try db.prepare("UPDATE downloads SET \(DownloadColumns.assignments)\(due) WHERE id = ? AND state IN (\(states))").run(values)
+        do {
+            try db.prepare("UPDATE downloads SET \(DownloadColumns.stateAssignments)\(due) WHERE id = ? AND state IN (\(states))").run(values)
+        } catch let error as StoreError where error.isConstraintViolation && !download.state.isTerminal {
+            // Only a failed job coming back to life can meet another live job at its destination.
+            throw DestinationBusy()
+        }
         guard db.changes == 1 else { return false }
-        if let attempt { try record(db, attempt: attempt, of: download.id) }
+        try stateLog.append(db, download)
+        if let attempt { try Self.record(db, attempt: attempt, of: download.id) }
         var allEvents = events
         if download.state.isTerminal, let sessionFinished,
-           let snapshot = try finishedSession(db, session: download.session) {
+           let snapshot = try Self.finishedSession(db, session: download.session) {
             allEvents += sessionFinished(snapshot)
         }
-        try record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
+        try Self.record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
         return true
+    }
+
+    /// A client's change (PATCH): the client's fields, and for a queued job when it is due and
+    /// which lane it waits in, as compare-and-set on the revision of a live job.
+    public func change(_ download: Download, expectingRevision revision: Int64) throws -> Download? {
+        try withConnection { db in
+            try db.transaction {
+                try db.prepare("""
+                    UPDATE downloads SET \(DownloadColumns.clientAssignments),
+                    run_at = CASE WHEN state = 'queued' THEN ? ELSE run_at END,
+                    due = CASE WHEN state = 'queued' THEN 0 ELSE due END, lane = ?,
+                    awaiting_url_since = ?
+                    WHERE id = ? AND revision = ? AND state IN ('queued','running','paused')
+                    """).run(DownloadColumns.clientValues(download) + [
+                    .integer(download.runAt), .integer(download.discretionary ? 1 : 0),
+                    download.awaitingURLSince.map(SQLValue.integer) ?? .null,
+                    .text(download.id), .integer(revision),
+                ])
+                guard db.changes == 1 else { return nil }
+                return try Self.fetch(db, id: download.id)
+            }
+        }
     }
 
     /// The attempts of a job, oldest first.
@@ -122,7 +171,7 @@ extension SQLiteStore {
     /// Progress is not a state change: it is written only while the job is still live.
     static func updateProgress(_ db: SQLiteConnection, id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?) throws {
         try db.prepare(
-            "UPDATE downloads SET bytes_received = ?, bytes_expected = COALESCE(?, bytes_expected), validator = COALESCE(?, validator) WHERE id = ? AND state IN ('running','paused','queued')"
+            "UPDATE downloads SET bytes_received = ?, bytes_expected = COALESCE(?, bytes_expected), validator = COALESCE(?, validator), revision = revision + 1 WHERE id = ? AND state IN ('running','paused','queued')"
         ).run([.integer(bytesReceived), bytesExpected.map(SQLValue.integer) ?? .null,
                validator.map(SQLValue.text) ?? .null, .text(id)])
     }

@@ -12,7 +12,7 @@ extension SQLiteStore {
                 try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
                 let claimed = try pass.claimLaneByLane(
                     dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
-                    claim: { try Self.claim(db, $0) })
+                    claim: { try self.claim(db, $0) })
                 return ClaimResult(claimed: claimed,
                                    nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
             }

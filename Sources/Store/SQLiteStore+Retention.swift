@@ -28,6 +28,10 @@ extension SQLiteStore {
             DELETE FROM idempotency_keys WHERE (principal, key) IN (SELECT principal, key FROM idempotency_keys
             WHERE created_at < ? LIMIT ?)
             """, .integer(keysBefore))
+        pruned.idempotencyKeys += try deleteInBatches("""
+            DELETE FROM idempotent_batches WHERE (principal, key) IN (SELECT principal, key FROM idempotent_batches
+            WHERE created_at < ? LIMIT ?)
+            """, .integer(keysBefore))
         // A session's row holds the fair-queueing tag of its last job; the next job's tag is one past
         // the later of it and the virtual time (`FairQueue.tag`). Once the virtual time has caught
         // up with it the row decides nothing — a missing row reads as 0 — so it can go. Without this
@@ -52,7 +56,7 @@ extension SQLiteStore {
     }
 
     /// Runs `sql`, whose last parameter is the batch size, until a batch deletes fewer rows.
-    private func deleteInBatches(_ sql: String, _ bindings: SQLValue...) throws -> Int {
+    func deleteInBatches(_ sql: String, _ bindings: SQLValue...) throws -> Int {
         var total = 0
         while true {
             let deleted = try withConnection { db in

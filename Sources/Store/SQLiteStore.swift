@@ -13,9 +13,16 @@ public final class SQLiteStore: JobStore {
     /// Where the next read starts looking for an idle reader, so reads spread over them.
     private let nextReader = Atomic<Int>(0)
 
+    /// Writes each state change to the event log.
+    let stateLog: StateLog
+
     public static let defaultReaderCount = 4
 
-    public init(path: String, readers readerCount: Int = SQLiteStore.defaultReaderCount) throws {
+    /// `statePayload` encodes a job for the event log (`GET /events`); without one, rows hold its
+    /// id, session and state only.
+    public init(path: String, readers readerCount: Int = SQLiteStore.defaultReaderCount,
+                statePayload: (@Sendable (Download) -> [UInt8])? = nil) throws {
+        stateLog = statePayload.map(StateLog.init) ?? .minimal
         let db = try SQLiteConnection(path: path)
         var readers: [ReadConnection] = []
         do {

@@ -103,9 +103,27 @@ extension AttemptHistory {
 }
 
 @Suite struct DownloadStateTests {
-    @Test func terminalStatesNeverChange() {
+    @Test func terminalStatesNeverChangeButAFailedJobMayBeRetried() {
         for from in DownloadState.allCases where from.isTerminal {
-            for to in DownloadState.allCases { #expect(!from.canTransition(to: to), "\(from) → \(to)") }
+            for to in DownloadState.allCases where (from, to) != (.failed, .queued) {
+                #expect(!from.canTransition(to: to), "\(from) → \(to)")
+            }
+        }
+        #expect(DownloadState.failed.canTransition(to: .queued))
+    }
+
+    @Test func resumableFailuresKeepTheirPartialData() {
+        for code in [ErrorCode.network, ErrorCode.timeout, "proxy", "url_expired"] {
+            #expect(DownloadError(code: code, message: "").isResumable(httpStatus: nil), "\(code)")
+        }
+        for status in [408, 429, 500, 503, 599] {
+            #expect(DownloadError(code: ErrorCode.httpStatus, message: "").isResumable(httpStatus: status), "\(status)")
+        }
+        for status in [400, 403, 404, 410, 416] {
+            #expect(!DownloadError(code: ErrorCode.httpStatus, message: "").isResumable(httpStatus: status), "\(status)")
+        }
+        for code in [ErrorCode.checksumMismatch, ErrorCode.tooLarge, ErrorCode.blockedAddress, ErrorCode.destinationExists, ErrorCode.diskFull] {
+            #expect(!DownloadError(code: code, message: "").isResumable(httpStatus: nil), "\(code)")
         }
     }
 

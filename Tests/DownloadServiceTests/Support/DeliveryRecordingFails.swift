@@ -48,6 +48,19 @@ final class DeliveryRecordingFails: JobStore {
     func prune(finishedBefore: Int64, settledBefore: Int64, keysBefore: Int64) throws -> Pruned {
         try store.prune(finishedBefore: finishedBefore, settledBefore: settledBefore, keysBefore: keysBefore)
     }
+    func insertBatch(_ jobs: [NewJob], idempotency: IdempotencyRecord?, now: Int64,
+                     answer: ([InsertOutcome]) -> [UInt8]) throws -> BatchInsertOutcome {
+        try store.insertBatch(jobs, idempotency: idempotency, now: now, answer: answer)
+    }
+    func change(_ download: Download, expectingRevision revision: Int64) throws -> Download? {
+        try store.change(download, expectingRevision: revision)
+    }
+    func act(_ action: SessionAction) throws -> SessionActionResult { try store.act(action) }
+    func loggedEvents(after sequence: Int64, session: String?, limit: Int) throws -> [LoggedEvent] {
+        try store.loggedEvents(after: sequence, session: session, limit: limit)
+    }
+    func eventLogSpan() throws -> EventLogSpan { try store.eventLogSpan() }
+    func pruneEventLog(before: Int64, keepingLast: Int) throws -> Int { try store.pruneEventLog(before: before, keepingLast: keepingLast) }
     func isWritable() -> Bool { store.isWritable() }
     func close() { store.close() }
 }

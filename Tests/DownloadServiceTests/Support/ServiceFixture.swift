@@ -44,7 +44,7 @@ final class ServiceFixture: Sendable {
     /// What settlement works with here; `read` stands in for reading a job back from the store.
     func settlementContext(read: (@Sendable (String) throws -> Download?)? = nil) -> SettlementContext {
         let store = store
-        return SettlementContext(files: files, partials: partials, retryPolicy: Self.retryPolicy, events: events,
+        return SettlementContext(files: files, partials: partials, retryPolicy: Self.retryPolicy, urlRefreshTimeout: .seconds(86400), events: events,
                                  metrics: metrics, logger: Self.quiet,
                                  publish: { job in self.published.withLock { $0.append(job) } },
                                  eventsRecorded: {}, read: read ?? { try store.download(id: $0) })

@@ -1,0 +1,100 @@
+import DownloadCore
+import HTTPServer
+import Persistence
+
+/// `POST /downloads/batch`: up to `maxBatchItems` submissions in one request. Each item is judged
+/// as `POST /downloads` judges a body; the accepted ones are inserted in one transaction; the
+/// answer has one result per item, in order. An `Idempotency-Key` covers the batch.
+extension DownloadsAPI {
+    static let maxBatchItems = 1000
+    /// The body cap of this route (the server's is `FETCHD_MAX_REQUEST_BODY`, if larger).
+    static let maxBatchBodyBytes = 16 * 1024 * 1024
+
+    /// One item's result before the insert: a job to insert, or the problem that refused it.
+    private enum Judged: Sendable {
+        case accepted(NewJob)
+        case refused(APIProblem)
+    }
+
+    func createBatch(_ request: HTTPRequest, principal: String) async throws -> HTTPResponse {
+        let body = try Self.jsonBody(request, what: "the batch")
+        guard case .object(let fields) = body, case .array(let items)? = fields["items"] else {
+            throw APIProblem.invalid("items", "the body must be {\"items\": [submission, …]}")
+        }
+        if let unknown = fields.keys.sorted().first(where: { $0 != "items" }) { throw APIProblem.invalid(unknown, "unknown field") }
+        guard items.count <= Self.maxBatchItems else {
+            throw APIProblem.invalid("items", "at most \(Self.maxBatchItems) items a batch (this has \(items.count))")
+        }
+        let idempotency = try Self.idempotency(request, principal: principal)
+        let now = clock.now()
+        var room = Int.max
+        // Fails closed, as a single submission does.
+        if let maxQueued = configuration.maxQueued { room = max(0, maxQueued - (try store.counts()[.queued, default: 0])) }
+        let judged = items.map { item -> Judged in
+            do {
+                let submission = try judge(item)
+                try checkDestination(submission)
+                guard room > 0 else {
+                    throw APIProblem.tooManyRequests("the queue holds its maximum of jobs", retryAfterSeconds: 5)
+                }
+                room -= 1
+                return .accepted(NewJob(download: submission.makeDownload(id: ids.next(now: now), now: now), idempotency: nil))
+            } catch let problem as APIProblem {
+                return .refused(problem)
+            } catch {
+                return .refused(APIProblem.unavailable("the item could not be judged now"))
+            }
+        }
+        let jobs = judged.compactMap { if case .accepted(let job) = $0 { job } else { nil } }
+        let store = store
+        let present: @Sendable ([InsertOutcome]) -> [UInt8] = { [self] outcomes in answer(judged, outcomes) }
+        let outcome = try await writes.perform {
+            try store.insertBatch(jobs, idempotency: idempotency, now: now, answer: present)
+        }
+        switch outcome {
+        case .replayed(let kept):
+            return .json(200, kept)
+        case .keyMismatch:
+            throw APIProblem.keyMismatch
+        case .inserted(let outcomes):
+            let earliest = outcomes.compactMap { if case .created(let job) = $0 { job.runAt } else { nil } }.min()
+            if let earliest { scheduler.jobStored(runAt: earliest) }
+            return .json(200, answer(judged, outcomes))
+        }
+    }
+
+    /// `{"items": [{"status": 201, "download": …} or {"status": 4xx, "problem": …}, …]}`, in request order.
+    private func answer(_ judged: [Judged], _ outcomes: [InsertOutcome]) -> [UInt8] {
+        var json = JSONWriter(capacity: 700 * judged.count + 16)
+        var inserted = outcomes.makeIterator()
+        json.beginObject()
+        json.key("items")
+        json.beginArray()
+        for item in judged {
+            json.beginObject()
+            switch item {
+            case .accepted:
+                switch inserted.next() {
+                case .created(let job)?, .replayed(let job)?:
+                    json.field("status", 201)
+                    json.key("download")
+                    DownloadJSON.write(job, waitingFor: nil, into: &json)
+                case .destinationBusy?, .keyMismatch?, nil:
+                    write(APIProblem.destinationBusy, into: &json)
+                }
+            case .refused(let problem):
+                write(problem, into: &json)
+            }
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        return json.bytes
+    }
+
+    private func write(_ problem: APIProblem, into json: inout JSONWriter) {
+        json.field("status", problem.status)
+        json.key("problem")
+        if case .bytes(let bytes) = problem.response.body { json.raw(bytes) } else { json.value(nil as String?) }
+    }
+}

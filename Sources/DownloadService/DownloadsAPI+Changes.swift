@@ -1,0 +1,70 @@
+import DownloadCore
+import HTTPServer
+import Persistence
+
+/// Steering a job after submit: `PATCH /downloads/{id}` and `POST /downloads/{id}/retry`.
+extension DownloadsAPI {
+    /// A JSON merge patch of the fields a client may change, as compare-and-set on the job's
+    /// revision (re-read and re-applied if something else changed it meanwhile, unless `If-Match`
+    /// pinned the revision: then `412`).
+    func patch(_ id: String, _ request: HTTPRequest) async throws -> HTTPResponse {
+        let contentType = request.headers["Content-Type"]
+        guard Self.isJSON(contentType) || Self.isMediaType(contentType, "application/merge-patch+json") else {
+            throw APIProblem.unsupportedMediaType("send a JSON merge patch with Content-Type: application/merge-patch+json or application/json")
+        }
+        let body: JSONValue
+        do {
+            body = try JSONParser.parse(request.body)
+        } catch {
+            throw APIProblem(status: 400, title: "Bad Request", detail: "the body is not valid JSON: \(error)")
+        }
+        let patch: JobPatch
+        switch JobPatch.parse(body) {
+        case .success(let value): patch = value
+        case .failure(let failure): throw APIProblem.invalid(failure.errors)
+        }
+        if case .set(let webhookURL) = patch.webhookURL { try checkWebhookAddress(webhookURL) }
+        let ifMatch = request.headers["If-Match"]
+        for _ in 0..<10 {
+            let current = try existing(id)
+            if let ifMatch, !EntityTag.matches(ifMatch, current) {
+                throw APIProblem(status: 412, title: "Precondition Failed",
+                                 detail: "the job changed since the ETag in If-Match; read it again (its ETag is now \(EntityTag.of(current)))")
+            }
+            guard !current.state.isTerminal else {
+                throw APIProblem.conflict("the job is \(current.state.rawValue) and can no longer be changed")
+            }
+            let updated: Download
+            switch patch.applied(to: current, now: clock.now()) {
+            case .success(let value): updated = value
+            case .failure(let failure): throw APIProblem.invalid(failure.errors)
+            }
+            let store = store
+            guard let stored = try await writes.perform({ try store.change(updated, expectingRevision: current.revision) }) else {
+                continue  // changed meanwhile (progress, the scheduler, another client): read it again
+            }
+            scheduler.changed(stored, restart: patch.changesRequest && stored.state == .running)
+            if stored.state == .queued { scheduler.jobStored(runAt: stored.runAt) }
+            return tagged(200, stored)
+        }
+        throw APIProblem.unavailable("the job kept changing; try again")
+    }
+
+    /// A failed job goes back to the queue with a fresh retry budget (`attempts` keeps counting),
+    /// going on from its partial data where its failure left some.
+    func retry(_ id: String) async throws -> HTTPResponse {
+        try await transition(id, to: .queued, from: [.failed], unchangedIn: []) { job, now in
+            job.runAt = max(now, job.earliestBeginDate ?? now)
+            job.error = nil
+            job.finishedAt = nil
+            job.nextAttemptAt = nil
+            job.sha256 = nil
+            job.attemptsBeforeRetry = job.attempts
+            job.outageAttempts = 0
+            job.diskFullSince = nil
+            job.progressAt = nil
+        } after: { job in
+            scheduler.jobStored(runAt: job.runAt)
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import DownloadCore
+import Foundation
+import HTTPServer
+import Persistence
+
+/// `GET /events`: one Server-Sent Events stream for all jobs (or one session's). `state` events
+/// come from the store's event log, in commit order, with the log's global sequence as `id:` —
+/// so any node serving the stream sends the same events, and `Last-Event-ID` replays what a
+/// client missed. An id the log cannot continue from (pruned, unknown, malformed) starts the
+/// stream with `event: reset`: the client re-lists, then follows. `progress` events (no id: they
+/// are not replayed) come once a second for each running job whose bytes moved.
+struct GlobalEventsAPI: Sendable {
+    let store: any JobStore
+    let scheduler: Scheduler
+
+    /// How often the log is read for new events while following.
+    static let pollInterval: Duration = .milliseconds(200)
+    static let progressInterval: Duration = .seconds(1)
+    static let keepAliveInterval: Duration = .seconds(15)
+    /// Events read from the log at a time.
+    static let pageSize = 500
+
+    func stream(_ request: HTTPRequest) throws -> HTTPResponse {
+        let session = request.query["session"]
+        if let session, !SubmissionValidator.isValidSession(session) {
+            throw APIProblem.invalid("session", "is not a valid session name")
+        }
+        let span = try store.eventLogSpan()
+        var cursor = span.newest
+        var reset = false
+        if let raw = request.headers["Last-Event-ID"] {
+            if let seen = Int64(raw.trimmingCharacters(in: .whitespaces)), seen >= 0, seen <= span.newest,
+               seen >= (span.oldest ?? span.newest + 1) - 1 {
+                cursor = seen
+            } else {
+                reset = true
+            }
+        }
+        // Unbounded: dropping a state event would break the sequence; a client that stops reading
+        // is cut off by the server's write timeout, which ends the follower.
+        let (body, output) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .unbounded)
+        output.yield(Array("retry: 2000\n\n".utf8))
+        if reset { output.yield(Array("event: reset\nid: \(cursor)\ndata: {}\n\n".utf8)) }
+        let follower = Task { [store, scheduler, cursor] in
+            await Self.follow(store: store, scheduler: scheduler, session: session, from: cursor, into: output)
+        }
+        output.onTermination = { _ in follower.cancel() }
+        var headers = HTTPHeaders()
+        headers.set("Content-Type", "text/event-stream")
+        headers.set("Cache-Control", "no-store")
+        return HTTPResponse(status: 200, headers: headers, body: .stream(body))
+    }
+
+    private static func follow(store: any JobStore, scheduler: Scheduler, session: String?, from start: Int64,
+                               into output: AsyncStream<[UInt8]>.Continuation) async {
+        let clock = ContinuousClock()
+        var cursor = start
+        var progress = ProgressFrames(session: session)
+        var nextProgress = clock.now
+        var lastWrite = clock.now
+        while !Task.isCancelled {
+            var frames: [UInt8] = []
+            var caughtUp = true
+            do {
+                let events = try store.loggedEvents(after: cursor, session: session, limit: pageSize)
+                for event in events {
+                    frames += Array("event: state\nid: \(event.sequence)\ndata: ".utf8) + event.payload + Array("\n\n".utf8)
+                    cursor = event.sequence
+                }
+                caughtUp = events.count < pageSize
+            } catch {
+                // The database is unavailable for now: keep the stream, read again next time.
+            }
+            if clock.now >= nextProgress {
+                frames += progress.frames(scheduler.liveProgress(), now: clock.now)
+                nextProgress = clock.now.advanced(by: progressInterval)
+            }
+            if frames.isEmpty, lastWrite.duration(to: clock.now) >= keepAliveInterval { frames = Array(": keep-alive\n\n".utf8) }
+            if !frames.isEmpty {
+                output.yield(frames)
+                lastWrite = clock.now
+            }
+            if caughtUp { try? await Task.sleep(for: pollInterval) }
+        }
+    }
+}
+
+/// `event: progress` frames for the running jobs whose bytes moved since the last frame, with
+/// their rate over that time.
+struct ProgressFrames {
+    let session: String?
+    private var last: [String: (bytes: Int64, at: ContinuousClock.Instant)] = [:]
+
+    init(session: String?) {
+        self.session = session
+    }
+
+    mutating func frames(_ live: [String: LiveProgress], now: ContinuousClock.Instant) -> [UInt8] {
+        var frames: [UInt8] = []
+        var seen: [String: (bytes: Int64, at: ContinuousClock.Instant)] = [:]
+        for (id, progress) in live.sorted(by: { $0.key < $1.key }) where session == nil || progress.session == session {
+            let previous = last[id]
+            seen[id] = previous?.bytes == progress.bytesReceived ? previous : (progress.bytesReceived, now)
+            guard previous?.bytes != progress.bytesReceived else { continue }
+            var rate: Int64 = 0
+            if let previous {
+                let seconds = previous.at.duration(to: now).inSeconds
+                if seconds > 0 { rate = Int64(Double(progress.bytesReceived - previous.bytes) / seconds) }
+            }
+            var json = JSONWriter(capacity: 128)
+            json.beginObject()
+            json.field("id", id)
+            json.field("bytesReceived", progress.bytesReceived)
+            json.field("bytesExpected", progress.bytesExpected)
+            json.field("bytesPerSecond", rate)
+            json.endObject()
+            frames += Array("event: progress\ndata: ".utf8) + json.bytes + Array("\n\n".utf8)
+        }
+        last = seen
+        return frames
+    }
+}

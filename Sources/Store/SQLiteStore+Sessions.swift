@@ -1,0 +1,60 @@
+import DownloadCore
+import Persistence
+
+extension SQLiteStore {
+    /// One UPDATE over the session's jobs (through the session index), in one transaction with the
+    /// count, the running jobs to stop and, for a cancel, the jobs' events.
+    public func act(_ action: SessionAction) throws -> SessionActionResult {
+        var states = action.kind.appliesTo
+        if let narrowed = action.state { states = states.intersection([narrowed]) }
+        return try withConnection { db in
+            try db.transaction {
+                let matched = try db.prepare(
+                    "SELECT COUNT(*) FROM downloads WHERE session = ?" + (action.state == nil ? "" : " AND state = ?")
+                ).query([.text(action.session)] + (action.state.map { [.text($0.rawValue)] } ?? [])) { $0.int(0) }.first ?? 0
+                guard !states.isEmpty else { return SessionActionResult(matched: matched, changed: [], wereRunning: []) }
+                let wereRunning = states.contains(.running)
+                    ? try db.prepare("SELECT id FROM downloads WHERE session = ? AND state = 'running'")
+                        .query([.text(action.session)]) { $0.string(0) }
+                    : []
+                let inStates = states.map { "'\($0.rawValue)'" }.sorted().joined(separator: ",")
+                let now = SQLValue.integer(action.now)
+                let set: String
+                var values: [SQLValue]
+                switch action.kind {
+                case .pause:
+                    set = "state = 'paused', next_attempt_at = NULL"
+                    values = []
+                case .resume:
+                    set = "state = 'queued', due = 0, run_at = MAX(?, COALESCE(earliest_begin_at, ?)), error_code = NULL, error_message = NULL"
+                    values = [now, now]
+                case .retry:
+                    set = """
+                        state = 'queued', due = 0, run_at = MAX(?, COALESCE(earliest_begin_at, ?)), error_code = NULL,
+                        error_message = NULL, finished_at = NULL, next_attempt_at = NULL, sha256 = NULL, attempts_before_retry = attempts,
+                        outage_attempts = 0, disk_full_since = NULL, progress_at = NULL
+                        """
+                    values = [now, now]
+                case .cancel:
+                    set = "state = 'cancelled', finished_at = ?, next_attempt_at = NULL"
+                    values = [now]
+                }
+                // OR IGNORE: a failed job whose destination another live job owns now stays failed.
+                let verb = action.kind == .retry ? "UPDATE OR IGNORE" : "UPDATE"
+                values.append(.text(action.session))
+                let jobs = try db.prepare("""
+                    \(verb) downloads SET \(set), revision = revision + 1 WHERE session = ? AND state IN (\(inStates))
+                    RETURNING \(DownloadColumns.list)
+                    """).query(values, DownloadColumns.download)
+                for job in jobs { try stateLog.append(db, job) }
+                if action.kind == .cancel {
+                    try Self.record(db, events: jobs.flatMap(action.events), now: action.now)
+                    if !jobs.isEmpty, let snapshot = try Self.finishedSession(db, session: action.session) {
+                        try Self.record(db, events: action.sessionFinished(snapshot), now: action.now)
+                    }
+                }
+                return SessionActionResult(matched: matched, changed: jobs.map(\.id), wereRunning: jobs.isEmpty ? [] : wereRunning)
+            }
+        }
+    }
+}
