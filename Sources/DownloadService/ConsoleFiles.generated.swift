@@ -172,8 +172,14 @@ function renderJob(job) {
     item.append(el("span", "detail", progressText(job, live.get(job.id))));
   }
   if (job.error) item.append(el("span", "error", job.error.code + ": " + job.error.message));
-  if (job.metadata != null) item.append(el("span", "meta", "metadata " + JSON.stringify(job.metadata)));
+  if (job.metadata != null) item.append(el("span", "meta", metadataText(job.metadata)));
   return item;
+}
+
+// The client's own data as it gave it: string values as they are, anything else as JSON.
+function metadataText(metadata) {
+  if (typeof metadata !== "object" || Array.isArray(metadata)) return "metadata " + JSON.stringify(metadata);
+  return Object.entries(metadata).map(([key, value]) => key + ": " + (typeof value === "string" ? value : JSON.stringify(value))).join(" · ");
 }
 
 function updateBar(bar, received, expected) {

@@ -40,21 +40,33 @@ def job_element(driver, job_id: str):
     return found[0] if found else None
 
 
+def fresh(read):
+    """`read()`, or None when the page replaced the element meanwhile (a job's element is redrawn
+    on every state change): callers poll, so the next try reads the new one."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    try:
+        return read()
+    except StaleElementReferenceException:
+        return None
+
+
 def job_state(driver, job_id: str) -> str | None:
-    element = job_element(driver, job_id)
-    return element.get_attribute("data-state") if element else None
+    return fresh(lambda: (element := job_element(driver, job_id)) and element.get_attribute("data-state"))
+
+
+def job_text(driver, job_id: str) -> str:
+    return fresh(lambda: (element := job_element(driver, job_id)) and element.text) or ""
 
 
 def job_button(driver, job_id: str, action: str):
     """The job's button whose accessible name starts with `action`, or None."""
     from selenium.webdriver.common.by import By
-    element = job_element(driver, job_id)
-    if element is None:
-        return None
-    for button in element.find_elements(By.TAG_NAME, "button"):
-        if button.accessible_name.startswith(action):
-            return button
-    return None
+
+    def find():
+        element = job_element(driver, job_id)
+        buttons = element.find_elements(By.TAG_NAME, "button") if element else []
+        return next((b for b in buttons if b.accessible_name.startswith(action)), None)
+    return fresh(find)
 
 
 def raw_request(port: int, request: bytes) -> bytes:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from console_support import (job_button, job_element, job_state, raw_request, require_endpoint, start_browser,
-                             status_of)
+from console_support import (fresh, job_button, job_element, job_state, job_text, raw_request, require_endpoint,
+                             start_browser, status_of)
 from e2e_support import Fault, FetchdFactory, rfc3339, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,11 +115,12 @@ def test_throttled_job_progress_grows_live_and_completes(browser, console, origi
     open_console(browser, console)
     job = console.api.submit({"url": url, "destination": "live/slow.bin"})
     wait_page_state(browser, job["id"], "running")
-    bar = lambda: job_element(browser, job["id"]).find_element("tag name", "progress")
-    first = wait_for(lambda: float(bar().get_attribute("value") or 0) or None, message="progress shown")
+    shown = lambda: fresh(lambda: float(job_element(browser, job["id"]).find_element("tag name", "progress")
+                                        .get_attribute("value") or 0)) or 0
+    first = wait_for(lambda: shown() or None, message="progress shown")
     requests_before = browser.execute_script("return performance.getEntriesByType('resource').length")
-    wait_for(lambda: float(bar().get_attribute("value") or 0) > first, message="the progress bar to grow")
-    assert RATE_TEXT.search(job_element(browser, job["id"]).text), job_element(browser, job["id"]).text
+    wait_for(lambda: shown() > first, message="the progress bar to grow")
+    assert RATE_TEXT.search(job_text(browser, job["id"])), job_text(browser, job["id"])
     # Progress events cause no requests.
     assert browser.execute_script("return performance.getEntriesByType('resource').length") == requests_before
     wait_page_state(browser, job["id"], "completed")
@@ -135,8 +136,8 @@ def test_retry_completes_a_failed_job(browser, console, origin):
     console.api.wait_state(job["id"], "failed")
     require_endpoint(console.port, "GET", f"/downloads/{job['id']}/retry", "Retry needs POST /downloads/{id}/retry")
     open_console(browser, console)
-    assert "http_status" in job_element(browser, job["id"]).text
-    job_button(browser, job["id"], "Retry").click()
+    assert "http_status" in job_text(browser, job["id"])
+    wait_for(lambda: job_button(browser, job["id"], "Retry"), message="a Retry button").click()
     console.api.wait_state(job["id"], "completed")
     wait_page_state(browser, job["id"], "completed")
     assert console.dest("retry/flaky.bin").read_bytes() == b"x" * 4096
@@ -148,10 +149,10 @@ def test_pause_resume_cancel_change_the_job(browser, console, origin):
     console.api.wait_state(job["id"], "running")
     open_console(browser, console)
     wait_page_state(browser, job["id"], "running")
-    job_button(browser, job["id"], "Pause").click()
+    wait_for(lambda: job_button(browser, job["id"], "Pause"), message="a Pause button").click()
     console.api.wait_state(job["id"], "paused")
     wait_page_state(browser, job["id"], "paused")
-    job_button(browser, job["id"], "Resume").click()
+    wait_for(lambda: job_button(browser, job["id"], "Resume"), message="a Resume button").click()
     console.api.wait_state(job["id"], {"queued", "running"})
     wait_for(lambda: job_state(browser, job["id"]) in ("queued", "running"), message="shown resumed")
     wait_for(lambda: job_button(browser, job["id"], "Cancel"), message="a Cancel button").click()
@@ -177,9 +178,9 @@ MARKUP = '<img src=x onerror="document.title=\'pwned\'">&amp;<script>document.ti
 
 
 def assert_literal(browser, job_id, text):
-    element = wait_for(lambda: job_element(browser, job_id), message="the job shown")
-    assert text in element.text
-    assert element.find_elements("css selector", "img, script") == []
+    wait_for(lambda: job_element(browser, job_id), message="the job shown")
+    assert text in job_text(browser, job_id)
+    assert browser.find_elements("css selector", "[data-job-id] img, [data-job-id] script") == []
     assert browser.find_elements("css selector", "body img") == []
     assert len(browser.find_elements("tag name", "script")) == 1  # console.js only
     assert browser.title == "fetchd console"
@@ -288,8 +289,8 @@ def test_screenshot_with_running_queued_and_failed_jobs(browser, fetchd, origin,
     for job, state in ((failed, "failed"), (running, "running"), (queued, "queued"), (done, "completed")):
         wait_page_state(browser, job["id"], state)
     if not events_missing_404(fd):
-        wait_for(lambda: " 0 B/s" not in job_element(browser, running["id"]).text, message="a measured rate")
-    assert RATE_TEXT.search(job_element(browser, running["id"]).text)
+        wait_for(lambda: " 0 B/s" not in job_text(browser, running["id"]), message="a measured rate")
+    assert RATE_TEXT.search(job_text(browser, running["id"]))
     path = Path(os.environ.get("FETCHD_CONSOLE_SCREENSHOT") or tmp_path / "console.png")
     assert browser.save_screenshot(str(path)) and path.stat().st_size > 10_000
     browser.set_window_size(390, 844)
