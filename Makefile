@@ -3,7 +3,7 @@
 SWIFT     ?= swift
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_DEPS  := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev libpq-dev pkg-config
-PY_DEPS   := pytest standardwebhooks openapi-python-client==0.29.1
+PY_DEPS   := pytest standardwebhooks openapi-python-client==0.29.1 selenium
 BIN       := .build/debug/fetchd
 ## the generated Swift client's build (Tests/clients/swift): outside the clone, since building
 ## swift-openapi-generator takes minutes and a new clone on the same machine can reuse it
@@ -20,9 +20,10 @@ deps:
 	fi
 
 ## py-deps: the end-to-end suite's Python packages (pytest, the reference webhook verifier, the
-## Python client generator that test_generated_clients.py checks openapi.yaml with)
+## Python client generator that test_generated_clients.py checks openapi.yaml with, Selenium for
+## the console's browser tests, which drive Debian's chromium through its chromedriver)
 py-deps:
-	@python3 -c 'import pytest, standardwebhooks, openapi_python_client' 2>/dev/null || python3 -m pip install -q $(PY_DEPS)
+	@python3 -c 'import pytest, standardwebhooks, openapi_python_client, selenium' 2>/dev/null || python3 -m pip install -q $(PY_DEPS)
 
 build: deps
 	$(SWIFT) build --product fetchd
@@ -51,10 +52,11 @@ test-unit: deps
 
 ## the e2e suite checks a /metrics scrape with promtool (Debian package prometheus), builds
 ## network namespaces with ip (iproute2) for the live SSRF tests, streams events through nginx and
-## haproxy (test_reverse_proxy.py), and runs HTTPS origins (nginx-light, certificates by openssl)
-## and proxies (tinyproxy, microsocks) for the TLS and proxy tests, and runs fetchd on PostgreSQL
+## haproxy (test_reverse_proxy.py), runs HTTPS origins (nginx-light, certificates by openssl)
+## and proxies (tinyproxy, microsocks) for the TLS and proxy tests, the console in a headless
+## chromium (test_console.py), and fetchd on PostgreSQL
 test-e2e: build py-deps swift-client
-	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2 nginx-light haproxy openssl tinyproxy microsocks postgresql"
+	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2 nginx-light haproxy openssl tinyproxy microsocks postgresql chromium chromium-driver"
 	@url=$$(scripts/postgres/test-server.sh start) && \
 		FETCHD_TEST_DATABASE_URL="$$url" FETCHD_BIN=$(BIN) FETCHD_SWIFT_CLIENT_BUILD=$(SWIFT_CLIENT_BUILD) python3 -m pytest -q Tests/e2e; \
 		status=$$?; scripts/postgres/test-server.sh stop; exit $$status
@@ -95,6 +97,17 @@ bench-quick: release bench-deps
 .PHONY: container-check
 container-check: deps
 	$(SUDO) env SWIFT="$$(command -v $(SWIFT))" scripts/container/check.sh
+
+## console: regenerate the console's embedded files (Sources/DownloadService/ConsoleFiles.generated.swift)
+## from Resources/console; test_console.py fails while they differ
+.PHONY: console console-screenshot
+console:
+	python3 scripts/console/generate.py
+
+## console-screenshot: the README's docs/console.png, taken by test_console.py in the real browser
+console-screenshot: build py-deps
+	@$(MAKE) --no-print-directory deps APT_DEPS="chromium chromium-driver"
+	FETCHD_BIN=$(BIN) FETCHD_CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png python3 -m pytest -q Tests/e2e/test_console.py -k screenshot
 
 openapi-check:
 	python3 -c 'import yaml; from openapi_spec_validator import validate; validate(yaml.safe_load(open("openapi.yaml")))'

@@ -16,6 +16,8 @@ public struct Configuration: Sendable {
     public var apiTokens: [String]
     public var apiTokensFile: String?
     public var insecure: Bool
+    /// Lowercased `Host` names served beside the loopback ones while no tokens are set (HostCheck).
+    public var allowedHosts: Set<String>
     public var maxTransfers: Int
     public var maxTransfersPerHost: Int
     public var maxAttempts: Int
@@ -79,6 +81,12 @@ public struct Configuration: Sendable {
         apiTokens = reader.list("api-tokens")
         apiTokensFile = reader.optional("api-tokens-file")
         insecure = try reader.bool("insecure")
+        allowedHosts = Set(try reader.list("allowed-hosts").map { item throws(Invalid) in
+            guard HostCheck.isValidAllowedHost(item) else {
+                throw reader.invalid("allowed-hosts", item, "expected host names like fetchd.lan, without a port or scheme")
+            }
+            return item.lowercased()
+        })
         maxTransfers = try reader.integer("max-transfers", in: 1...100_000)
         maxTransfersPerHost = try reader.integer("max-transfers-per-host", in: 1...100_000)
         maxAttempts = try reader.integer("max-attempts", in: 1...1000)

@@ -88,7 +88,9 @@ public final class DownloadService: Sendable {
             downloads: downloads, sessions: sessions, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
             globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
-            metrics: metrics, logger: logger), logger: logger)
+            metrics: metrics, logger: logger, console: ConsoleAPI(),
+            hosts: HostCheck(allowedHosts: configuration.allowedHosts, loopbackListener: configuration.isLoopbackListener,
+                             tokensSet: { [authenticator] in authenticator.isEnabled })), logger: logger)
         if configuration.webhookSecrets.isEmpty {
             logger.warning("no FETCHD_WEBHOOK_SECRET: webhooks are sent unsigned")
         }
@@ -147,11 +149,13 @@ public final class DownloadService: Sendable {
     }
 
     /// One route per endpoint, each with the one function that handles it (README, Architecture).
-    static func router(downloads: DownloadsAPI, sessions: SessionsAPI, events: EventsAPI, globalEvents: GlobalEventsAPI, status: StatusAPI, authenticator: Authenticator,
-                       metrics: Metrics, logger: Logger) -> Router {
+    static func router(downloads: DownloadsAPI, sessions: SessionsAPI, events: EventsAPI, globalEvents: GlobalEventsAPI,
+                       status: StatusAPI, authenticator: Authenticator, metrics: Metrics, logger: Logger,
+                       console: ConsoleAPI, hosts: HostCheck) -> Router {
         var router = Router()
         /// Registers a route whose requests are logged, counted and timed under its pattern; `open`
-        /// routes need no token. What a handler throws becomes its response here, and only here.
+        /// routes need no token; a foreign `Host` is refused before either (HostCheck). What a
+        /// handler throws becomes its response here, and only here.
         func route(_ method: String, _ pattern: String, open: Bool = false,
                    _ handler: @escaping @Sendable (HTTPRequest, PathParameters, _ principal: String) async throws -> HTTPResponse) {
             // Built once per route; only the status varies per request.
@@ -160,7 +164,9 @@ public final class DownloadService: Sendable {
             router.add(method, pattern) { request, parameters in
                 let started = ContinuousClock.now
                 let response: HTTPResponse
-                if let principal = open ? "anonymous" : authenticator.principal(for: request) {
+                if let refusal = hosts.refusal(for: request) {
+                    response = refusal
+                } else if let principal = open ? "anonymous" : authenticator.principal(for: request) {
                     do {
                         response = try await handler(request, parameters, principal)
                     } catch {
@@ -205,6 +211,9 @@ public final class DownloadService: Sendable {
         route("GET", "/metrics") { _, _, _ in try status.prometheus() }
         route("GET", "/healthz", open: true) { _, _, _ in status.health() }
         route("GET", "/readyz", open: true) { _, _, _ in status.readiness() }
+        route("GET", "/ui", open: true) { _, _, _ in ConsoleAPI.redirectToSlash() }
+        route("GET", "/ui/", open: true) { request, _, _ in try console.serve("", request) }
+        route("GET", "/ui/{file}", open: true) { request, p, _ in try console.serve(p["file"] ?? "", request) }
         return router
     }
 }

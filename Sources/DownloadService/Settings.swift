@@ -23,6 +23,7 @@ public struct Setting: Sendable {
         Setting("api-tokens", nil, "comma-separated bearer tokens; when set, every endpoint but /healthz and /readyz needs one"),
         Setting("api-tokens-file", nil, "file with one bearer token per line"),
         Setting("insecure", "false", "allow listening on a non-loopback address without tokens"),
+        Setting("allowed-hosts", nil, "comma-separated Host names served besides localhost, 127.0.0.1 and [::1] while no tokens are set on a loopback listener (DNS rebinding defence)"),
         Setting("max-transfers", "16", "concurrent transfers"),
         Setting("max-transfers-per-host", "6", "concurrent transfers per origin host:port"),
         Setting("max-attempts", "10", "attempts before a transient failure becomes failed"),

@@ -1,6 +1,6 @@
-/// Which response bodies the server gzips: JSON and plain text of at least `minimumBytes`,
-/// for a client whose `Accept-Encoding` takes gzip. Streams are never compressed (an event
-/// must reach the client as soon as it is written).
+/// Which response bodies the server gzips: JSON, plain text and the console's HTML, CSS and
+/// JavaScript of at least `minimumBytes`, for a client whose `Accept-Encoding` takes gzip.
+/// Streams are never compressed (an event must reach the client as soon as it is written).
 enum ResponseCompression {
     /// Below this the saving is a few hundred bytes at best, less than the CPU time is worth;
     /// one job's JSON (under 1 KiB) stays as it is, a page of a few jobs is compressed.
@@ -13,6 +13,8 @@ enum ResponseCompression {
               let type = headers["Content-Type"] else { return false }
         return hasPrefixIgnoringASCIICase(type, "application/json")
             || hasPrefixIgnoringASCIICase(type, "application/problem+json") || hasPrefixIgnoringASCIICase(type, "text/plain")
+            || hasPrefixIgnoringASCIICase(type, "text/html") || hasPrefixIgnoringASCIICase(type, "text/css")
+            || hasPrefixIgnoringASCIICase(type, "text/javascript")
     }
 
     /// Whether an `Accept-Encoding` field value takes gzip (RFC 9110 §12.5.3): `gzip` (or its

@@ -112,6 +112,7 @@ func reasonPhrase(_ status: Int) -> String {
     case 415: "Unsupported Media Type"
     case 416: "Range Not Satisfiable"
     case 417: "Expectation Failed"
+    case 421: "Misdirected Request"
     case 422: "Unprocessable Content"
     case 428: "Precondition Required"
     case 429: "Too Many Requests"

@@ -37,6 +37,7 @@ import Testing
         ("allow-networks", "10.0.0.0/33", "FETCHD_ALLOW_NETWORKS"),
         ("disk-reserve", "1 lot", "FETCHD_DISK_RESERVE"),
         ("log-format", "xml", "FETCHD_LOG_FORMAT"),
+        ("allowed-hosts", "fetchd.lan:8080", "FETCHD_ALLOWED_HOSTS"),
         ("ca-bundle", "/nonexistent/ca.pem", "FETCHD_CA_BUNDLE"),
         ("tls-client-key", "/etc/hostname", "FETCHD_TLS_CLIENT_KEY"),
         ("proxy", "gopher://proxy:70", "FETCHD_PROXY"),
