@@ -19,7 +19,7 @@ class EventStream:
         self.events: list[tuple[str, str | None, str]] = []
         self.status_line = b""
         self._sock = socket.create_connection((fd.host, fd.port), timeout=30)
-        headers = f"GET /events{query} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n"
+        headers = f"GET /events{query} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         if last_event_id is not None:
             headers += f"Last-Event-ID: {last_event_id}\r\n"
         self._sock.sendall((headers + "\r\n").encode())

@@ -59,7 +59,7 @@ def test_sigterm_waits_for_an_unfinished_request_no_longer_than_the_shutdown_tim
     job = fd.api.submit({"url": url, "destination": "drain.bin"})
     # Headers and the start of a body, then nothing: in flight until the server gives up on it.
     stalled = socket.create_connection((fd.host, fd.port))
-    stalled.sendall(b"POST /downloads HTTP/1.1\r\nHost: fetchd\r\nContent-Type: application/json\r\n"
+    stalled.sendall(b"POST /downloads HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     b"Content-Length: 100\r\n\r\n{\"url\": ")
     wait_for(lambda: fd.api.job(job["id"])["bytesReceived"] > 0, timeout=15, message="bytes to arrive")
 

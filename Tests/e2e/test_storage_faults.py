@@ -43,7 +43,7 @@ def test_a_full_database_disk_refuses_writes_with_503_keeps_reads_and_loses_noth
     # disk (staging must share the download root's file system).
     fd = fetchd(env={"FETCHD_MAX_TRANSFERS": "2"}, start=False)
     fd.extra_env["FETCHD_STAGING_DIR"] = str(fd.root / ".fetchd-partial")
-    with small_volume(fd, "1m", data_only=True) as volume:
+    with small_volume(fd, "4m", data_only=True) as volume:
         fd.start()
         api = fd.api
 
