@@ -43,7 +43,7 @@ let package = Package(
         // `make fuzz`: libFuzzer over the request parser; built plainly, it replays a corpus.
         .executableTarget(name: "RequestParserFuzz", dependencies: ["HTTPServer"], path: "Fuzz/RequestParserFuzz"),
 
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["DownloadCore"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", "CZlib"]),
         .testTarget(name: "TransferTests", dependencies: [
             "Transfer", "TestSupport",
@@ -51,9 +51,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "DownloadCoreTests", dependencies: ["DownloadCore", "TestSupport"]),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "Persistence", "DownloadCore", "CSQLite"]),
+        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Persistence", "DownloadCore", "CSQLite"]),
         // What every JobStore backend must do; each backend is one entry of StoreBackend.all.
-        .testTarget(name: "StoreConformanceTests", dependencies: ["Store", "PostgresStore", "Persistence", "DownloadCore"]),
+        .testTarget(name: "StoreConformanceTests", dependencies: ["TestSupport", "Store", "PostgresStore", "Persistence", "DownloadCore"]),
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "Persistence", "DownloadCore"]),
         .testTarget(name: "DownloadServiceTests", dependencies: [
             "DownloadService", "DownloadCore", "Persistence", "Store", "Transfer", "HTTPServer",

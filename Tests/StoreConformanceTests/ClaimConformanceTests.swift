@@ -2,6 +2,7 @@ import DownloadCore
 import Dispatch
 import Persistence
 import Synchronization
+import TestSupport
 import Testing
 
 /// The claim step's order and its exclusivity, for every backend: the scheduler's rules (priority,

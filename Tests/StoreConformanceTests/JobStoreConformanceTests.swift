@@ -1,5 +1,6 @@
 import DownloadCore
 import Persistence
+import TestSupport
 import Testing
 
 /// What every `JobStore` must do, run against each backend in `StoreBackend.all`.

@@ -1,5 +1,6 @@
 import DownloadCore
 import Persistence
+import TestSupport
 import Testing
 
 /// What every `JobStore` must do for jobs steered after submit: metadata, revisions, a client's

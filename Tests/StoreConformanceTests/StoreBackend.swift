@@ -3,6 +3,7 @@ import Foundation
 import Persistence
 @testable import PostgresStore
 import Store
+import TestSupport
 import Testing
 
 /// A `JobStore` implementation the conformance suite runs against, and how to make an empty one.
@@ -91,15 +92,4 @@ final class ScratchStore {
                                       choose: { offered.append($0.id); return nil }))
         return offered
     }
-}
-
-func makeDownload(_ id: String, destination: String? = nil, session: String = "default", priority: Double = 0.5,
-                  runAt: Int64 = 0, createdAt: Int64 = 0) -> Download {
-    var submission = NewDownload(url: "http://example.com/\(id)", parsedURL: HTTPURL(scheme: "http", host: "example.com", port: 80),
-                                 destination: Destination(stored: destination ?? "files/\(id)"))
-    submission.session = session
-    submission.priority = priority
-    var download = submission.makeDownload(id: id, now: createdAt)
-    download.runAt = runAt
-    return download
 }

@@ -1,6 +1,7 @@
 import DownloadCore
 import Persistence
 @testable import Store
+import TestSupport
 import Testing
 
 @Suite struct QueueTests {

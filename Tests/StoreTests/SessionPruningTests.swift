@@ -2,6 +2,7 @@ import CSQLite
 import DownloadCore
 import Persistence
 @testable import Store
+import TestSupport
 import Testing
 
 /// Retention also drops sessions' fair-queueing rows, but only those that no longer decide any

@@ -3,6 +3,7 @@ import DownloadCore
 import Foundation
 import Persistence
 @testable import Store
+import TestSupport
 import Testing
 
 /// A store in a fresh temporary directory, removed afterwards.
@@ -22,17 +23,6 @@ final class TemporaryStore {
         store.close()
         try? FileManager.default.removeItem(atPath: directory)
     }
-}
-
-func makeDownload(_ id: String, destination: String? = nil, session: String = "default", priority: Double = 0.5,
-                  runAt: Int64 = 0, createdAt: Int64 = 0) -> Download {
-    var submission = NewDownload(url: "http://example.com/\(id)", parsedURL: HTTPURL(scheme: "http", host: "example.com", port: 80),
-                                 destination: Destination(stored: destination ?? "files/\(id)"))
-    submission.session = session
-    submission.priority = priority
-    var download = submission.makeDownload(id: id, now: createdAt)
-    download.runAt = runAt
-    return download
 }
 
 
