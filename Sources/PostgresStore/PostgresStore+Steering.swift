@@ -23,8 +23,12 @@ extension PostgresStore {
             }
             let outcomes = try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) }
             if let idempotency {
-                try db.run("UPDATE idempotent_batches SET answer = $3 WHERE principal = $1 AND key = $2",
-                           [.text(idempotency.principal), .text(idempotency.key), .bytes(answer(outcomes))])
+                // An upsert: a prune between the key's insert and its read may have taken the row.
+                try db.run("""
+                    INSERT INTO idempotent_batches (principal, key, body_sha256, answer, created_at) VALUES ($1, $2, $3, $4, $5)
+                    ON CONFLICT (principal, key) DO UPDATE SET answer = EXCLUDED.answer
+                    """, [.text(idempotency.principal), .text(idempotency.key), .text(idempotency.bodySHA256),
+                          .bytes(answer(outcomes)), .integer(now)])
             }
             return .inserted(outcomes)
         }
