@@ -2,23 +2,52 @@ import DownloadCore
 import Persistence
 
 /// The mapping between `Download` and a row of PostgreSQL's downloads table, in one place:
-/// `names[i]` is read from result column i and written from `values(_:)[i]`.
+/// `written[i]` is read from result column i and written from `values(_:)[i]`; the revision the
+/// store keeps comes last when read.
 enum JobColumns {
-    static let names = [
+    static let written = [
         "id", "url", "destination", "session", "state", "earliest_begin_at", "discretionary", "priority",
         "expected_bytes_to_send", "expected_bytes_to_receive", "bytes_received", "bytes_expected", "attempts",
         "http_status", "error_code", "error_message", "sha256", "expected_sha256", "webhook_url", "headers", "overwrite",
-        "validator", "created_at", "started_at", "finished_at", "run_at", "next_attempt_at", "host_key",
+        "validator", "created_at", "started_at", "finished_at", "run_at", "next_attempt_at", "host_key", "metadata",
+        "attempts_before_retry", "url_refresh", "awaiting_url_since", "outage_attempts", "progress_at", "disk_full_since",
     ]
 
-    /// For SELECT: every column, in order.
-    static let list = names.joined(separator: ", ")
+    /// What a client may change after submit (`PATCH`): written at insert and by `change`, never by
+    /// a state change, so a state change the scheduler writes from its own (older) copy of a running
+    /// job cannot undo a client's change (as `DownloadColumns.clientOwned` in SQLite).
+    static let clientOwned: Set<String> = [
+        "url", "host_key", "headers", "priority", "earliest_begin_at", "discretionary", "webhook_url", "metadata",
+    ]
 
+    /// For SELECT and RETURNING: every column `download(_:)` reads, in order.
+    static let list = (written + ["revision"]).joined(separator: ", ")
+    /// For INSERT, with `placeholders` and `values(_:)`.
+    static let insertList = written.joined(separator: ", ")
     /// `$1, $2, …` for INSERT.
-    static let placeholders = names.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
+    static let placeholders = written.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
 
-    /// `url = $2, destination = $3, …` for an UPDATE … WHERE id = $1, with `values(_:)` as parameters.
-    static let assignments = names.indices.dropFirst().map { "\(names[$0]) = $\($0 + 1)" }.joined(separator: ", ")
+    /// `destination = $1, …, revision = revision + 1` for a state change: every column but the id
+    /// and the client's; bind `stateValues`, then the id as `$\(stateCount + 1)`.
+    static let stateAssignments = assignments { !clientOwned.contains($0) }
+    static let stateCount = written.dropFirst().filter { !clientOwned.contains($0) }.count
+    /// The same for a client's change: the client's columns only, bound from `clientValues`.
+    static let clientAssignments = assignments { clientOwned.contains($0) }
+    static let clientCount = clientOwned.count
+
+    private static func assignments(_ include: (String) -> Bool) -> String {
+        let columns = written.dropFirst().filter(include)
+        return (columns.indices.map { "\(columns[$0]) = $\($0 + 1)" } + ["revision = revision + 1"])
+            .joined(separator: ", ")
+    }
+
+    static func stateValues(_ d: Download) -> [PostgresValue] {
+        zip(written, values(d)).dropFirst().filter { !clientOwned.contains($0.0) }.map(\.1)
+    }
+
+    static func clientValues(_ d: Download) -> [PostgresValue] {
+        zip(written, values(d)).dropFirst().filter { clientOwned.contains($0.0) }.map(\.1)
+    }
 
     static func values(_ d: Download) -> [PostgresValue] {
         [
@@ -29,7 +58,9 @@ enum JobColumns {
             .optional(d.error?.code), .optional(d.error?.message), .optional(d.sha256), .optional(d.expectedSHA256),
             .optional(d.webhookURL), .optional(HeaderStorage.text(d.headers)), .bool(d.overwrite), .optional(d.validator),
             .integer(d.createdAt), .optional(d.startedAt), .optional(d.finishedAt), .integer(d.runAt),
-            .optional(d.nextAttemptAt), .text(d.hostKey),
+            .optional(d.nextAttemptAt), .text(d.hostKey), .optional(d.metadata), .integer(Int64(d.attemptsBeforeRetry)),
+            .bool(d.urlRefresh), .optional(d.awaitingURLSince), .integer(Int64(d.outageAttempts)), .optional(d.progressAt),
+            .optional(d.diskFullSince),
         ]
     }
 
@@ -45,6 +76,9 @@ enum JobColumns {
             sha256: row.optionalString(16), expectedSHA256: row.optionalString(17), webhookURL: row.optionalString(18),
             headers: HeaderStorage.headers(row.optionalString(19)), overwrite: row.bool(20), validator: row.optionalString(21),
             createdAt: row.int64(22), startedAt: row.optionalInt64(23), finishedAt: row.optionalInt64(24),
-            runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27))
+            runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27),
+            outageAttempts: row.int(32), progressAt: row.optionalInt64(33), diskFullSince: row.optionalInt64(34),
+            metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(35),
+            urlRefresh: row.bool(30), awaitingURLSince: row.optionalInt64(31))
     }
 }

@@ -15,6 +15,9 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
     }
 
+    /// A unique index refused the row (SQLSTATE 23505).
+    var isUniqueViolation: Bool { sqlState == "23505" }
+
     /// One line: libpq's messages span several (a hint on the second), and so does the SQL.
     public var description: String {
         guard let sql else { return "PostgreSQL: \(Self.oneLine(message))" }

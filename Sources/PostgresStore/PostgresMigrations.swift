@@ -147,6 +147,43 @@ enum PostgresMigrations {
         CREATE TRIGGER job_counts_update AFTER UPDATE OF state ON downloads
             FOR EACH ROW WHEN (OLD.state <> NEW.state) EXECUTE FUNCTION job_counts_follow();
         """,
+        // 2: steering after submit and outages that pass, as SQLite's versions 9–14: a job's own
+        // metadata, a revision for ETag/If-Match that every write of the row moves on, where the
+        // retry budget last started over, URL refresh, attempts that never reached the origin, the
+        // time of the last byte and since when a full disk has held the job; the answers to keyed
+        // batch submissions; and every state change in one sequence, for GET /events.
+        """
+        ALTER TABLE downloads
+            ADD COLUMN metadata text,
+            ADD COLUMN attempts_before_retry integer NOT NULL DEFAULT 0,
+            ADD COLUMN revision bigint NOT NULL DEFAULT 0,
+            ADD COLUMN url_refresh boolean NOT NULL DEFAULT false,
+            ADD COLUMN awaiting_url_since bigint,
+            ADD COLUMN outage_attempts integer NOT NULL DEFAULT 0,
+            ADD COLUMN progress_at bigint,
+            ADD COLUMN disk_full_since bigint;
+
+        CREATE TABLE idempotent_batches (
+            principal text NOT NULL,
+            key text NOT NULL,
+            body_sha256 text NOT NULL,
+            answer bytea NOT NULL,
+            created_at bigint NOT NULL,
+            PRIMARY KEY (principal, key)
+        );
+        CREATE INDEX idempotent_batches_created ON idempotent_batches (created_at);
+
+        -- An identity never hands out a number twice, even after the newest rows are pruned.
+        CREATE TABLE event_log (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            session text NOT NULL,
+            download_id text NOT NULL,
+            created_at bigint NOT NULL,
+            payload bytea NOT NULL
+        );
+        CREATE INDEX event_log_session ON event_log (session, seq);
+        CREATE INDEX event_log_created ON event_log (created_at);
+        """,
     ]
 
     static func run(on connection: PostgresConnection) throws {

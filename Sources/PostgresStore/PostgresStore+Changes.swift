@@ -6,22 +6,23 @@ import Persistence
 extension PostgresStore {
     public func apply(_ changes: [StoreChange]) throws -> [Bool] {
         guard !changes.isEmpty else { return [] }
-        return try write { db in try changes.map { try Self.apply($0, db) } }
+        return try write { db in try changes.map { try self.apply($0, db) } }
     }
 
-    private static func apply(_ change: StoreChange, _ db: PostgresConnection) throws -> Bool {
+    private func apply(_ change: StoreChange, _ db: PostgresConnection) throws -> Bool {
         switch change {
         case .update(let download, let expecting, let events, let attempt, let sessionFinished):
             return try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
         case .progress(let id, let bytesReceived, let bytesExpected, let validator):
             // Progress is not a state change: it is written only while the job is still live.
             try db.run("""
-                UPDATE downloads SET bytes_received = $2, bytes_expected = COALESCE($3, bytes_expected), validator = COALESCE($4, validator)
+                UPDATE downloads SET bytes_received = $2, bytes_expected = COALESCE($3, bytes_expected), validator = COALESCE($4, validator),
+                revision = revision + 1
                 WHERE id = $1 AND state IN ('running','paused','queued')
                 """, [.text(id), .integer(bytesReceived), .optional(bytesExpected), .optional(validator)])
             return true
         case .attempt(let attempt, let id):
-            try record(db, attempt: attempt, of: id)
+            try Self.record(db, attempt: attempt, of: id)
             return true
         case .holdHost(let host, let until):
             try db.run("""
@@ -43,22 +44,31 @@ extension PostgresStore {
     /// Writes `download` if the stored job is still in one of `expecting`, with its events. When the
     /// write makes the job terminal and leaves its session with no live job, `sessionFinished` is
     /// asked for the events that announce it, in the same transaction.
-    private static func update(
+    private func update(
         _ db: PostgresConnection, _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent], attempt: AttemptRecord?,
         sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
     ) throws -> Bool {
         // A job (re)entering the queue is not due until the promotion step has seen its run_at.
         let due = download.state == .queued ? ", due = false" : ""
-        let changed = try db.run(
-            "UPDATE downloads SET \(JobColumns.assignments)\(due) WHERE id = $1 AND state = ANY($\(JobColumns.names.count + 1)::text[])",
-            JobColumns.values(download) + [.textArray(expecting.map(\.rawValue).sorted())])
+        let changed: Int
+        do {
+            changed = try db.run("""
+                UPDATE downloads SET \(JobColumns.stateAssignments)\(due)
+                WHERE id = $\(JobColumns.stateCount + 1) AND state = ANY($\(JobColumns.stateCount + 2)::text[])
+                """, JobColumns.stateValues(download) + [.text(download.id), .textArray(expecting.map(\.rawValue).sorted())])
+        } catch let error as PostgresError where error.isUniqueViolation && !download.state.isTerminal {
+            // Only a failed job coming back to life can meet another live job at its destination.
+            // (The transaction is void now; the caller's rolls back, as SQLite's does on this throw.)
+            throw DestinationBusy()
+        }
         guard changed == 1 else { return false }
-        if let attempt { try record(db, attempt: attempt, of: download.id) }
+        try stateLog.append(db, [download])
+        if let attempt { try Self.record(db, attempt: attempt, of: download.id) }
         var allEvents = events
-        if download.state.isTerminal, let sessionFinished, let snapshot = try finishedSession(db, session: download.session) {
+        if download.state.isTerminal, let sessionFinished, let snapshot = try Self.finishedSession(db, session: download.session) {
             allEvents += sessionFinished(snapshot)
         }
-        try record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
+        try Self.record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
         return true
     }
 
@@ -81,7 +91,7 @@ extension PostgresStore {
     /// last two jobs at once would each see the other's job still live (neither has committed) and
     /// neither would announce the session; so the check waits for the session's advisory lock, and
     /// runs as a statement of its own after it, whose snapshot then sees the other's commit.
-    private static func finishedSession(_ db: PostgresConnection, session: String) throws -> SessionSnapshot? {
+    static func finishedSession(_ db: PostgresConnection, session: String) throws -> SessionSnapshot? {
         try db.run(AdvisoryLock.session, [.text(session)])
         let live = try db.query("""
             SELECT EXISTS (SELECT 1 FROM downloads WHERE session = $1 AND state IN ('queued','running','paused'))

@@ -12,7 +12,7 @@ extension PostgresStore {
             try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
             let claimed = try pass.claimLaneByLane(
                 dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
-                claim: { try Self.claim(db, $0) })
+                claim: { try self.claim(db, $0) })
             return ClaimResult(claimed: claimed, nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
         }
     }
@@ -39,11 +39,14 @@ extension PostgresStore {
     }
 
     /// Compare-and-set to `running`; the virtual time of fair queueing moves up to the job's tag.
-    private static func claim(_ db: PostgresConnection, _ job: Download) throws -> Bool {
-        try !db.query("""
-            WITH started AS (UPDATE downloads SET \(JobColumns.assignments) WHERE id = $1 AND state = 'queued' RETURNING fair_tag)
+    private func claim(_ db: PostgresConnection, _ job: Download) throws -> Bool {
+        let claimed = try !db.query("""
+            WITH started AS (UPDATE downloads SET \(JobColumns.stateAssignments)
+                WHERE id = $\(JobColumns.stateCount + 1) AND state = 'queued' RETURNING fair_tag)
             UPDATE scheduler_state SET value = GREATEST(value, started.fair_tag) FROM started WHERE key = 'virtual_time' RETURNING 1
-            """, JobColumns.values(job)) { _ in true }.isEmpty
+            """, JobColumns.stateValues(job) + [.text(job.id)]) { _ in true }.isEmpty
+        if claimed { try stateLog.append(db, [job]) }
+        return claimed
     }
 
     /// The next time a queued job becomes due or a discretionary job ages into the normal lane.

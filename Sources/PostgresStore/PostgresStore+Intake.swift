@@ -7,10 +7,10 @@ import Persistence
 extension PostgresStore {
     public func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] {
         guard !jobs.isEmpty else { return [] }
-        return try write { db in try jobs.map { try Self.insert($0.download, idempotency: $0.idempotency, into: db) } }
+        return try write { db in try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) } }
     }
 
-    private static func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: PostgresConnection) throws -> InsertOutcome {
+    func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: PostgresConnection) throws -> InsertOutcome {
         var keyIsNew = false
         if let idempotency {
             // The key first: a node inserting the same key meanwhile waits here for this
@@ -20,14 +20,15 @@ extension PostgresStore {
                 ON CONFLICT (principal, key) DO NOTHING RETURNING 1
                 """, [.text(idempotency.principal), .text(idempotency.key), .text(idempotency.bodySHA256),
                       .text(download.id), .integer(download.createdAt)]) { _ in true }.isEmpty
-            if !keyIsNew, let (bodySHA256, id) = try existingKey(db, idempotency) {
+            if !keyIsNew, let (bodySHA256, id) = try Self.existingKey(db, idempotency) {
                 guard bodySHA256 == idempotency.bodySHA256 else { return .keyMismatch }
-                if let original = try fetch(db, id: id) { return .replayed(original) }
+                if let original = try Self.fetch(db, id: id) { return .replayed(original) }
             }
         }
-        let tag = try nextFairTag(db, session: download.session)
+        let tag = try Self.nextFairTag(db, session: download.session)
         let inserted = try db.query("""
-            INSERT INTO downloads (\(JobColumns.list), lane, fair_tag) VALUES (\(JobColumns.placeholders), $29, $30)
+            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag)
+            VALUES (\(JobColumns.placeholders), $\(JobColumns.written.count + 1), $\(JobColumns.written.count + 2))
             ON CONFLICT (destination) WHERE state IN ('queued','running','paused') DO NOTHING RETURNING 1
             """, JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)]) { _ in true }
         guard !inserted.isEmpty else {
@@ -40,6 +41,7 @@ extension PostgresStore {
             INSERT INTO sessions (name, last_tag) VALUES ($1, $2)
             ON CONFLICT (name) DO UPDATE SET last_tag = GREATEST(sessions.last_tag, EXCLUDED.last_tag)
             """, [.text(download.session), .integer(tag)])
+        try stateLog.append(db, [download])
         if !keyIsNew, let idempotency {
             // The key's job has been pruned: the key now names the new one, as if it were new.
             try db.run("""

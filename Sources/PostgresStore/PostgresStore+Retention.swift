@@ -28,6 +28,10 @@ extension PostgresStore {
             DELETE FROM idempotency_keys WHERE (principal, key) IN (SELECT principal, key FROM idempotency_keys
             WHERE created_at < $1 LIMIT $2)
             """, keysBefore)
+        pruned.idempotencyKeys += try deleteInBatches("""
+            DELETE FROM idempotent_batches WHERE (principal, key) IN (SELECT principal, key FROM idempotent_batches
+            WHERE created_at < $1 LIMIT $2)
+            """, keysBefore)
         pruned.sessions = try deleteInBatches("""
             DELETE FROM sessions WHERE name IN (SELECT name FROM sessions
             WHERE last_tag <= (SELECT value FROM scheduler_state WHERE key = 'virtual_time') LIMIT $1)
@@ -40,7 +44,7 @@ extension PostgresStore {
     }
 
     /// Runs `sql` (parameters: `bounds`, then the batch size) until a batch deletes fewer rows.
-    private func deleteInBatches(_ sql: String, _ bounds: Int64...) throws -> Int {
+    func deleteInBatches(_ sql: String, _ bounds: Int64...) throws -> Int {
         var total = 0
         while true {
             let deleted = try write { db in try db.run(sql, (bounds + [Int64(Self.pruneBatch)]).map(PostgresValue.integer)) }

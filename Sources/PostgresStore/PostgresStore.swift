@@ -14,12 +14,17 @@ public final class PostgresStore: JobStore {
     private let readers: [ConnectionSlot]
     /// Where the next read starts looking for an idle reader, so reads spread over them.
     private let nextReader = Atomic<Int>(0)
+    /// Writes each state change to the event log.
+    let stateLog: StateLog
 
     public static let defaultReaderCount = 3
 
     /// Connects to `url` (a libpq URI such as `postgresql://fetchd@db.example/fetchd`) and brings
-    /// the schema up to date.
-    public init(url: String, readers readerCount: Int = PostgresStore.defaultReaderCount) throws {
+    /// the schema up to date. `statePayload` encodes a job for the event log (`GET /events`);
+    /// without one, rows hold its id, session and state only.
+    public init(url: String, readers readerCount: Int = PostgresStore.defaultReaderCount,
+                statePayload: (@Sendable (Download) -> [UInt8])? = nil) throws {
+        stateLog = statePayload.map(StateLog.init) ?? .minimal
         var opened: [ConnectionSlot] = []
         do {
             let first = try PostgresConnection(url: url)

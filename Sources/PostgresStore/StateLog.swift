@@ -1,0 +1,41 @@
+import DownloadCore
+import Foundation
+
+/// Appends jobs' new states to the global event log (`GET /events`), in the transaction of the
+/// change, in one statement however many jobs it is. The payload is the Download as the API shows
+/// it, encoded by the service. (The sequence is the identity column: with one writing connection
+/// per node it follows this node's commit order.)
+struct StateLog: Sendable {
+    let payload: @Sendable (Download) -> [UInt8]
+
+    func append(_ db: PostgresConnection, _ downloads: [Download]) throws {
+        guard !downloads.isEmpty else { return }
+        try db.run("""
+            INSERT INTO event_log (session, download_id, created_at, payload)
+            SELECT job.session, job.id, $3, decode(job.payload, 'hex')
+            FROM unnest($1::text[], $2::text[], $4::text[]) WITH ORDINALITY AS job(session, id, payload, position)
+            ORDER BY job.position
+            """, [.textArray(downloads.map(\.session)), .textArray(downloads.map(\.id)),
+                  .integer(Int64(Date().timeIntervalSince1970 * 1000)), .textArray(downloads.map { Self.hex(payload($0)) })])
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes { text += [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]] }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// For stores opened without the service's encoder (tests, tools): the id, session and state.
+    static let minimal = StateLog { download in
+        var bytes = Array(#"{"id":"#.utf8)
+        JSONString.append(download.id, to: &bytes)
+        bytes += Array(#","session":"#.utf8)
+        JSONString.append(download.session, to: &bytes)
+        bytes += Array(#","state":"#.utf8)
+        JSONString.append(download.state.rawValue, to: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
+}
