@@ -1,5 +1,6 @@
 import DownloadCore
 import Foundation
+import Persistence
 
 /// Appends jobs' new states to the global event log (`GET /events`), in the transaction of the
 /// change, in one statement however many jobs it is. The payload is the Download as the API shows
@@ -28,14 +29,5 @@ struct StateLog: Sendable {
     }
 
     /// For stores opened without the service's encoder (tests, tools): the id, session and state.
-    static let minimal = StateLog { download in
-        var bytes = Array(#"{"id":"#.utf8)
-        JSONString.append(download.id, to: &bytes)
-        bytes += Array(#","session":"#.utf8)
-        JSONString.append(download.session, to: &bytes)
-        bytes += Array(#","state":"#.utf8)
-        JSONString.append(download.state.rawValue, to: &bytes)
-        bytes.append(UInt8(ascii: "}"))
-        return bytes
-    }
+    static let minimal = StateLog(payload: StatePayload.minimal)
 }
