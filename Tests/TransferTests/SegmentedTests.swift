@@ -147,7 +147,9 @@ import Transfer
         #expect(single.sha256 == sha256Hex(body))
         #expect(single.extraDigest != nil)
         #expect(contents(directory.file("f")) == body)
-        #expect(origin.requests.last?.header("Range") == nil)
+        // The single connection asks for the whole file (a range request still in flight when the
+        // ranges were stopped may be logged after it).
+        #expect(origin.requests.contains { $0.header("Range") == nil })
     }
 
     @Test func rangesSplitTheFileWithoutGapsOrOverlap() {
