@@ -29,7 +29,12 @@ struct EventsAPI: Sendable {
         let events = hub.subscribe(id)
         // If this second read fails, the first is shown: it too is a real state of the job, read
         // a moment ago, and every change since comes through the subscription.
-        let snapshot = (try? store.download(id: id)) ?? first
+        let snapshot: Download
+        do {
+            snapshot = try store.download(id: id) ?? first
+        } catch {
+            snapshot = first
+        }
         output.yield(frame(id: hub.nextEventID(id), .state(snapshot)))
         let forward = Task {
             if !snapshot.state.isTerminal {
