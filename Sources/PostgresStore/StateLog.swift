@@ -17,15 +17,7 @@ struct StateLog: Sendable {
             FROM unnest($1::text[], $2::text[], $4::text[]) WITH ORDINALITY AS job(session, id, payload, position)
             ORDER BY job.position
             """, [.textArray(downloads.map(\.session)), .textArray(downloads.map(\.id)),
-                  .integer(Int64(Date().timeIntervalSince1970 * 1000)), .textArray(downloads.map { Self.hex(payload($0)) })])
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes { text += [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]] }
-        return String(decoding: text, as: UTF8.self)
+                  .integer(Int64(Date().timeIntervalSince1970 * 1000)), .textArray(downloads.map { payload($0).hex })])
     }
 
     /// For stores opened without the service's encoder (tests, tools): the id, session and state.

@@ -1,6 +1,6 @@
 extension Sequence where Element == UInt8 {
-    /// Lowercase hexadecimal, two digits a byte (digests and their prefixes).
-    var hex: String {
+    /// Lowercase hexadecimal, two digits a byte (digests, their prefixes, bytes sent as text).
+    public var hex: String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         for byte in self {
