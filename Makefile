@@ -3,7 +3,7 @@
 SWIFT     ?= swift
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_DEPS  := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev libpq-dev pkg-config
-PY_DEPS   := pytest standardwebhooks openapi-python-client==0.29.1 selenium
+PY_DEPS   := pytest standardwebhooks openapi-python-client==0.29.1 selenium schemathesis
 BIN       := .build/debug/fetchd
 ## the generated Swift client's build (Tests/clients/swift): outside the clone, since building
 ## swift-openapi-generator takes minutes and a new clone on the same machine can reuse it
@@ -21,9 +21,10 @@ deps:
 
 ## py-deps: the end-to-end suite's Python packages (pytest, the reference webhook verifier, the
 ## Python client generator that test_generated_clients.py checks openapi.yaml with, Selenium for
-## the console's browser tests, which drive Debian's chromium through its chromedriver)
+## the console's browser tests, which drive Debian's chromium through its chromedriver, and schemathesis,
+## which fuzzes every operation of openapi.yaml for 5xx answers)
 py-deps:
-	@python3 -c 'import pytest, standardwebhooks, openapi_python_client, selenium' 2>/dev/null || python3 -m pip install -q $(PY_DEPS)
+	@python3 -c 'import pytest, standardwebhooks, openapi_python_client, selenium, schemathesis' 2>/dev/null || python3 -m pip install -q $(PY_DEPS)
 
 build: deps
 	$(SWIFT) build --product fetchd
