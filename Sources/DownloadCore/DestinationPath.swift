@@ -34,6 +34,12 @@ public struct Destination: Sendable, Hashable, CustomStringConvertible {
         Destination(path: path + name, segments: segments + [name], isDirectory: false)
     }
 
+    /// The path under the root of a file called `name` in the directory this destination's file
+    /// goes to: where a renamed file, or a directory destination's, was placed.
+    public func pathInDirectory(named name: String) -> String {
+        (directories + [name]).joined(separator: "/")
+    }
+
     public var isValid: Bool { !segments.isEmpty }
     public var directories: ArraySlice<String> { isDirectory ? segments[...] : segments.dropLast() }
     /// The last segment; empty when the destination is a directory or not valid.

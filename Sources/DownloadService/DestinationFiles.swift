@@ -86,6 +86,30 @@ struct DestinationFiles: Sendable {
         return placed.st_ino == partialInfo.st_ino && placed.st_dev == partialInfo.st_dev
     }
 
+    /// The name a completion placed but not committed when fetchd stopped went under: the entry of
+    /// the destination's directory that is the very file (same inode) as the partial file. A
+    /// directory destination's file and a renamed one can have any name there, so the directory is
+    /// read — only when the partial file has another link at all.
+    func placedName(partial: String, in destination: Destination) -> String? {
+        var partialInfo = stat()
+        guard stat(partial, &partialInfo) == 0, partialInfo.st_nlink > 1, destination.isValid,
+              case .success(let dir?) = openDirectories(destination.directories, create: false) else { return nil }
+        guard let stream = fdopendir(dir) else {
+            close(dir)
+            return nil
+        }
+        defer { closedir(stream) }
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            var info = stat()
+            // fetchd's own temporary link is the same file too, but not a placed one.
+            guard !name.hasPrefix(DestinationPath.reservedPrefix), fstatat(dirfd(stream), name, &info, AT_SYMLINK_NOFOLLOW) == 0,
+                  info.st_ino == partialInfo.st_ino, info.st_dev == partialInfo.st_dev else { continue }
+            return name
+        }
+        return nil
+    }
+
     /// Undoes `place` when the completion could not be committed (the job was cancelled meanwhile).
     func unplace(partial: String, destination: Destination) {
         guard isPlaced(partial: partial, destination: destination),

@@ -183,7 +183,7 @@ struct Settlement {
         case .failure(.io(let message)):
             return fail(DownloadError(code: ErrorCode.fileError, message: message))
         case .success((let directory, let name)):
-            let placed = Destination(stored: (target.directories + [name]).joined(separator: "/"))
+            let placed = Destination(stored: target.pathInDirectory(named: name))
             var done = attemptRecorded()
             done.state = .completed
             done.sha256 = digest

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from e2e_support import rfc3339, sha256_hex
+from e2e_support import Fault, rfc3339, sha256_hex
 
 ALGORITHMS = ["sha256", "sha512", "sha1", "md5"]
 
@@ -117,6 +117,19 @@ def test_a_bare_digest_is_the_only_line(shared_fetchd, shared_origin, api):
 
     api.wait_state(job["id"], "completed")
     assert shared_fetchd.dest("sums/bare/renamed-here.bin").read_bytes() == body
+
+
+def test_a_digest_file_server_that_is_briefly_unavailable_is_tried_again(shared_fetchd, shared_origin, api):
+    body = os.urandom(30_000)
+    url = shared_origin.add("/sums-flaky/app.bin", body)
+    sums_url = shared_origin.add("/sums-flaky/SUMS", sums((sha256_hex(body), "app.bin")), faults=[Fault(status=503)])
+    job = api.submit({"url": url, "destination": "sums/flaky/app.bin", "checksumURL": sums_url})
+
+    done = api.wait_state(job["id"], "completed")
+
+    assert done["attempts"] == 2
+    assert len(shared_origin.requests_for("/sums-flaky/SUMS")) == 2
+    assert shared_fetchd.dest("sums/flaky/app.bin").read_bytes() == body
 
 
 @pytest.mark.parametrize("case", ["missing-line", "not-found", "garbage"])
@@ -249,6 +262,17 @@ def test_resource_timeout_fails_a_slow_job_with_timeout(shared_fetchd, shared_or
     assert error["code"] == "timeout", error
     assert "resourceTimeout" in error["message"]
     assert not shared_fetchd.dest("slow/resource-timeout.bin").exists()
+
+
+def test_resource_timeout_ends_retries_that_would_outlast_it(shared_fetchd, shared_origin, api):
+    url = shared_origin.add("/slow/always-500.bin", status=500)
+    job = api.submit({"url": url, "destination": "slow/always-500.bin", "resourceTimeout": "700ms"})
+
+    error = failure(api, job["id"])
+
+    # Backing off from 100 ms, the ten attempts the retry budget allows would take longer.
+    assert error["code"] == "timeout", error
+    assert api.job(job["id"])["attempts"] < 10
 
 
 def test_resource_timeout_leaves_a_fast_job_alone(shared_fetchd, shared_origin, api):
