@@ -48,6 +48,6 @@ struct TransferTemplate: Sendable {
         let checksum = job.checksum
             ?? digestFile.flatMap { try? $0.checksum(for: job.destination.fileName).get() }
             ?? digestFile?.entries.first?.checksum
-        return checksum.flatMap { DigestAlgorithm(rawValue: $0.algorithm.rawValue) }
+        return checksum?.algorithm
     }
 }

@@ -62,16 +62,8 @@ import Testing
     }
 }
 
-@Suite struct FileFieldsValidationTests {
-    func validate(_ json: String) throws -> Result<NewDownload, FieldErrors> {
-        SubmissionValidator.validate(try JSONParser.parse(Array(json.utf8)))
-    }
-
-    func fields(_ json: String) throws -> [String] {
-        guard case .failure(let failure) = try validate(json) else { return [] }
-        return failure.errors.map(\.field)
-    }
-
+/// `onConflict`, `checksum`, `checksumURL`, `resourceTimeout` and directory destinations.
+extension SubmissionValidatorTests {
     @Test func acceptsEveryFileField() throws {
         let md5 = String(repeating: "E", count: 32)
         let submission = try validate("""
@@ -111,7 +103,7 @@ import Testing
         (#"{"url":"http://e.com/a","destination":"/"}"#, "destination"),
         (#"{"url":"http://e.com/a","destination":"../"}"#, "destination"),
     ])
-    func rejects(json: String, field: String) throws {
+    func rejectsFileFields(json: String, field: String) throws {
         #expect(try fields(json).contains(field))
     }
 
