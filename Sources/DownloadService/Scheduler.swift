@@ -372,6 +372,11 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         guard running.stopReason == nil, fetched.failure == nil, let status = fetched.httpStatus else { return finished(id, ended) }
         switch DigestFile.read(status: status, body: fetched.responseBody) {
         case .success(let digestFile):
+            // A named file's line is looked for now, so that a digest file without one costs no download.
+            let destination = running.download.destination
+            if !destination.isDirectory, case .failure(let problem) = digestFile.checksum(for: destination.fileName) {
+                return finished(id, ended, digestFileProblem: problem.message)
+            }
             active[id]?.digestFile = digestFile
             start(running.download, resumeFrom: resumeFrom)
         case .failure(let problem) where DigestFile.isTransient(status: status):
