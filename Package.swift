@@ -21,7 +21,7 @@ let package = Package(
         // Layers, each knowing nothing of the ones above it.
         .target(name: "HTTPServer", dependencies: ["CZlib", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Transfer", dependencies: [
-            "CCurl",
+            "CCurl", "DownloadCore",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),

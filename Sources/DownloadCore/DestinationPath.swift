@@ -1,32 +1,49 @@
 /// A destination as a value: the path the client gave, checked by `DestinationPath`'s rules and
 /// split into its segments once. The service walks `directories` and places `fileName` without
-/// parsing the path again.
+/// parsing the path again. A path ending in `/` names a directory: the file's name is chosen
+/// when the origin answers (`FileName.choose`) and joined on with `file(named:)`.
 public struct Destination: Sendable, Hashable, CustomStringConvertible {
     /// As the client gave it (and as stored and shown).
     public let path: String
-    /// The directories on the way, then the file's name; empty when `path` breaks the rules.
+    /// The directories on the way, then the file's name (none for a directory); empty when
+    /// `path` breaks the rules.
     public let segments: [String]
+    /// The path ends in `/`: it names the directory the file goes into.
+    public let isDirectory: Bool
 
     public static func parse(_ path: String) -> Result<Destination, ValidationProblem> {
-        DestinationPath.components(of: path).map { Destination(path: path, segments: $0) }
+        let isDirectory = path.count > 1 && path.hasSuffix("/")
+        return DestinationPath.components(of: isDirectory ? String(path.dropLast()) : path)
+            .map { Destination(path: path, segments: $0, isDirectory: isDirectory) }
     }
 
     /// A path read back from where fetchd stored it after checking it: one that no longer
     /// passes (a database edited by hand) keeps no segments, so nothing is ever written for it.
     public init(stored path: String) {
-        self.path = path
-        segments = (try? DestinationPath.components(of: path).get()) ?? []
+        self = (try? Self.parse(path).get()) ?? Destination(path: path, segments: [], isDirectory: false)
     }
 
-    private init(path: String, segments: [String]) {
+    private init(path: String, segments: [String], isDirectory: Bool) {
         self.path = path
         self.segments = segments
+        self.isDirectory = isDirectory
+    }
+
+    /// The file called `name` (one safe segment: `FileName.choose`) in this directory destination.
+    public func file(named name: String) -> Destination {
+        Destination(path: path + name, segments: segments + [name], isDirectory: false)
+    }
+
+    /// The path under the root of a file called `name` in the directory this destination's file
+    /// goes to: where a renamed file, or a directory destination's, was placed.
+    public func pathInDirectory(named name: String) -> String {
+        (directories + [name]).joined(separator: "/")
     }
 
     public var isValid: Bool { !segments.isEmpty }
-    public var directories: ArraySlice<String> { segments.dropLast() }
-    /// The last segment; empty when the destination is not valid.
-    public var fileName: String { segments.last ?? "" }
+    public var directories: ArraySlice<String> { isDirectory ? segments[...] : segments.dropLast() }
+    /// The last segment; empty when the destination is a directory or not valid.
+    public var fileName: String { isDirectory ? "" : segments.last ?? "" }
     public var description: String { path }
 }
 
@@ -50,7 +67,7 @@ public enum DestinationPath {
         if path.contains("\\") { return .failure(ValidationProblem("must use '/' as the separator, not '\\'")) }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         for part in parts {
-            if part.isEmpty { return .failure(ValidationProblem("must not contain empty segments or end with '/'")) }
+            if part.isEmpty { return .failure(ValidationProblem("must not contain empty segments")) }
             if part == "." || part == ".." { return .failure(ValidationProblem("must not contain '.' or '..' segments")) }
             if part.utf8.count > maxComponentLength {
                 return .failure(ValidationProblem("each segment must be at most \(maxComponentLength) bytes"))

@@ -50,6 +50,18 @@ public struct Download: Sendable, Equatable {
     public var urlRefresh: Bool
     /// Since when the job waits for a new URL (URL refresh); nil when it does not.
     public var awaitingURLSince: Int64?
+    /// The body's `checksum`: the digest the file must have, in any algorithm.
+    public var checksum: Checksum?
+    /// `checksumURL`: a digest file the finished file must match, fetched before each attempt.
+    public var checksumURL: String?
+    /// `onConflict: rename`: when the name is taken at placement, the file goes to the first free
+    /// `name (1).ext`, `name (2).ext`, ….
+    public var renameOnConflict: Bool
+    /// The file's path under the download root once it is known (the chosen name of a directory
+    /// destination, the free name of a rename); nil before.
+    public var path: String?
+    /// `resourceTimeout` as the client gave it: a duration (`Units.duration`).
+    public var resourceTimeout: String?
 
     public init(
         id: String,
@@ -86,7 +98,12 @@ public struct Download: Sendable, Equatable {
         attemptsBeforeRetry: Int = 0,
         revision: Int64 = 0,
         urlRefresh: Bool = false,
-        awaitingURLSince: Int64? = nil
+        awaitingURLSince: Int64? = nil,
+        checksum: Checksum? = nil,
+        checksumURL: String? = nil,
+        renameOnConflict: Bool = false,
+        path: String? = nil,
+        resourceTimeout: String? = nil
     ) {
         self.id = id
         self.url = url
@@ -123,6 +140,11 @@ public struct Download: Sendable, Equatable {
         self.revision = revision
         self.urlRefresh = urlRefresh
         self.awaitingURLSince = awaitingURLSince
+        self.checksum = checksum
+        self.checksumURL = checksumURL
+        self.renameOnConflict = renameOnConflict
+        self.path = path
+        self.resourceTimeout = resourceTimeout
     }
 
     /// `bytesExpected` of the API: the origin's size once known, else the client's hint.
@@ -130,6 +152,13 @@ public struct Download: Sendable, Equatable {
 
     /// Attempts counted against the retry budget: those since the last client retry.
     public var attemptsInBudget: Int { attempts - attemptsBeforeRetry }
+
+    /// When a job with a `resourceTimeout` fails with `timeout` unless completed: that long after
+    /// its first attempt started; nil without one, or before the first attempt.
+    public var resourceDeadline: Int64? {
+        guard let startedAt, let limit = resourceTimeout.flatMap(Units.duration) else { return nil }
+        return startedAt + limit.wholeMilliseconds
+    }
 }
 
 public struct OriginHeader: Sendable, Equatable, Codable {
@@ -168,6 +197,8 @@ public enum ErrorCode {
     public static let tls = "tls"
     public static let proxy = "proxy"
     public static let urlExpired = "url_expired"
+    /// The digest file at `checksumURL` could not be fetched, or has no digest for the file.
+    public static let checksumUnavailable = "checksum_unavailable"
 }
 
 extension DownloadError {

@@ -16,6 +16,11 @@ public struct NewDownload: Sendable, Equatable {
     /// `metadata` as JSON text.
     public var metadata: String?
     public var urlRefresh = false
+    public var checksum: Checksum?
+    public var checksumURL: String?
+    /// `onConflict: rename`.
+    public var renameOnConflict = false
+    public var resourceTimeout: String?
 
     public init(url: String, parsedURL: HTTPURL, destination: Destination) {
         self.url = url
@@ -33,7 +38,13 @@ public struct NewDownload: Sendable, Equatable {
             sha256: nil, expectedSHA256: sha256, webhookURL: webhookURL, headers: headers, overwrite: overwrite,
             validator: nil, createdAt: now, startedAt: nil, finishedAt: nil,
             runAt: max(now, earliestBeginDate ?? now), nextAttemptAt: nil, hostKey: parsedURL.hostKey,
-            metadata: metadata, urlRefresh: urlRefresh)
+            metadata: metadata, urlRefresh: urlRefresh, checksum: checksum, checksumURL: checksumURL,
+            renameOnConflict: renameOnConflict, path: knownPath, resourceTimeout: resourceTimeout)
+    }
+
+    /// The file's path when the submission already decides it: a named file that is never renamed.
+    var knownPath: String? {
+        destination.isDirectory || renameOnConflict ? nil : destination.path
     }
 }
 

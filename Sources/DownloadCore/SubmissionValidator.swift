@@ -13,6 +13,7 @@ public enum SubmissionValidator {
     static let knownFields: Set<String> = [
         "url", "destination", "session", "earliestBeginDate", "discretionary", "priority",
         "expectedBytesToSend", "expectedBytesToReceive", "webhookURL", "headers", "sha256", "overwrite", "metadata", "urlRefresh",
+        "onConflict", "checksum", "checksumURL", "resourceTimeout",
     ]
 
     /// `metadata` may take this many bytes as JSON text.
@@ -116,7 +117,60 @@ public enum SubmissionValidator {
             case .failure(let message): fail("headers", message.message)
             }
         }
+        validateFileFields(fields, into: &result, fail: fail)
         return errors.isEmpty ? .success(result) : .failure(FieldErrors(errors))
+    }
+
+    /// The values of `onConflict`.
+    public static let conflictPolicies = ["fail", "overwrite", "rename"]
+
+    /// `onConflict`, `checksum`, `checksumURL` and `resourceTimeout`, and how they agree with
+    /// `overwrite` and `sha256`.
+    static func validateFileFields(_ fields: [String: JSONValue], into result: inout NewDownload, fail: (String, String) -> Void) {
+        if let value = fields["onConflict"], value != .null {
+            if case .string(let policy) = value, conflictPolicies.contains(policy) {
+                // `fail` is `overwrite: false`, `overwrite` is `overwrite: true`; rename replaces nothing.
+                if case .bool(let overwrite)? = fields["overwrite"], overwrite != (policy == "overwrite") {
+                    fail("onConflict", "contradicts \"overwrite\": \(overwrite)")
+                }
+                result.overwrite = policy == "overwrite"
+                result.renameOnConflict = policy == "rename"
+            } else {
+                fail("onConflict", "must be one of \(conflictPolicies.joined(separator: ", "))")
+            }
+        }
+        if let value = fields["checksum"], value != .null {
+            switch checksum(value) {
+            case .success(let checksum):
+                result.checksum = checksum
+                if checksum.algorithm == .sha256, let sha256 = result.sha256, sha256 != checksum.hex {
+                    fail("checksum", "contradicts \"sha256\"")
+                }
+            case .failure(let problem): fail("checksum", problem.message)
+            }
+        }
+        if let value = fields["checksumURL"], value != .null {
+            switch webhookURL(value) {
+            case .success(let text):
+                result.checksumURL = text
+                if result.checksum != nil || result.sha256 != nil {
+                    fail("checksumURL", "give either a digest (\"checksum\" or \"sha256\") or a digest file, not both")
+                }
+            case .failure(let problem): fail("checksumURL", problem.message)
+            }
+        }
+        if let value = fields["resourceTimeout"], value != .null {
+            if case .string(let text) = value, let limit = Units.duration(text), limit > .zero {
+                result.resourceTimeout = text
+            } else {
+                fail("resourceTimeout", "must be a duration greater than zero, like 90s, 30m or 2h")
+            }
+        }
+    }
+
+    static func checksum(_ value: JSONValue) -> Result<Checksum, ValidationProblem> {
+        guard case .string(let text) = value else { return .failure(ValidationProblem("must be a string \"<alg>:<hex>\"")) }
+        return Checksum.parse(text)
     }
 
     // MARK: Fields a PATCH may change too (one rule each, for both)

@@ -37,12 +37,15 @@ struct DestinationFiles: Sendable {
     }
 
     /// Puts the finished partial file at its destination atomically: hard-link it in under a temporary
-    /// name, then link (no overwrite) or rename (overwrite) onto the final name. The caller syncs the
-    /// returned directory before it commits the completion (`PlacedDirectory.sync`, once per directory
-    /// for a batch). The partial file stays until the completion is committed, so a crash in between
-    /// is recognised at the next start by `isPlaced`.
-    func place(partial: String, destination: Destination, jobID: String, overwrite: Bool) -> Result<PlacedDirectory, Problem> {
-        guard destination.isValid else { return .failure(.invalid(Self.notAPath)) }
+    /// name, then link (no overwrite) or rename (overwrite) onto the final name. With `renameOnConflict`
+    /// a taken name moves on to `name (1).ext`, `name (2).ext`, …: each is claimed by a link that
+    /// fails rather than replaces, so two jobs can never take the same name. Gives the name used.
+    /// The caller syncs the returned directory before it commits the completion
+    /// (`PlacedDirectory.sync`, once per directory for a batch). The partial file stays until the
+    /// completion is committed, so a crash in between is recognised at the next start by `isPlaced`.
+    func place(partial: String, destination: Destination, jobID: String, overwrite: Bool,
+               renameOnConflict: Bool = false) -> Result<(directory: PlacedDirectory, name: String), Problem> {
+        guard destination.isValid, !destination.isDirectory else { return .failure(.invalid(Self.notAPath)) }
         let placed: PlacedDirectory
         switch openDirectories(destination.directories, create: true) {
         case .success(let fd?): placed = PlacedDirectory(fd: fd, path: destination.directories.joined(separator: "/"))
@@ -62,11 +65,18 @@ struct DestinationFiles: Sendable {
             guard renameat(dir, temporary, dir, name) == 0 else {
                 return .failure(errno == EISDIR ? .invalid("is a directory") : problem(from: errno, "cannot move the download into place"))
             }
-        } else if linkat(dir, temporary, dir, name, 0) != 0 {
-            return .failure(errno == EEXIST ? .exists : problem(from: errno, "cannot move the download into place"))
+            return .success((placed, name))
         }
-        return .success(placed)
+        for number in 0...(renameOnConflict ? Self.maxRenameNumber : 0) {
+            let candidate = number == 0 ? name : FileName.renamed(name, number: number)
+            if linkat(dir, temporary, dir, candidate, 0) == 0 { return .success((placed, candidate)) }
+            guard errno == EEXIST else { return .failure(problem(from: errno, "cannot move the download into place")) }
+        }
+        return .failure(.exists)
     }
+
+    /// How far `onConflict: rename` counts before it gives up with `destination_exists`.
+    static let maxRenameNumber = 9999
 
     /// True when the destination is the very file (same inode) as the partial file: a completion
     /// that was placed but not yet committed when fetchd stopped.
@@ -74,6 +84,30 @@ struct DestinationFiles: Sendable {
         var partialInfo = stat()
         guard stat(partial, &partialInfo) == 0, let placed = statDestination(destination) else { return false }
         return placed.st_ino == partialInfo.st_ino && placed.st_dev == partialInfo.st_dev
+    }
+
+    /// The name a completion placed but not committed when fetchd stopped went under: the entry of
+    /// the destination's directory that is the very file (same inode) as the partial file. A
+    /// directory destination's file and a renamed one can have any name there, so the directory is
+    /// read — only when the partial file has another link at all.
+    func placedName(partial: String, in destination: Destination) -> String? {
+        var partialInfo = stat()
+        guard stat(partial, &partialInfo) == 0, partialInfo.st_nlink > 1, destination.isValid,
+              case .success(let dir?) = openDirectories(destination.directories, create: false) else { return nil }
+        guard let stream = fdopendir(dir) else {
+            close(dir)
+            return nil
+        }
+        defer { closedir(stream) }
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            var info = stat()
+            // fetchd's own temporary link is the same file too, but not a placed one.
+            guard !name.hasPrefix(DestinationPath.reservedPrefix), fstatat(dirfd(stream), name, &info, AT_SYMLINK_NOFOLLOW) == 0,
+                  info.st_ino == partialInfo.st_ino, info.st_dev == partialInfo.st_dev else { continue }
+            return name
+        }
+        return nil
     }
 
     /// Undoes `place` when the completion could not be committed (the job was cancelled meanwhile).

@@ -30,6 +30,11 @@ enum DownloadJSON {
         json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
         json.key("metadata")
         if let metadata = d.metadata { json.raw(Array(metadata.utf8)) } else { json.value(nil as String?) }
+        json.field("onConflict", d.renameOnConflict ? "rename" : d.overwrite ? "overwrite" : "fail")
+        json.field("checksum", d.checksum?.description)
+        json.field("checksumURL", d.checksumURL)
+        json.field("resourceTimeout", d.resourceTimeout)
+        json.field("path", d.path)
         json.endObject()
     }
 

@@ -81,6 +81,7 @@ struct DownloadsAPI: Sendable {
         case .failure(let failure): throw APIProblem.invalid(failure.errors)
         }
         try checkWebhookAddress(submission.webhookURL)
+        try checkAddress(submission.checksumURL, field: "checksumURL")
         return submission
     }
 
@@ -92,7 +93,7 @@ struct DownloadsAPI: Sendable {
         case .failure(let problem):
             throw APIProblem(status: 400, title: "Bad Request", detail: "the destination cannot be used: \(problem)",
                              errors: [FieldError(field: "destination", message: "cannot be used")])
-        case .success(true) where !submission.overwrite:
+        case .success(true) where !submission.overwrite && !submission.renameOnConflict:
             throw APIProblem.conflict("a file already exists at the destination; set \"overwrite\": true to replace it")
         case .success:
             break
@@ -101,9 +102,14 @@ struct DownloadsAPI: Sendable {
 
     /// A webhook URL that names an address the egress policy forbids is refused up front.
     func checkWebhookAddress(_ webhookURL: String?) throws {
-        if let webhookURL, case .success(let parsed) = HTTPURL.parse(webhookURL),
+        try checkAddress(webhookURL, field: "webhookURL")
+    }
+
+    /// A URL of `field` that names an address the egress policy forbids is refused up front.
+    func checkAddress(_ url: String?, field: String) throws {
+        if let url, case .success(let parsed) = HTTPURL.parse(url),
            let address = IPAddress(parsed.host), !configuration.addressPolicy.permits(address) {
-            throw APIProblem.invalid("webhookURL", "the address \(parsed.host) is not allowed")
+            throw APIProblem.invalid(field, "the address \(parsed.host) is not allowed")
         }
     }
 

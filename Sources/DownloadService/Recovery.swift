@@ -18,9 +18,10 @@ struct Recovery {
     func run(now: Int64) throws {
         for job in try store.interruptedJobs() {
             let partialPath = partials.path(job.id)
-            if files.isPlaced(partial: partialPath, destination: job.destination), let digest = sha256(ofFile: partialPath) {
+            if let path = placedPath(job, partialPath: partialPath), let digest = sha256(ofFile: partialPath) {
                 var done = job
                 done.state = .completed
+                done.path = path
                 done.sha256 = digest
                 done.bytesReceived = partials.size(job.id)
                 done.finishedAt = now
@@ -39,6 +40,16 @@ struct Recovery {
             logger.info("interrupted download requeued", metadata: ["download.id": "\(job.id)", "bytes": "\(queued.bytesReceived)"])
         }
         try PartialFiles.removeUnkept(partials, store: store)
+    }
+
+    /// Where a completion was placed before fetchd stopped, under the root; nil if it was not.
+    /// A named file is looked for under its name, a directory destination's or a renamed one
+    /// under any name in its directory.
+    private func placedPath(_ job: Download, partialPath: String) -> String? {
+        guard job.destination.isDirectory || job.renameOnConflict else {
+            return files.isPlaced(partial: partialPath, destination: job.destination) ? job.destination.path : nil
+        }
+        return files.placedName(partial: partialPath, in: job.destination).map(job.destination.pathInDirectory)
     }
 
     private func sha256(ofFile path: String) -> String? {

@@ -28,6 +28,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         var discretionary: Bool
         /// Bytes it still expects to write, counted against free disk space.
         var remainingBytes: Int64
+        /// The job's `checksumURL` as fetched at the start of this attempt.
+        var digestFile: DigestFile? = nil
     }
 
     let queue = DispatchQueue(label: "fetchd.scheduler")
@@ -343,13 +345,47 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     private func start(_ job: Download, resumeFrom: Int64) {
         let id = job.id
-        let request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom)
+        let digestFile = active[id]?.digestFile
+        if let checksumURL = job.checksumURL, digestFile == nil { return fetchDigestFile(checksumURL, for: id, resumeFrom: resumeFrom) }
+        let request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom, digestFile: digestFile, now: clock.now())
         logger.info("transfer started", metadata: ["download.id": "\(id)", "attempt": "\(job.attempts)", "resume.offset": "\(resumeFrom)"])
         let transferID = transfers.start(
             request,
             onProgress: { progress in self.queue.async { self.progressed(id, progress) } },
             onComplete: { result in self.queue.async { self.finished(id, result) } })
         active[id]?.transferID = transferID
+    }
+
+    /// An attempt of a job with a `checksumURL` begins with its digest file, fetched under the
+    /// same egress policy as the download; the download starts once it is read.
+    private func fetchDigestFile(_ url: String, for id: String, resumeFrom: Int64) {
+        let transferID = transfers.start(
+            template.digestFileRequest(url), onProgress: { _ in },
+            onComplete: { result in self.queue.async { self.digestFileFetched(id, result, resumeFrom: resumeFrom) } })
+        active[id]?.transferID = transferID
+    }
+
+    private func digestFileFetched(_ id: String, _ fetched: TransferResult, resumeFrom: Int64) {
+        guard let running = active[id] else { return }
+        // The attempt ends here unless the download starts: with the partial data as it was.
+        var ended = TransferResult(failure: fetched.failure, bytesOnDisk: resumeFrom, effectiveURL: fetched.effectiveURL)
+        guard running.stopReason == nil, fetched.failure == nil, let status = fetched.httpStatus else { return finished(id, ended) }
+        switch DigestFile.read(status: status, body: fetched.responseBody) {
+        case .success(let digestFile):
+            // A named file's line is looked for now, so that a digest file without one costs no download.
+            let destination = running.download.destination
+            if !destination.isDirectory, case .failure(let problem) = digestFile.checksum(for: destination.fileName) {
+                return finished(id, ended, digestFileProblem: problem.message)
+            }
+            active[id]?.digestFile = digestFile
+            start(running.download, resumeFrom: resumeFrom)
+        case .failure(let problem) where DigestFile.isTransient(status: status):
+            // Like an origin's 408, 429 or 5xx: worth another attempt.
+            ended.failure = .network("the digest file \(problem.message)")
+            finished(id, ended)
+        case .failure(let problem):
+            finished(id, ended, digestFileProblem: problem.message)
+        }
     }
 
     /// A job waiting for a new URL came due: its deadline passed without one, so it fails
@@ -382,14 +418,16 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         pendingWrites.add(JobWrite(changes: [.progress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected, validator: newValidator)]))
     }
 
-    private func finished(_ id: String, _ result: TransferResult) {
+    private func finished(_ id: String, _ result: TransferResult, digestFileProblem: String? = nil) {
         guard let running = active.removeValue(forKey: id) else { return }
         track(running, starting: false)
         live.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(context: settlement, job: running.download, result: result, startedAt: running.attemptStartedAt,
-                                 now: clock.now(), jitter: Double.random(in: 0..<1))
+                                 now: clock.now(), jitter: Double.random(in: 0..<1), digestFile: running.digestFile)
         if let reason = running.stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {
             pendingWrites.add(outcome.stopped(reason))
+        } else if let digestFileProblem {
+            pendingWrites.add(outcome.digestFileUnavailable(digestFileProblem))
         } else {
             let write = outcome.settle()
             if let (host, until) = write.hostHold { holdHost(host, until: until) }

@@ -44,6 +44,8 @@ struct Settlement {
     let now: Int64
     /// In 0..<1, spreads retries.
     let jitter: Double
+    /// The job's `checksumURL` as fetched before this attempt's download.
+    var digestFile: DigestFile? = nil
 
     /// The longest a Retry-After holds a host.
     static let maxHostHold: Duration = .seconds(86400)
@@ -56,6 +58,7 @@ struct Settlement {
             return complete(digest: digest)
         }
         guard let outcome = AttemptOutcome(result) else { return stopped(.shutdown) }
+        if let deadline = job.resourceDeadline, now >= deadline { return resourceTimedOut() }
         let retryAfter = result.retryAfter.map { Duration.milliseconds(Int64($0 * 1000)) }
         switch context.retryPolicy.decide(outcome, history: history(counting: !outcome.isOutage), retryAfter: retryAfter, jitter: jitter) {
         case .finish:
@@ -63,6 +66,7 @@ struct Settlement {
             return retry(after: context.retryPolicy.delay(afterAttempt: job.attemptsInBudget, retryAfter: nil, jitter: 0.5),
                   cause: DownloadError(code: ErrorCode.fileError, message: "the response body was not stored"))
         case .retry(let after, let cause, let outage):
+            if let deadline = job.resourceDeadline, now + after.wholeMilliseconds >= deadline { return resourceTimedOut() }
             var write = retry(after: after, cause: cause, outage: outage)
             if let retryAfter, result.httpStatus == 429 || result.httpStatus == 503 {
                 // Asked of every client, not just this job: the whole host:port waits.
@@ -100,6 +104,20 @@ struct Settlement {
         queued.outageAttempts += 1
         logger.info("download waits for disk space", metadata: ["download.id": "\(job.id)", "bytes": "\(result.bytesOnDisk)"])
         return transition(queued, attempt: attempt("retry", error: cause))
+    }
+
+    /// `resourceTimeout` has passed since the first attempt, or will have before the next.
+    private func resourceTimedOut() -> JobWrite {
+        fail(DownloadError(code: ErrorCode.timeout, message: "not completed within its resourceTimeout of \(job.resourceTimeout ?? "")"))
+    }
+
+    /// The digest file at `checksumURL` answered with something other than a digest file.
+    func digestFileUnavailable(_ problem: String) -> JobWrite {
+        fail(digestFileError(problem))
+    }
+
+    private func digestFileError(_ problem: String) -> DownloadError {
+        DownloadError(code: ErrorCode.checksumUnavailable, message: "the digest file at \(job.checksumURL ?? "") \(problem)")
     }
 
     /// The deadline of a job waiting for a new URL has passed without one.
@@ -150,10 +168,12 @@ struct Settlement {
     }
 
     private func complete(digest: String) -> JobWrite {
-        if let expected = job.expectedSHA256, expected != digest {
-            return fail(DownloadError(code: ErrorCode.checksumMismatch, message: "the file's SHA-256 is \(digest), expected \(expected)"))
-        }
-        switch context.files.place(partial: partialPath, destination: job.destination, jobID: job.id, overwrite: job.overwrite) {
+        let target = job.destination.isDirectory
+            ? job.destination.file(named: FileName.choose(contentDisposition: result.contentDisposition, finalURL: result.effectiveURL ?? job.url))
+            : job.destination
+        if let problem = verify(digest, fileName: target.fileName) { return fail(problem) }
+        switch context.files.place(partial: partialPath, destination: target, jobID: job.id, overwrite: job.overwrite,
+                                   renameOnConflict: job.renameOnConflict) {
         case .failure(.exists):
             return fail(DownloadError(code: ErrorCode.destinationExists, message: "a file appeared at the destination before completion"))
         case .failure(.invalid(let message)):
@@ -162,13 +182,15 @@ struct Settlement {
             return fail(DownloadError(code: ErrorCode.diskFull, message: "no space left to place the file"))
         case .failure(.io(let message)):
             return fail(DownloadError(code: ErrorCode.fileError, message: message))
-        case .success(let directory):
+        case .success((let directory, let name)):
+            let placed = Destination(stored: target.pathInDirectory(named: name))
             var done = attemptRecorded()
             done.state = .completed
             done.sha256 = digest
             done.bytesExpectedFromOrigin = done.bytesExpectedFromOrigin ?? result.bytesOnDisk
             done.error = nil
             done.finishedAt = now
+            done.path = placed.path
             let (job, context, partialPath, bytes) = (job, context, partialPath, result.bytesOnDisk)
             var write = terminal(done, attempt: attempt("completed")) { committed in
                 if committed {
@@ -178,13 +200,39 @@ struct Settlement {
                     // Cancelled or paused while finishing: take the file back out. Only a job known to
                     // be cancelled loses its data; a paused one keeps it, and so does one whose state
                     // could not be read (the next start removes data no live job owns).
-                    context.files.unplace(partial: partialPath, destination: job.destination)
+                    context.files.unplace(partial: partialPath, destination: placed)
                     if Self.isCancelled(job.id, context: context) { context.partials.remove(job.id) }
                 }
             }
             write.placedIn = directory
             return write
         }
+    }
+
+    /// The file's digests against every digest the job expects: `sha256`, `checksum`, and the
+    /// digest file's line for `fileName` (or its only line). Nil when all match.
+    private func verify(_ sha256: String, fileName: String) -> DownloadError? {
+        var expected = [job.expectedSHA256.map { Checksum(algorithm: .sha256, hex: $0) }, job.checksum].compactMap { $0 }
+        if job.checksumURL != nil {
+            switch digestFile.map({ $0.checksum(for: fileName) }) {
+            case .success(let checksum)?: expected.append(checksum)
+            case .failure(let problem)?:
+                return digestFileError(problem.message)
+            case nil:
+                return digestFileError("was not fetched")
+            }
+        }
+        for checksum in expected {
+            let name = checksum.algorithm.rawValue
+            guard let actual = checksum.algorithm == .sha256 ? sha256 : result.extraDigest else {
+                // Only a digest file whose lines mix algorithms asks for one that was not computed.
+                return digestFileError("mixes algorithms: the file's \(name) was not computed")
+            }
+            if actual != checksum.hex {
+                return DownloadError(code: ErrorCode.checksumMismatch, message: "the file's \(name) is \(actual), expected \(checksum.hex)")
+            }
+        }
+        return nil
     }
 
     private static func isCancelled(_ id: String, context: SettlementContext) -> Bool {

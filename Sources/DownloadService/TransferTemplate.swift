@@ -16,12 +16,38 @@ struct TransferTemplate: Sendable {
 
     /// Resumes from `resumeFrom` bytes of partial data (with the job's validator as If-Range), or
     /// starts over when there are none.
-    func request(for job: Download, partialPath: String, resumeFrom: Int64) -> TransferRequest {
+    /// `digestFile` is the job's `checksumURL` as fetched for this attempt: its algorithm is
+    /// computed while writing. A `resourceTimeout` bounds the attempt by what is left of it at `now`.
+    func request(for job: Download, partialPath: String, resumeFrom: Int64, digestFile: DigestFile? = nil, now: Int64 = 0) -> TransferRequest {
         var request = TransferRequest(url: job.url, sink: .file(path: partialPath, resumeValidator: resumeFrom > 0 ? job.validator : nil))
         request.headers = job.headers.map { ($0.name, $0.value) }
         request.maxBytes = maxBytes
         request.stallTimeout = stallTimeout.inSeconds
         request.addressPolicy = addressPolicy
+        request.extraDigest = Self.extraDigest(for: job, digestFile: digestFile)
+        if let deadline = job.resourceDeadline {
+            // At least a millisecond: curl takes 0 as no limit at all.
+            request.totalTimeout = Double(max(1, deadline - now)) / 1000
+        }
         return request
+    }
+
+    /// The request for the digest file at a job's `checksumURL`: the same egress policy and
+    /// limits as the download, none of the origin's headers, the body kept in memory.
+    func digestFileRequest(_ url: String) -> TransferRequest {
+        var request = TransferRequest(url: url, sink: .memory(limit: DigestFile.maxBytes + 1))
+        request.stallTimeout = stallTimeout.inSeconds
+        request.addressPolicy = addressPolicy
+        return request
+    }
+
+    /// The digest to compute beside SHA-256: the algorithm of the job's `checksum`, or of the
+    /// digest file's line for the destination's name (or its first line, for a directory
+    /// destination, whose name is not known yet).
+    static func extraDigest(for job: Download, digestFile: DigestFile?) -> DigestAlgorithm? {
+        let checksum = job.checksum
+            ?? digestFile.flatMap { try? $0.checksum(for: job.destination.fileName).get() }
+            ?? digestFile?.entries.first?.checksum
+        return checksum?.algorithm
     }
 }

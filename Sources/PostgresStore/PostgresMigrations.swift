@@ -184,6 +184,22 @@ enum PostgresMigrations {
         CREATE INDEX event_log_session ON event_log (session, seq);
         CREATE INDEX event_log_created ON event_log (created_at);
         """,
+        // 3: files and checksums, as SQLite's version 15: a checksum in any algorithm, a digest
+        // file's URL, onConflict: rename, the file's path once known (a job from before names its
+        // file: the destination), resourceTimeout; directory destinations (`dir/`) are shared by
+        // any number of live jobs.
+        """
+        ALTER TABLE downloads
+            ADD COLUMN checksum text,
+            ADD COLUMN checksum_url text,
+            ADD COLUMN rename_on_conflict boolean NOT NULL DEFAULT false,
+            ADD COLUMN path text,
+            ADD COLUMN resource_timeout text;
+        UPDATE downloads SET path = destination;
+        DROP INDEX downloads_live_destination;
+        CREATE UNIQUE INDEX downloads_live_destination ON downloads (destination)
+            WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/';
+        """,
     ]
 
     static func run(on connection: PostgresConnection) throws {

@@ -29,7 +29,7 @@ extension PostgresStore {
         let inserted = try db.query("""
             INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag)
             VALUES (\(JobColumns.placeholders), $\(JobColumns.written.count + 1), $\(JobColumns.written.count + 2))
-            ON CONFLICT (destination) WHERE state IN ('queued','running','paused') DO NOTHING RETURNING 1
+            ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING RETURNING 1
             """, JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)]) { _ in true }
         guard !inserted.isEmpty else {
             if keyIsNew, let idempotency {

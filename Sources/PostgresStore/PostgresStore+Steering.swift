@@ -105,13 +105,14 @@ extension PostgresStore {
     }
 
     /// The failed jobs a retry may bring back: not one whose destination another live job owns
-    /// now, and of several with one destination only the first (SQLite's `UPDATE OR IGNORE`).
+    /// now, and of several with one destination only the first (SQLite's `UPDATE OR IGNORE`); a
+    /// directory destination (`dir/`) is shared, as in the unique index.
     private static func revivable(_ db: PostgresConnection, _ failed: [(id: String, state: String, destination: String)]) throws
         -> [(id: String, state: String, destination: String)] {
         var taken = Set(try db.query("""
             SELECT destination FROM downloads WHERE destination = ANY($1::text[]) AND state IN ('queued','running','paused')
             """, [.textArray(Array(Set(failed.map(\.destination))))]) { $0.string(0) })
-        return failed.filter { taken.insert($0.destination).inserted }
+        return failed.filter { $0.destination.hasSuffix("/") || taken.insert($0.destination).inserted }
     }
 
     public func loggedEvents(after sequence: Int64, session: String?, limit: Int) throws -> [LoggedEvent] {

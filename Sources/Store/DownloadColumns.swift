@@ -11,6 +11,7 @@ enum DownloadColumns {
         "sha256", "expected_sha256", "webhook_url", "headers", "overwrite", "validator", "created_at", "started_at", "finished_at",
         "run_at", "next_attempt_at", "host_key", "metadata", "attempts_before_retry", "url_refresh", "awaiting_url_since",
         "outage_attempts", "progress_at", "disk_full_since",
+        "checksum", "checksum_url", "rename_on_conflict", "path", "resource_timeout",
     ]
 
     /// What a client may change after submit (`PATCH`): written at insert and by `change`, never by
@@ -55,6 +56,7 @@ enum DownloadColumns {
             optional(d.nextAttemptAt), .text(d.hostKey), optional(d.metadata), .integer(Int64(d.attemptsBeforeRetry)),
             .integer(d.urlRefresh ? 1 : 0), optional(d.awaitingURLSince), .integer(Int64(d.outageAttempts)), optional(d.progressAt),
             optional(d.diskFullSince),
+            optional(d.checksum?.description), optional(d.checksumURL), .integer(d.renameOnConflict ? 1 : 0), optional(d.path), optional(d.resourceTimeout),
         ]
     }
 
@@ -73,8 +75,10 @@ enum DownloadColumns {
             createdAt: row.int64(22), startedAt: row.optionalInt64(23), finishedAt: row.optionalInt64(24),
             runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27),
             outageAttempts: row.int(32), progressAt: row.optionalInt64(33), diskFullSince: row.optionalInt64(34),
-            metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(35),
-            urlRefresh: row.int(30) != 0, awaitingURLSince: row.optionalInt64(31))
+            metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(Int32(written.count)),
+            urlRefresh: row.int(30) != 0, awaitingURLSince: row.optionalInt64(31),
+            checksum: try row.optionalString(35).map { try Checksum.parse($0).get() }, checksumURL: row.optionalString(36),
+            renameOnConflict: row.int(37) != 0, path: row.optionalString(38), resourceTimeout: row.optionalString(39))
     }
 
     private static func optional(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }

@@ -197,6 +197,21 @@ enum Migrations {
         ALTER TABLE downloads ADD COLUMN progress_at INTEGER;
         ALTER TABLE downloads ADD COLUMN disk_full_since INTEGER;
         """,
+        // 15: files and checksums — a checksum in any algorithm, a digest file's URL, onConflict:
+        // rename, the file's path once known (a job from before names its file: the destination),
+        // resourceTimeout. Directory destinations (`dir/`) are shared by any number of live jobs,
+        // so the one-live-job rule leaves them out.
+        """
+        ALTER TABLE downloads ADD COLUMN checksum TEXT;
+        ALTER TABLE downloads ADD COLUMN checksum_url TEXT;
+        ALTER TABLE downloads ADD COLUMN rename_on_conflict INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN path TEXT;
+        ALTER TABLE downloads ADD COLUMN resource_timeout TEXT;
+        UPDATE downloads SET path = destination;
+        DROP INDEX downloads_live_destination;
+        CREATE UNIQUE INDEX downloads_live_destination ON downloads(destination)
+            WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/';
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -1,21 +1,11 @@
 import Crypto
+import DownloadCore
 
-/// A digest a download can be checked against. SHA-256 is always computed while writing; the
-/// service names one of the others in `TransferRequest.extraDigest` when the job's `checksum`
-/// (or `checksumURL`'s digest) uses it, and compares `TransferResult.extraDigest` with it.
-public enum DigestAlgorithm: String, Sendable, CaseIterable {
-    case sha256, sha512, sha1, md5
-
-    /// Hex digits in a digest of this algorithm: how `checksumURL` tells a bare digest's algorithm.
-    public var hexLength: Int {
-        switch self {
-        case .sha256: 64
-        case .sha512: 128
-        case .sha1: 40
-        case .md5: 32
-        }
-    }
-}
+/// A digest a download can be checked against: the algorithms a job's `checksum` may name, one
+/// list for the domain and the engine. SHA-256 is always computed while writing; the service
+/// names one of the others in `TransferRequest.extraDigest` when the job's `checksum` (or
+/// `checksumURL`'s digest) uses it, and compares `TransferResult.extraDigest` with it.
+public typealias DigestAlgorithm = Checksum.Algorithm
 
 /// The hash state of the digest computed beside SHA-256.
 enum ExtraHasher {

@@ -50,7 +50,7 @@ import Testing
         (#"{"url":"http://e.com/a","destination":"a/../../b"}"#, "destination"),
         (#"{"url":"http://e.com/a","destination":"a/./b"}"#, "destination"),
         (#"{"url":"http://e.com/a","destination":"a//b"}"#, "destination"),
-        (#"{"url":"http://e.com/a","destination":"dir/"}"#, "destination"),
+        (#"{"url":"http://e.com/a","destination":"dir//"}"#, "destination"),
         (#"{"url":"http://e.com/a","destination":"a\u0000b"}"#, "destination"),
         (#"{"url":"http://e.com/a","destination":"a\nb"}"#, "destination"),
         (#"{"url":"http://e.com/a","destination":"a\\..\\b"}"#, "destination"),

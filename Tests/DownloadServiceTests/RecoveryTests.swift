@@ -33,6 +33,29 @@ import Testing
         #expect(try fixture.webhooksDue() == ["download.completed"])
     }
 
+    /// The same for a directory destination (or a rename): the file went under a name chosen at
+    /// placement, found again as the directory's entry that is the partial file.
+    @Test func aPlacedCompletionUnderAChosenNameIsCommittedWithItsPath() throws {
+        let fixture = try ServiceFixture()
+        let url = "http://origin.example/j1"
+        let job = NewDownload(url: url, parsedURL: try HTTPURL.parse(url).get(), destination: try Destination.parse("inbox/").get())
+            .makeDownload(id: "j1", now: fixture.clock.now)
+        #expect(try fixture.store.insert(job, idempotency: nil) == .created(job))
+        _ = try fixture.claim("j1")
+        let body = Array("named by the origin\n".utf8)
+        try fixture.writePartial("j1", body)
+        try FileManager.default.createDirectory(atPath: fixture.files.root + "/inbox", withIntermediateDirectories: true)
+        try Data("someone else's".utf8).write(to: URL(fileURLWithPath: fixture.files.root + "/inbox/other.pdf"))
+        try FileManager.default.linkItem(atPath: fixture.partials.path("j1"), toPath: fixture.files.root + "/inbox/report.pdf")
+
+        try recover(fixture)
+
+        let done = try fixture.job("j1")
+        #expect(done.state == .completed && done.path == "inbox/report.pdf")
+        #expect(fixture.destinationBytes("inbox/report.pdf") == body)
+        #expect(!fixture.partialExists("j1"))
+    }
+
     @Test func anInterruptedTransferIsQueuedWithWhatItsFileHolds() throws {
         let fixture = try ServiceFixture()
         try fixture.submit("j1")

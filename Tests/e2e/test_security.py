@@ -221,7 +221,7 @@ def test_proxy_variables_in_the_environment_are_ignored(fetchd, origin, listener
 
 
 HOSTILE_DESTINATIONS = [
-    "/etc/passwd", "../escape", "a/../../escape", "a/../b", "./a", "a/./b", "a//b", "dir/", "",
+    "/etc/passwd", "../escape", "a/../../escape", "a/../b", "./a", "a/./b", "a//b", "dir//", "../", "",
     "a\u0000b", "a\nb", "a\rb", "tab\there", "\u202egnp.exe", "zero\u200bwidth", "..", ".",
     "a\\..\\..\\escape", "x/\u2028y", ".fetchd-123.tmp",
     "a" * 256, "/".join(["d"] * 600), "\x7f", "\u0085next-line",
