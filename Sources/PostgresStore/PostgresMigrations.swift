@@ -184,6 +184,10 @@ enum PostgresMigrations {
         CREATE INDEX event_log_session ON event_log (session, seq);
         CREATE INDEX event_log_created ON event_log (created_at);
         """,
+        // 3: TEMP placeholder for branch `files` (its migration 3 replaces this on merge).
+        """
+        SELECT 1;
+        """,
     ]
 
     static func run(on connection: PostgresConnection) throws {

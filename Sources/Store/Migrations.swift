@@ -197,6 +197,10 @@ enum Migrations {
         ALTER TABLE downloads ADD COLUMN progress_at INTEGER;
         ALTER TABLE downloads ADD COLUMN disk_full_since INTEGER;
         """,
+        // 15: TEMP placeholder for branch `files` (its migration 15 replaces this on merge).
+        """
+        SELECT 1;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {
