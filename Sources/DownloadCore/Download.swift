@@ -50,6 +50,19 @@ public struct Download: Sendable, Equatable {
     public var urlRefresh: Bool
     /// Since when the job waits for a new URL (URL refresh); nil when it does not.
     public var awaitingURLSince: Int64?
+    /// The same file elsewhere: attempts go round `url` then these (`mirrorIndex`).
+    public var mirrors: [String]
+    /// Parallel connections for the file (byte ranges at once), 1–16.
+    public var connections: Int
+    /// The job's own rate cap in bytes per second; nil for none.
+    public var maxBytesPerSecond: Int64?
+    /// Which URL attempts go to: 0 for `url`, i for `mirrors[i - 1]`.
+    public var mirrorIndex: Int
+    /// URLs in a row that answered 404 or 410: the job fails once every URL has.
+    public var mirrorMisses: Int
+    /// A segmented download's byte ranges and how far each got (empty for one connection): the
+    /// partial file is then preallocated to the full size, and each range resumes on its own.
+    public var ranges: [RangeProgress]
 
     public init(
         id: String,
@@ -86,7 +99,13 @@ public struct Download: Sendable, Equatable {
         attemptsBeforeRetry: Int = 0,
         revision: Int64 = 0,
         urlRefresh: Bool = false,
-        awaitingURLSince: Int64? = nil
+        awaitingURLSince: Int64? = nil,
+        mirrors: [String] = [],
+        connections: Int = 1,
+        maxBytesPerSecond: Int64? = nil,
+        mirrorIndex: Int = 0,
+        mirrorMisses: Int = 0,
+        ranges: [RangeProgress] = []
     ) {
         self.id = id
         self.url = url
@@ -123,6 +142,12 @@ public struct Download: Sendable, Equatable {
         self.revision = revision
         self.urlRefresh = urlRefresh
         self.awaitingURLSince = awaitingURLSince
+        self.mirrors = mirrors
+        self.connections = connections
+        self.maxBytesPerSecond = maxBytesPerSecond
+        self.mirrorIndex = mirrorIndex
+        self.mirrorMisses = mirrorMisses
+        self.ranges = ranges
     }
 
     /// `bytesExpected` of the API: the origin's size once known, else the client's hint.
@@ -130,6 +155,43 @@ public struct Download: Sendable, Equatable {
 
     /// Attempts counted against the retry budget: those since the last client retry.
     public var attemptsInBudget: Int { attempts - attemptsBeforeRetry }
+
+    /// Every URL of the file: `url`, then the mirrors.
+    public var allURLs: [String] { [url] + mirrors }
+
+    /// The URL the next attempt goes to (a shortened mirror list wraps round).
+    public var currentURL: String { allURLs[mirrorIndex % allURLs.count] }
+}
+
+/// One byte range of a segmented download as stored: bytes `start..<end` of the file, of which
+/// `start..<next` are on disk.
+public struct RangeProgress: Sendable, Equatable {
+    public var start: Int64
+    public var end: Int64
+    public var next: Int64
+
+    public init(start: Int64, end: Int64, next: Int64) {
+        self.start = start
+        self.end = end
+        self.next = next
+    }
+
+    /// `start-end-next,…`: how the stores keep a job's ranges.
+    public static func text(_ ranges: [RangeProgress]) -> String? {
+        ranges.isEmpty ? nil : ranges.map { "\($0.start)-\($0.end)-\($0.next)" }.joined(separator: ",")
+    }
+
+    /// The ranges `text` wrote; none for nil or anything malformed (the job then starts its ranges over).
+    public static func parse(_ text: String?) -> [RangeProgress] {
+        guard let text, !text.isEmpty else { return [] }
+        var ranges: [RangeProgress] = []
+        for item in text.split(separator: ",") {
+            let numbers = item.split(separator: "-").compactMap { Int64($0) }
+            guard numbers.count == 3, numbers[0] <= numbers[2], numbers[2] <= numbers[1] else { return [] }
+            ranges.append(RangeProgress(start: numbers[0], end: numbers[1], next: numbers[2]))
+        }
+        return ranges
+    }
 }
 
 public struct OriginHeader: Sendable, Equatable, Codable {

@@ -16,6 +16,10 @@ public struct NewDownload: Sendable, Equatable {
     /// `metadata` as JSON text.
     public var metadata: String?
     public var urlRefresh = false
+    public var mirrors: [String] = []
+    /// nil: the service's default (`FETCHD_CONNECTIONS_PER_DOWNLOAD`).
+    public var connections: Int?
+    public var maxBytesPerSecond: Int64?
 
     public init(url: String, parsedURL: HTTPURL, destination: Destination) {
         self.url = url
@@ -33,7 +37,8 @@ public struct NewDownload: Sendable, Equatable {
             sha256: nil, expectedSHA256: sha256, webhookURL: webhookURL, headers: headers, overwrite: overwrite,
             validator: nil, createdAt: now, startedAt: nil, finishedAt: nil,
             runAt: max(now, earliestBeginDate ?? now), nextAttemptAt: nil, hostKey: parsedURL.hostKey,
-            metadata: metadata, urlRefresh: urlRefresh)
+            metadata: metadata, urlRefresh: urlRefresh, mirrors: mirrors, connections: connections ?? 1,
+            maxBytesPerSecond: maxBytesPerSecond)
     }
 }
 

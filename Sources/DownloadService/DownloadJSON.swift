@@ -30,6 +30,12 @@ enum DownloadJSON {
         json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
         json.key("metadata")
         if let metadata = d.metadata { json.raw(Array(metadata.utf8)) } else { json.value(nil as String?) }
+        json.key("mirrors")
+        json.beginArray()
+        for mirror in d.mirrors { json.value(mirror) }
+        json.endArray()
+        json.field("connections", d.connections)
+        json.field("maxBytesPerSecond", d.maxBytesPerSecond)
         json.endObject()
     }
 

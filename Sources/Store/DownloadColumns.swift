@@ -11,6 +11,7 @@ enum DownloadColumns {
         "sha256", "expected_sha256", "webhook_url", "headers", "overwrite", "validator", "created_at", "started_at", "finished_at",
         "run_at", "next_attempt_at", "host_key", "metadata", "attempts_before_retry", "url_refresh", "awaiting_url_since",
         "outage_attempts", "progress_at", "disk_full_since",
+        "mirrors", "connections", "max_bytes_per_second", "mirror_index", "mirror_misses", "ranges",
     ]
 
     /// What a client may change after submit (`PATCH`): written at insert and by `change`, never by
@@ -18,6 +19,7 @@ enum DownloadColumns {
     /// job cannot undo a client's change.
     static let clientOwned: Set<String> = [
         "url", "host_key", "headers", "priority", "earliest_begin_at", "discretionary", "webhook_url", "metadata",
+        "mirrors", "max_bytes_per_second",
     ]
 
     /// Every column `download(_:)` reads: the written ones, then the revision the store keeps.
@@ -55,6 +57,8 @@ enum DownloadColumns {
             optional(d.nextAttemptAt), .text(d.hostKey), optional(d.metadata), .integer(Int64(d.attemptsBeforeRetry)),
             .integer(d.urlRefresh ? 1 : 0), optional(d.awaitingURLSince), .integer(Int64(d.outageAttempts)), optional(d.progressAt),
             optional(d.diskFullSince),
+            optional(MirrorStorage.text(d.mirrors)), .integer(Int64(d.connections)), optional(d.maxBytesPerSecond),
+            .integer(Int64(d.mirrorIndex)), .integer(Int64(d.mirrorMisses)), optional(RangeProgress.text(d.ranges)),
         ]
     }
 
@@ -73,8 +77,11 @@ enum DownloadColumns {
             createdAt: row.int64(22), startedAt: row.optionalInt64(23), finishedAt: row.optionalInt64(24),
             runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27),
             outageAttempts: row.int(32), progressAt: row.optionalInt64(33), diskFullSince: row.optionalInt64(34),
-            metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(35),
-            urlRefresh: row.int(30) != 0, awaitingURLSince: row.optionalInt64(31))
+            metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(41),
+            urlRefresh: row.int(30) != 0, awaitingURLSince: row.optionalInt64(31),
+            mirrors: try MirrorStorage.urls(row.optionalString(35)), connections: row.int(36),
+            maxBytesPerSecond: row.optionalInt64(37), mirrorIndex: row.int(38), mirrorMisses: row.int(39),
+            ranges: RangeProgress.parse(row.optionalString(40)))
     }
 
     private static func optional(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }
