@@ -9,6 +9,9 @@ import Transfer
 extension Scheduler {
     /// The least size worth splitting: below it one connection finishes about as soon.
     static let minimumRangedSize: Int64 = 1 << 20
+    /// How often a segmented job's ranges are written: more often than one connection's progress,
+    /// since after a crash every range fetches again what it got since.
+    static let rangesPersistInterval: Int64 = 250
 
     /// Connections a job may open now: what it asks for, within what its host has left (at least one).
     func connectionsFree(for job: Download) -> Int {
@@ -64,13 +67,14 @@ extension Scheduler {
         startRanges(running.download)
     }
 
-    /// Starts (or resumes) the job's ranges; a job whose partial file no longer matches them
-    /// (removed, or of another size) starts over on one connection.
+    /// Starts (or resumes) the job's ranges; a job whose partial file no longer holds their
+    /// progress (removed, say) starts over on one connection.
     func startRanges(_ job: Download) {
         let id = job.id
         let path = partials.path(id)
-        guard let size = job.ranges.last?.end, size == job.bytesExpectedFromOrigin, partials.size(id) == size,
-              let validator = job.validator else {
+        let length = partials.size(id)
+        guard let size = job.ranges.last?.end, size == job.bytesExpectedFromOrigin,
+              job.ranges.allSatisfy({ $0.next == $0.start || $0.next <= length }), let validator = job.validator else {
             var fresh = startsOver(job)
             fresh.ranges = []
             active[id]?.download = fresh
@@ -107,7 +111,7 @@ extension Scheduler {
         live.withLock { $0[id] = LiveProgress(session: running.download.session, bytesReceived: bytes, bytesExpected: expected) }
         hub.publish(id, .progress(bytesReceived: bytes, bytesExpected: expected))
         let now = clock.now()
-        if now - running.persistedAt >= Self.progressPersistInterval {
+        if now - running.persistedAt >= Self.rangesPersistInterval {
             running.persistedAt = now
             pendingWrites.add(JobWrite(changes: [.ranges(id: id, ranges: running.download.ranges, bytesReceived: bytes,
                                                          bytesExpected: expected, validator: running.download.validator)]))
