@@ -56,7 +56,7 @@ extension Scheduler {
         let job = running.download
         guard let size = job.bytesExpectedFromOrigin else { return }
         let written = result.bytesOnDisk
-        running.download.ranges = ByteRange.split(size: size, connections: running.connections).map {
+        running.download.ranges = ByteRange.pieces(size: size, connections: running.connections).map {
             RangeProgress(start: $0.start, end: $0.end, next: min(max(written, $0.start), $0.end))
         }
         running.stopReason = nil
@@ -80,14 +80,17 @@ extension Scheduler {
             active[id]?.download = fresh
             return start(fresh, resumeFrom: 0)
         }
+        let connections = active[id]?.connections ?? 1
         var request = template.request(for: job, partialPath: path, resumeFrom: 0)
-        request.maxSpeedBytesPerSecond = job.maxBytesPerSecond.map { max(1, $0 / Int64(job.ranges.count)) }
+        request.maxSpeedBytesPerSecond = job.maxBytesPerSecond.map { max(1, $0 / Int64(connections)) }
         let done = job.ranges.reduce(0) { $0 + ($1.next - $1.start) }
         active[id]?.bytesAtStart = done
-        logger.info("ranges started", metadata: ["download.id": "\(id)", "ranges": "\(job.ranges.count)", "bytes": "\(done)"])
+        logger.info("ranges started", metadata: [
+            "download.id": "\(id)", "ranges": "\(job.ranges.count)", "connections": "\(connections)", "bytes": "\(done)",
+        ])
         let handle = transfers.startSegments(
             request, path: path, size: size, validator: validator,
-            ranges: job.ranges.map { ByteRange(start: $0.start, end: $0.end, next: $0.next) },
+            ranges: job.ranges.map { ByteRange(start: $0.start, end: $0.end, next: $0.next) }, connections: connections,
             onProgress: { progress in self.queue.async { self.rangesProgressed(id, progress) } },
             onComplete: { result in self.queue.async { self.rangesFinished(id, result) } })
         active[id]?.ranges = handle

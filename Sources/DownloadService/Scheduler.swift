@@ -328,7 +328,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         var running = Active(download: job, transferID: nil, stopReason: nil, persistedAt: now, attemptStartedAt: now,
                              discretionary: policy.actsDiscretionary(job, now: now), remainingBytes: remaining)
         // Ranges under way keep their number; a new job takes what its host has left.
-        running.connections = job.ranges.isEmpty ? connectionsFree(for: job) : max(1, job.ranges.filter { $0.next < $0.end }.count)
+        running.connections = job.ranges.isEmpty
+            ? connectionsFree(for: job) : max(1, min(connectionsFree(for: job), job.ranges.filter { $0.next < $0.end }.count))
         running.mayUseRanges = job.ranges.isEmpty && running.connections > 1
         track(running, starting: true)
         return running

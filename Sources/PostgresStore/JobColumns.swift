@@ -63,7 +63,7 @@ enum JobColumns {
             .optional(d.nextAttemptAt), .text(d.hostKey), .optional(d.metadata), .integer(Int64(d.attemptsBeforeRetry)),
             .bool(d.urlRefresh), .optional(d.awaitingURLSince), .integer(Int64(d.outageAttempts)), .optional(d.progressAt),
             .optional(d.diskFullSince),
-            .optional(MirrorStorage.text(d.mirrors)), .integer(Int64(d.connections)), .optional(d.maxBytesPerSecond),
+            .optional(JSONArrayColumn.text(d.mirrors)), .integer(Int64(d.connections)), .optional(d.maxBytesPerSecond),
             .integer(Int64(d.mirrorIndex)), .integer(Int64(d.mirrorMisses)), .optional(RangeProgress.text(d.ranges)),
         ]
     }
@@ -84,7 +84,7 @@ enum JobColumns {
             outageAttempts: row.int(32), progressAt: row.optionalInt64(33), diskFullSince: row.optionalInt64(34),
             metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(41),
             urlRefresh: row.bool(30), awaitingURLSince: row.optionalInt64(31),
-            mirrors: try MirrorStorage.urls(row.optionalString(35)), connections: row.int(36),
+            mirrors: try JSONArrayColumn.items(row.optionalString(35)), connections: row.int(36),
             maxBytesPerSecond: row.optionalInt64(37), mirrorIndex: row.int(38), mirrorMisses: row.int(39),
             ranges: RangeProgress.parse(row.optionalString(40)))
     }

@@ -66,7 +66,7 @@ final class FakeTransfers: TransferRunning {
 
     /// The fixture's jobs use one connection; a segmented attempt never ends here.
     func startSegments(_ request: TransferRequest, path: String, size: Int64, validator: String, ranges: [ByteRange],
-                       onProgress: @escaping @Sendable (SegmentedProgress) -> Void,
+                       connections: Int, onProgress: @escaping @Sendable (SegmentedProgress) -> Void,
                        onComplete: @escaping @Sendable (SegmentedResult) -> Void) -> any SegmentsRunning {
         NoSegments()
     }
