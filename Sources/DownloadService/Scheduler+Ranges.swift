@@ -75,9 +75,13 @@ extension Scheduler {
         let length = partials.size(id)
         guard let size = job.ranges.last?.end, size == job.bytesExpectedFromOrigin,
               job.ranges.allSatisfy({ $0.next == $0.start || $0.next <= length }), let validator = job.validator else {
-            var fresh = startsOver(job)
-            fresh.ranges = []
-            active[id]?.download = fresh
+            let fresh = startsOver(job)
+            if var running = active[id] {
+                running.download = fresh
+                // Its first connection may hand over to several again, as a new job's does.
+                running.mayUseRanges = running.connections > 1
+                active[id] = running
+            }
             return start(fresh, resumeFrom: 0)
         }
         let connections = active[id]?.connections ?? 1

@@ -205,3 +205,20 @@ def test_patching_the_mirrors_of_a_job(fetchd, origin):
     assert done["sha256"] == sha256_hex(body)
     assert [a["url"] for a in fd.api.get(f"/downloads/{job['id']}/attempts").json()["items"]] == \
         [origin.url("/moved.bin"), mirror]
+
+
+def test_a_paused_segmented_job_resumes_and_starts_over_if_its_partial_file_is_gone(fetchd, origin):
+    fd = fetchd()
+    body = os.urandom(8 * MiB)
+    url = origin.add("/paused.bin", body, rate=512 * KiB)
+    job = fd.api.submit({"url": url, "destination": "paused.bin", "connections": 4, "sha256": sha256_hex(body)})
+    wait_for(lambda: origin.responding.get("/paused.bin", 0) == 4, timeout=15)
+    assert fd.api.post(f"/downloads/{job['id']}/pause").status == 200
+    paused = fd.api.wait_state(job["id"], "paused")
+    assert paused["bytesReceived"] > 0
+    fd.partial_path(job["id"]).unlink()
+    origin.resources["/paused.bin"].rate = None
+    assert fd.api.post(f"/downloads/{job['id']}/resume").status == 200
+    done = fd.api.wait_state(job["id"], "completed", timeout=30)
+    assert done["sha256"] == sha256_hex(body)
+    assert fd.dest("paused.bin").read_bytes() == body
