@@ -58,6 +58,14 @@ def throughput_rounds(ctx, tools: dict, size: int, fetchd_pid: int, label: str, 
     return mib_s, cpu
 
 
+def fetch_once(fetchd, label: str, job: dict):
+    """Submits `job`, waits until it ends, fails unless it completed, and removes the file."""
+    job = fetchd.api.wait_terminal(fetchd.api.submit(job)["id"])
+    if job["state"] != "completed":
+        raise RuntimeError(f"{label}: fetchd job ended {job['state']}: {job.get('error')}")
+    os.remove(os.path.join(fetchd.root, job["destination"]))
+
+
 def start_pair(ctx, name: str, files_root: str, limit_rate="100k", **settings) -> tuple[Origin, Fetchd]:
     origin = Origin(ctx.fresh(name + "-origin"), files_root, limit_rate)
     return origin, Fetchd(ctx.fetchd_bin, ctx.fresh(name + "-fetchd"), **settings)

@@ -9,7 +9,7 @@ import os
 from benchlib import procs
 from benchlib.origin import make_file
 from benchlib.table import Row
-from .common import aria2c, empty_dir, start_pair, throughput_rounds
+from .common import aria2c, empty_dir, fetch_once, start_pair, throughput_rounds
 
 
 
@@ -23,15 +23,8 @@ def run(ctx) -> list[Row]:
     out = empty_dir(os.path.join(ctx.workdir, "single-out"))
     target = os.path.join(out, "big.bin")
 
-    def with_fetchd(r):
-        job = fetchd.api.submit({"url": url, "destination": f"single/r{r}.bin"})
-        job = fetchd.api.wait_terminal(job["id"])
-        if job["state"] != "completed":
-            raise RuntimeError(f"single: fetchd job ended {job['state']}: {job.get('error')}")
-        os.remove(os.path.join(fetchd.root, "single", f"r{r}.bin"))
-
     tools = {
-        "fetchd": with_fetchd,
+        "fetchd": lambda r: fetch_once(fetchd, "single", {"url": url, "destination": f"single/r{r}.bin"}),
         "curl -o": lambda r: procs.run(["curl", "-sS", "--fail", "-o", target, url]),
         "curl -o; sync": lambda r: procs.run(
             ["bash", "-c", 'curl -sS --fail -o "$2" "$1" && sync "$2"', "-", url, target]),

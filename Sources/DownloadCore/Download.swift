@@ -62,6 +62,19 @@ public struct Download: Sendable, Equatable {
     public var path: String?
     /// `resourceTimeout` as the client gave it: a duration (`Units.duration`).
     public var resourceTimeout: String?
+    /// The same file elsewhere: attempts go round `url` then these (`mirrorIndex`).
+    public var mirrors: [String]
+    /// Parallel connections for the file (byte ranges at once), 1–16.
+    public var connections: Int
+    /// The job's own rate cap in bytes per second; nil for none.
+    public var maxBytesPerSecond: Int64?
+    /// Which URL attempts go to: 0 for `url`, i for `mirrors[i - 1]`.
+    public var mirrorIndex: Int
+    /// URLs in a row that answered 404 or 410: the job fails once every URL has.
+    public var mirrorMisses: Int
+    /// A segmented download's byte ranges and how far each got (empty for one connection): the
+    /// partial file is then preallocated to the full size, and each range resumes on its own.
+    public var ranges: [RangeProgress]
 
     public init(
         id: String,
@@ -103,7 +116,13 @@ public struct Download: Sendable, Equatable {
         checksumURL: String? = nil,
         renameOnConflict: Bool = false,
         path: String? = nil,
-        resourceTimeout: String? = nil
+        resourceTimeout: String? = nil,
+        mirrors: [String] = [],
+        connections: Int = 1,
+        maxBytesPerSecond: Int64? = nil,
+        mirrorIndex: Int = 0,
+        mirrorMisses: Int = 0,
+        ranges: [RangeProgress] = []
     ) {
         self.id = id
         self.url = url
@@ -145,6 +164,12 @@ public struct Download: Sendable, Equatable {
         self.renameOnConflict = renameOnConflict
         self.path = path
         self.resourceTimeout = resourceTimeout
+        self.mirrors = mirrors
+        self.connections = connections
+        self.maxBytesPerSecond = maxBytesPerSecond
+        self.mirrorIndex = mirrorIndex
+        self.mirrorMisses = mirrorMisses
+        self.ranges = ranges
     }
 
     /// `bytesExpected` of the API: the origin's size once known, else the client's hint.
@@ -158,6 +183,43 @@ public struct Download: Sendable, Equatable {
     public var resourceDeadline: Int64? {
         guard let startedAt, let limit = resourceTimeout.flatMap(Units.duration) else { return nil }
         return startedAt + limit.wholeMilliseconds
+    }
+
+    /// Every URL of the file: `url`, then the mirrors.
+    public var allURLs: [String] { [url] + mirrors }
+
+    /// The URL the next attempt goes to (a shortened mirror list wraps round).
+    public var currentURL: String { allURLs[mirrorIndex % allURLs.count] }
+}
+
+/// One byte range of a segmented download as stored: bytes `start..<end` of the file, of which
+/// `start..<next` are on disk.
+public struct RangeProgress: Sendable, Equatable {
+    public var start: Int64
+    public var end: Int64
+    public var next: Int64
+
+    public init(start: Int64, end: Int64, next: Int64) {
+        self.start = start
+        self.end = end
+        self.next = next
+    }
+
+    /// `start-end-next,…`: how the stores keep a job's ranges.
+    public static func text(_ ranges: [RangeProgress]) -> String? {
+        ranges.isEmpty ? nil : ranges.map { "\($0.start)-\($0.end)-\($0.next)" }.joined(separator: ",")
+    }
+
+    /// The ranges `text` wrote; none for nil or anything malformed (the job then starts its ranges over).
+    public static func parse(_ text: String?) -> [RangeProgress] {
+        guard let text, !text.isEmpty else { return [] }
+        var ranges: [RangeProgress] = []
+        for item in text.split(separator: ",") {
+            let numbers = item.split(separator: "-").compactMap { Int64($0) }
+            guard numbers.count == 3, numbers[0] <= numbers[2], numbers[2] <= numbers[1] else { return [] }
+            ranges.append(RangeProgress(start: numbers[0], end: numbers[1], next: numbers[2]))
+        }
+        return ranges
     }
 }
 

@@ -15,17 +15,19 @@ public struct JobPatch: Sendable, Equatable {
     public var discretionary: Change<Bool> = .keep
     public var webhookURL: Change<String> = .keep
     public var metadata: Change<JSONValue> = .keep
+    public var mirrors: Change<[String]> = .keep
+    public var maxBytesPerSecond: Change<Int64> = .keep
 
     static let patchable: Set<String> = [
         "url", "headers", "priority", "earliestBeginDate", "discretionary", "webhookURL", "metadata",
+        "mirrors", "maxBytesPerSecond",
     ]
-    /// In the contract, but for features this fetchd does not have yet.
-    static let notYetSupported: Set<String> = ["mirrors", "maxBytesPerSecond"]
 
     public init() {}
 
-    /// Whether the patch changes what is asked of the origin: a running job must start a new attempt.
-    public var changesRequest: Bool { url != .keep || headers != .keep }
+    /// Whether the patch changes what is asked of the origin, or how fast: a running job must
+    /// start a new attempt (which goes on from its partial data).
+    public var changesRequest: Bool { url != .keep || headers != .keep || mirrors != .keep || maxBytesPerSecond != .keep }
 
     public static func parse(_ body: JSONValue) -> Result<JobPatch, FieldErrors> {
         guard case .object(let fields) = body else {
@@ -47,8 +49,7 @@ public struct JobPatch: Sendable, Equatable {
             }
         }
         for name in fields.keys.sorted() where !patchable.contains(name) {
-            errors.append(FieldError(field: name, message: notYetSupported.contains(name)
-                ? "cannot be changed: this fetchd does not support it yet" : "cannot be changed after submit"))
+            errors.append(FieldError(field: name, message: "cannot be changed after submit"))
         }
         patch.url = read("url") { value in
             guard case .string(let text) = value else { return .failure(ValidationProblem("must be a string")) }
@@ -68,6 +69,8 @@ public struct JobPatch: Sendable, Equatable {
             guard case .object = value else { return .failure(ValidationProblem("must be a JSON object")) }
             return .success(value)
         }
+        patch.mirrors = read("mirrors", SubmissionValidator.mirrors)
+        patch.maxBytesPerSecond = read("maxBytesPerSecond", SubmissionValidator.maxBytesPerSecond)
         return errors.isEmpty ? .success(patch) : .failure(FieldErrors(errors))
     }
 
@@ -88,6 +91,9 @@ public struct JobPatch: Sendable, Equatable {
         changed.discretionary = discretionary.value(or: job.discretionary, cleared: false)
         changed.earliestBeginDate = earliestBeginDate.optional(or: job.earliestBeginDate)
         changed.webhookURL = webhookURL.optional(or: job.webhookURL)
+        changed.maxBytesPerSecond = maxBytesPerSecond.optional(or: job.maxBytesPerSecond)
+        // Attempts keep their place in the round (`mirrorIndex`), which wraps round a shorter list.
+        changed.mirrors = mirrors.optional(or: job.mirrors) ?? []
         switch metadata {
         case .keep: break
         case .clear: changed.metadata = nil

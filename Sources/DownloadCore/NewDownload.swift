@@ -21,6 +21,10 @@ public struct NewDownload: Sendable, Equatable {
     /// `onConflict: rename`.
     public var renameOnConflict = false
     public var resourceTimeout: String?
+    public var mirrors: [String] = []
+    /// nil: the service's default (`FETCHD_CONNECTIONS_PER_DOWNLOAD`).
+    public var connections: Int?
+    public var maxBytesPerSecond: Int64?
 
     public init(url: String, parsedURL: HTTPURL, destination: Destination) {
         self.url = url
@@ -39,7 +43,8 @@ public struct NewDownload: Sendable, Equatable {
             validator: nil, createdAt: now, startedAt: nil, finishedAt: nil,
             runAt: max(now, earliestBeginDate ?? now), nextAttemptAt: nil, hostKey: parsedURL.hostKey,
             metadata: metadata, urlRefresh: urlRefresh, checksum: checksum, checksumURL: checksumURL,
-            renameOnConflict: renameOnConflict, path: knownPath, resourceTimeout: resourceTimeout)
+            renameOnConflict: renameOnConflict, path: knownPath, resourceTimeout: resourceTimeout,
+            mirrors: mirrors, connections: connections ?? 1, maxBytesPerSecond: maxBytesPerSecond)
     }
 
     /// The file's path when the submission already decides it: a named file that is never renamed.

@@ -14,7 +14,12 @@ public enum SubmissionValidator {
         "url", "destination", "session", "earliestBeginDate", "discretionary", "priority",
         "expectedBytesToSend", "expectedBytesToReceive", "webhookURL", "headers", "sha256", "overwrite", "metadata", "urlRefresh",
         "onConflict", "checksum", "checksumURL", "resourceTimeout",
+        "mirrors", "connections", "maxBytesPerSecond",
     ]
+
+    public static let maxMirrors = 8
+    public static let connectionsRange = 1...16
+    public static let minBytesPerSecond: Int64 = 1024
 
     /// `metadata` may take this many bytes as JSON text.
     public static let maxMetadataBytes = 4096
@@ -118,6 +123,25 @@ public enum SubmissionValidator {
             }
         }
         validateFileFields(fields, into: &result, fail: fail)
+        if let value = fields["mirrors"], value != .null {
+            switch mirrors(value) {
+            case .success(let urls): result.mirrors = urls
+            case .failure(let problem): fail("mirrors", problem.message)
+            }
+        }
+        if let value = fields["connections"], value != .null {
+            if case .integer(let count) = value, connectionsRange.contains(Int(clamping: count)) {
+                result.connections = Int(count)
+            } else {
+                fail("connections", "must be an integer from \(connectionsRange.lowerBound) to \(connectionsRange.upperBound)")
+            }
+        }
+        if let value = fields["maxBytesPerSecond"], value != .null {
+            switch maxBytesPerSecond(value) {
+            case .success(let rate): result.maxBytesPerSecond = rate
+            case .failure(let problem): fail("maxBytesPerSecond", problem.message)
+            }
+        }
         return errors.isEmpty ? .success(result) : .failure(FieldErrors(errors))
     }
 
@@ -196,6 +220,28 @@ public enum SubmissionValidator {
         guard case .string(let text) = value else { return .failure(ValidationProblem("must be a string")) }
         if case .failure(let problem) = HTTPURL.parse(text) { return .failure(ValidationProblem(describe(problem))) }
         return .success(text)
+    }
+
+    /// Up to `maxMirrors` absolute http(s) URLs.
+    static func mirrors(_ value: JSONValue) -> Result<[String], ValidationProblem> {
+        guard case .array(let items) = value else { return .failure(ValidationProblem("must be an array of http or https URLs")) }
+        guard items.count <= maxMirrors else { return .failure(ValidationProblem("at most \(maxMirrors) URLs")) }
+        var urls: [String] = []
+        for (index, item) in items.enumerated() {
+            guard case .string(let text) = item else { return .failure(ValidationProblem("item \(index) must be a string")) }
+            if case .failure(let problem) = HTTPURL.parse(text) {
+                return .failure(ValidationProblem("item \(index) \(describe(problem))"))
+            }
+            urls.append(text)
+        }
+        return .success(urls)
+    }
+
+    static func maxBytesPerSecond(_ value: JSONValue) -> Result<Int64, ValidationProblem> {
+        guard case .integer(let rate) = value, rate >= minBytesPerSecond else {
+            return .failure(ValidationProblem("must be an integer ≥ \(minBytesPerSecond) (bytes per second)"))
+        }
+        return .success(rate)
     }
 
     /// A JSON object of at most `maxMetadataBytes` as text; kept as that text.

@@ -48,6 +48,8 @@ public struct Configuration: Sendable {
     public var retryMaxDelay: Duration
     public var noProgressTimeout: Duration
     public var diskWait: Duration
+    /// A job's `connections` when its body names none.
+    public var connectionsPerDownload: Int
 
     public struct Invalid: Error, CustomStringConvertible, Sendable {
         public var description: String
@@ -138,6 +140,7 @@ public struct Configuration: Sendable {
             case .failure(let problem): throw reader.invalid("max-bandwidth", text, problem.message)
             }
         } ?? .unlimited
+        connectionsPerDownload = try reader.integer("connections-per-download", in: SubmissionValidator.connectionsRange)
     }
 
     private static func network(_ reader: SettingReader) throws(Invalid) -> NetworkSettings {

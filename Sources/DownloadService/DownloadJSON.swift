@@ -35,6 +35,12 @@ enum DownloadJSON {
         json.field("checksumURL", d.checksumURL)
         json.field("resourceTimeout", d.resourceTimeout)
         json.field("path", d.path)
+        json.key("mirrors")
+        json.beginArray()
+        for mirror in d.mirrors { json.value(mirror) }
+        json.endArray()
+        json.field("connections", d.connections)
+        json.field("maxBytesPerSecond", d.maxBytesPerSecond)
         json.endObject()
     }
 

@@ -75,11 +75,12 @@ struct DownloadsAPI: Sendable {
 
     /// A submission's body judged on its own: its fields, and its webhook's address.
     func judge(_ body: JSONValue) throws -> NewDownload {
-        let submission: NewDownload
+        var submission: NewDownload
         switch SubmissionValidator.validate(body) {
         case .success(let value): submission = value
         case .failure(let failure): throw APIProblem.invalid(failure.errors)
         }
+        submission.connections = submission.connections ?? configuration.connectionsPerDownload
         try checkWebhookAddress(submission.webhookURL)
         try checkAddress(submission.checksumURL, field: "checksumURL")
         return submission
@@ -152,6 +153,7 @@ struct DownloadsAPI: Sendable {
             json.field("httpStatus", record.httpStatus)
             json.field("bytesTransferred", record.bytesTransferred)
             json.field("bytesOnDisk", record.bytesOnDisk)
+            json.field("url", record.url)
             json.endObject()
         }
         json.endArray()

@@ -35,7 +35,8 @@ struct Recovery {
             var queued = job
             queued.state = .queued
             queued.runAt = now
-            queued.bytesReceived = partials.size(job.id)
+            // A segmented job's partial file has its full size from the start: its ranges say how far it got.
+            queued.bytesReceived = job.ranges.isEmpty ? partials.size(job.id) : job.ranges.reduce(0) { $0 + $1.next - $1.start }
             _ = try store.update(queued, expecting: [.running])
             logger.info("interrupted download requeued", metadata: ["download.id": "\(job.id)", "bytes": "\(queued.bytesReceived)"])
         }

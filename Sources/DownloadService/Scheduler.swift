@@ -15,8 +15,10 @@ struct LiveProgress: Sendable, Equatable {
 /// Decides which queued jobs run, starts their transfers and settles how each attempt ended.
 /// One timer for the next change of the queue; nothing polls while idle.
 final class Scheduler: @unchecked Sendable {  // all mutable state below is touched only on `queue`
-    /// Why a transfer was stopped on purpose: `requestChanged` is a client's new url or headers.
-    enum StopReason { case cancel, pause, shutdown, requestChanged }
+    /// Why a transfer was stopped on purpose: `requestChanged` is a client's new url, headers,
+    /// mirrors or rate cap; `toRanges` ends a first connection to go on over several (see
+    /// Scheduler+Ranges); `sizeMismatch` drops data carried over from another URL.
+    enum StopReason { case cancel, pause, shutdown, requestChanged, toRanges, sizeMismatch }
 
     struct Active {
         var download: Download
@@ -30,26 +32,34 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         var remainingBytes: Int64
         /// The job's `checksumURL` as fetched at the start of this attempt.
         var digestFile: DigestFile? = nil
+        /// Connections it holds of its host's `maxTransfersPerHost`.
+        var connections = 1
+        /// A first connection that goes on over `connections` once the size and validator are known.
+        var mayUseRanges = false
+        /// The attempt over several connections, when it runs so.
+        var ranges: (any SegmentsRunning)?
+        /// Bytes on disk when the attempt (over several connections) started.
+        var bytesAtStart: Int64 = 0
     }
 
     let queue = DispatchQueue(label: "fetchd.scheduler")
     private let store: any JobStore
-    private let transfers: any TransferRunning
-    private let template: TransferTemplate
+    let transfers: any TransferRunning
+    let template: TransferTemplate
     private let settlement: SettlementContext
-    private let partials: PartialFiles
+    let partials: PartialFiles
     private let disk: DiskSpace
-    private let hub: EventHub
-    private let clock: Clock
-    private let logger: Logger
-    private let policy: SchedulingPolicy
+    let hub: EventHub
+    let clock: Clock
+    let logger: Logger
+    let policy: SchedulingPolicy
     /// Progress of running transfers, for API reads between persisted updates and `GET /events`.
-    private let live = Mutex<[String: LiveProgress]>([:])
+    let live = Mutex<[String: LiveProgress]>([:])
     /// What runs now, published after every change for the API's `waitingFor`.
     private let publishedLoad = Mutex(Load())
 
-    private var active: [String: Active] = [:]
-    private var load = Load()
+    var active: [String: Active] = [:]
+    var load = Load()
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(5)) { [unowned self] in self.schedule() }
     private let passPending = Atomic<Bool>(false)
     /// When the timer fires next (milliseconds since the epoch; `.max` when disarmed).
@@ -58,7 +68,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private let earliestNewJob = Atomic<Int64>(.max)
     private let newJobsPending = Atomic<Bool>(false)
     /// Writes waiting for the commit at the queue's next turn, and whether an attempt ended since the last.
-    private lazy var pendingWrites = NextTurnBatch<JobWrite>(queue: queue) { [unowned self] in self.commit($0) }
+    lazy var pendingWrites = NextTurnBatch<JobWrite>(queue: queue) { [unowned self] in self.commit($0) }
     /// Writes whose commit failed (the database could not be written): committed again, before
     /// anything newer, until they are saved.
     private lazy var unsavedWrites = UnsavedBatch<JobWrite>(queue: queue, delay: .milliseconds(Int(Self.storeRetryInterval))) {
@@ -151,10 +161,10 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// Stops a job's transfer if it runs; a cancelled job's partial data is removed either way.
     func stop(_ id: String, reason: StopReason) {
         queue.async {
-            if var running = self.active[id], let transferID = running.transferID {
+            if var running = self.active[id], running.isAttempting {
                 running.stopReason = reason
                 self.active[id] = running
-                self.transfers.cancel(transferID)
+                self.cancelAttempt(of: running)
             } else if reason == .cancel {
                 self.partials.remove(id)
             }
@@ -173,10 +183,12 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             running.download.discretionary = job.discretionary
             running.download.webhookURL = job.webhookURL
             running.download.metadata = job.metadata
+            running.download.mirrors = job.mirrors
+            running.download.maxBytesPerSecond = job.maxBytesPerSecond
             self.active[job.id] = running
-            if restart, running.stopReason == nil, let transferID = running.transferID {
+            if restart, running.stopReason == nil || running.stopReason == .toRanges, running.isAttempting {
                 self.active[job.id]?.stopReason = .requestChanged
-                self.transfers.cancel(transferID)
+                self.cancelAttempt(of: running)
             }
         }
     }
@@ -192,7 +204,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 self.drained = continuation
                 for (id, running) in self.active {
                     self.active[id]?.stopReason = .shutdown
-                    if let transferID = running.transferID { self.transfers.cancel(transferID) }
+                    self.cancelAttempt(of: running)
                 }
                 self.queue.asyncAfter(deadline: .now() + .milliseconds(Int(timeout.wholeMilliseconds))) { self.resumeDrained() }
             }
@@ -315,8 +327,12 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             load.hostSpacing[job.hostKey] = now + policy.capacity.hostMinInterval.wholeMilliseconds
         }
         let remaining = max(0, (job.bytesExpected ?? 0) - partialBytes)
-        let running = Active(download: job, transferID: nil, stopReason: nil, persistedAt: now, attemptStartedAt: now,
+        var running = Active(download: job, transferID: nil, stopReason: nil, persistedAt: now, attemptStartedAt: now,
                              discretionary: policy.actsDiscretionary(job, now: now), remainingBytes: remaining)
+        // Ranges under way keep their number; a new job takes what its host has left.
+        running.connections = job.ranges.isEmpty
+            ? connectionsFree(for: job) : max(1, min(connectionsFree(for: job), job.ranges.filter { $0.next < $0.end }.count))
+        running.mayUseRanges = job.ranges.isEmpty && running.connections > 1
         track(running, starting: true)
         return running
     }
@@ -331,19 +347,20 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         let step = starting ? 1 : -1
         if starting { active[running.download.id] = running }
         load.running += step
-        load.runningByHost[running.download.hostKey, default: 0] += step
+        load.runningByHost[running.download.hostKey, default: 0] += step * running.connections
         if load.runningByHost[running.download.hostKey] == 0 { load.runningByHost[running.download.hostKey] = nil }
         if running.discretionary { load.runningDiscretionary += step }
         load.reservedDiskBytes += starting ? running.remainingBytes : -running.remainingBytes
         publish()
     }
 
-    private func publish() {
+    func publish() {
         let snapshot = load
         publishedLoad.withLock { $0 = snapshot }
     }
 
-    private func start(_ job: Download, resumeFrom: Int64) {
+    func start(_ job: Download, resumeFrom: Int64) {
+        if !job.ranges.isEmpty { return startRanges(job) }
         let id = job.id
         let digestFile = active[id]?.digestFile
         if let checksumURL = job.checksumURL, digestFile == nil { return fetchDigestFile(checksumURL, for: id, resumeFrom: resumeFrom) }
@@ -400,6 +417,11 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     private func progressed(_ id: String, _ progress: TransferProgress) {
         guard var running = active[id], running.stopReason == nil else { return }
+        if let reason = switchOver(&running, progress) {
+            running.stopReason = reason
+            active[id] = running
+            return cancelAttempt(of: running)
+        }
         // The first time a validator is seen it is saved at once: a crash from here on must resume with it.
         let newValidator = progress.validator != running.download.validator ? progress.validator : nil
         if let newValidator { running.download.validator = newValidator }
@@ -418,13 +440,25 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         pendingWrites.add(JobWrite(changes: [.progress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected, validator: newValidator)]))
     }
 
-    private func finished(_ id: String, _ result: TransferResult, digestFileProblem: String? = nil) {
-        guard let running = active.removeValue(forKey: id) else { return }
+    func finished(_ id: String, _ result: TransferResult, digestFileProblem: String? = nil) {
+        guard var running = active[id] else { return }
+        if running.stopReason == .toRanges, !result.isComplete {
+            return continueInRanges(&running, result)
+        }
+        if running.stopReason == .sizeMismatch {
+            running.download = startsOver(running.download)
+            running.stopReason = .requestChanged
+            active[id] = running
+            return finished(id, TransferResult(failure: .cancelled))
+        }
+        active[id] = nil
         track(running, starting: false)
         live.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(context: settlement, job: running.download, result: result, startedAt: running.attemptStartedAt,
                                  now: clock.now(), jitter: Double.random(in: 0..<1), digestFile: running.digestFile)
-        if let reason = running.stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {
+        // A first connection that completed before it could hand over to several settles as it is.
+        let stopReason = running.stopReason == .toRanges ? nil : running.stopReason
+        if let reason = stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {
             pendingWrites.add(outcome.stopped(reason))
         } else if let digestFileProblem {
             pendingWrites.add(outcome.digestFileUnavailable(digestFileProblem))

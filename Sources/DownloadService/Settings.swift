@@ -56,5 +56,6 @@ public struct Setting: Sendable {
         Setting("disk-wait", "24h", "how long a job whose disk filled waits for space before it fails with disk_full"),
         Setting("host-min-interval", "0", "least time between request starts to one host:port"),
         Setting("max-bandwidth", nil, "total rate cap of all transfers (20MiB = per second) or a UTC schedule, e.g. 08:00-18:00=2MiB,18:00-08:00=off"),
+        Setting("connections-per-download", "1", "default connections of a job (1–16): byte ranges fetched at once when the origin honours Range"),
     ]
 }

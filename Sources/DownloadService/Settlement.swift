@@ -67,7 +67,7 @@ struct Settlement {
                   cause: DownloadError(code: ErrorCode.fileError, message: "the response body was not stored"))
         case .retry(let after, let cause, let outage):
             if let deadline = job.resourceDeadline, now + after.wholeMilliseconds >= deadline { return resourceTimedOut() }
-            var write = retry(after: after, cause: cause, outage: outage)
+            var write = retry(after: after, cause: cause, outage: outage, nextURL: !job.mirrors.isEmpty)
             if let retryAfter, result.httpStatus == 429 || result.httpStatus == 503 {
                 // Asked of every client, not just this job: the whole host:port waits.
                 let until = now + min(retryAfter, Self.maxHostHold).wholeMilliseconds
@@ -78,6 +78,10 @@ struct Settlement {
         case .waitForDisk(let cause):
             return waitForDisk(cause)
         case .fail(let error):
+            if case .http(let status) = outcome, [404, 410].contains(status), job.mirrorMisses + 1 < job.allURLs.count {
+                // Gone from this URL; the next one may have it (the job fails once every URL said so).
+                return retry(after: .zero, cause: error, nextURL: true, missed: true)
+            }
             if job.urlRefresh, case .http(let status) = outcome, [401, 403, 410].contains(status) { return awaitURL(error) }
             return fail(error)
         }
@@ -153,10 +157,13 @@ struct Settlement {
             return JobWrite(changes: [.attempt(attempt("cancelled"), of: job.id)])
         case .pause:
             return JobWrite(changes: [
-                .progress(id: job.id, bytesReceived: result.bytesOnDisk, bytesExpected: result.bytesExpected, validator: result.validator),
+                job.ranges.isEmpty
+                    ? .progress(id: job.id, bytesReceived: result.bytesOnDisk, bytesExpected: result.bytesExpected, validator: result.validator)
+                    : .ranges(id: job.id, ranges: job.ranges, bytesReceived: result.bytesOnDisk, bytesExpected: result.bytesExpected,
+                              validator: result.validator),
                 .attempt(attempt("paused"), of: job.id),
             ])
-        case .shutdown, .requestChanged:
+        case .shutdown, .requestChanged, .toRanges, .sizeMismatch:
             // Back to the queue, due at once, to go on from the partial data (after a changed
             // request, with the new one and If-Range).
             var queued = attemptRecorded()
@@ -191,6 +198,7 @@ struct Settlement {
             done.error = nil
             done.finishedAt = now
             done.path = placed.path
+            done.ranges = []
             let (job, context, partialPath, bytes) = (job, context, partialPath, result.bytesOnDisk)
             var write = terminal(done, attempt: attempt("completed")) { committed in
                 if committed {
@@ -244,8 +252,12 @@ struct Settlement {
         }
     }
 
-    private func retry(after delay: Duration, cause: DownloadError, outage: Bool = false) -> JobWrite {
+    /// Back to the queue; with `nextURL`, the next attempt goes to the job's next URL, round the
+    /// list (`missed`: this one answered 404 or 410).
+    private func retry(after delay: Duration, cause: DownloadError, outage: Bool = false, nextURL: Bool = false,
+                       missed: Bool = false) -> JobWrite {
         var queued = attemptRecorded()
+        if nextURL { queued = onNextURL(queued, missed: missed) }
         queued.state = .queued
         queued.error = cause
         if outage { queued.outageAttempts += 1 }
@@ -268,6 +280,7 @@ struct Settlement {
         if !error.isResumable(httpStatus: failed.httpStatus) {
             context.partials.remove(job.id)
             failed.bytesReceived = 0
+            failed.ranges = []
         }
         return terminal(failed, attempt: attempt("failed", error: error))
     }
@@ -279,7 +292,8 @@ struct Settlement {
         metrics.increment("fetchd_downloaded_bytes_total", by: Double(result.bytesThisAttempt))
         metrics.observe("fetchd_transfer_duration_seconds", seconds: Double(now - startedAt) / 1000, bounds: Metrics.transferBuckets)
         return AttemptRecord(number: job.attempts, startedAt: startedAt, endedAt: now, outcome: outcome, error: error,
-                      httpStatus: result.httpStatus, bytesTransferred: result.bytesThisAttempt, bytesOnDisk: result.bytesOnDisk)
+                      httpStatus: result.httpStatus, bytesTransferred: result.bytesThisAttempt, bytesOnDisk: result.bytesOnDisk,
+                      url: job.currentURL)
     }
 
     /// The job with what this attempt learned: status, sizes and the validator of the partial data.
@@ -294,6 +308,27 @@ struct Settlement {
             if result.failure != .diskFull { updated.diskFullSince = nil }
         }
         return updated
+    }
+
+    /// The job moved on to its next URL. Its partial data carries over only when a digest can prove
+    /// the bytes are of the same file (and the size is known, to be checked against the new URL's):
+    /// it resumes there without If-Range (an empty validator); otherwise it starts from byte 0.
+    private func onNextURL(_ job: Download, missed: Bool) -> Download {
+        var moved = job
+        moved.mirrorIndex = (job.mirrorIndex + 1) % job.allURLs.count
+        moved.mirrorMisses = missed ? job.mirrorMisses + 1 : 0
+        if job.expectedSHA256 != nil || job.checksum != nil, job.bytesExpectedFromOrigin != nil {
+            if job.bytesReceived > 0 { moved.validator = "" }
+        } else {
+            context.partials.remove(job.id)
+            moved.bytesReceived = 0
+            moved.validator = nil
+            moved.ranges = []
+        }
+        logger.info("download moves to its next URL", metadata: [
+            "download.id": "\(job.id)", "url.index": "\(moved.mirrorIndex)", "keeps.bytes": "\(moved.bytesReceived)",
+        ])
+        return moved
     }
 
     /// A terminal transition with its webhook event (and `session.finished` if it was the session's

@@ -8,6 +8,27 @@ protocol TransferRunning: Sendable {
                onComplete: @escaping @Sendable (TransferResult) -> Void) -> TransferID
     /// The attempt completes with `.cancelled`, its file left as it is.
     func cancel(_ id: TransferID)
+    /// An attempt over `connections` at a time: the ranges of `ranges` not done yet, each from its
+    /// `next`, into the file at `path` (preallocated to `size`); see `SegmentedDownload.start`.
+    func startSegments(_ request: TransferRequest, path: String, size: Int64, validator: String, ranges: [ByteRange],
+                       connections: Int,
+                       onProgress: @escaping @Sendable (SegmentedProgress) -> Void,
+                       onComplete: @escaping @Sendable (SegmentedResult) -> Void) -> any SegmentsRunning
 }
 
-extension TransferEngine: TransferRunning {}
+/// A segmented attempt, to stop: it completes with the ranges as far as they got.
+protocol SegmentsRunning: Sendable {
+    func cancel()
+}
+
+extension SegmentedDownload: SegmentsRunning {}
+
+extension TransferEngine: TransferRunning {
+    func startSegments(_ request: TransferRequest, path: String, size: Int64, validator: String, ranges: [ByteRange],
+                       connections: Int,
+                       onProgress: @escaping @Sendable (SegmentedProgress) -> Void,
+                       onComplete: @escaping @Sendable (SegmentedResult) -> Void) -> any SegmentsRunning {
+        SegmentedDownload.start(engine: self, request: request, path: path, size: size, validator: validator, ranges: ranges,
+                                connections: connections, onProgress: onProgress, onComplete: onComplete)
+    }
+}

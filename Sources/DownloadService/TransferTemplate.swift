@@ -15,11 +15,12 @@ struct TransferTemplate: Sendable {
     }
 
     /// Resumes from `resumeFrom` bytes of partial data (with the job's validator as If-Range), or
-    /// starts over when there are none.
+    /// starts over when there are none; from the job's current URL (its own or a mirror), at its rate cap.
     /// `digestFile` is the job's `checksumURL` as fetched for this attempt: its algorithm is
     /// computed while writing. A `resourceTimeout` bounds the attempt by what is left of it at `now`.
     func request(for job: Download, partialPath: String, resumeFrom: Int64, digestFile: DigestFile? = nil, now: Int64 = 0) -> TransferRequest {
-        var request = TransferRequest(url: job.url, sink: .file(path: partialPath, resumeValidator: resumeFrom > 0 ? job.validator : nil))
+        var request = TransferRequest(url: job.currentURL, sink: .file(path: partialPath, resumeValidator: resumeFrom > 0 ? job.validator : nil))
+        request.maxSpeedBytesPerSecond = job.maxBytesPerSecond
         request.headers = job.headers.map { ($0.name, $0.value) }
         request.maxBytes = maxBytes
         request.stallTimeout = stallTimeout.inSeconds

@@ -112,9 +112,11 @@ public struct AttemptRecord: Sendable, Equatable {
     public var bytesTransferred: Int64
     /// The partial file's length when the attempt ended.
     public var bytesOnDisk: Int64
+    /// The URL the attempt went to (the job's `url` or one of its mirrors); nil when not recorded.
+    public var url: String?
 
     public init(number: Int, startedAt: Int64, endedAt: Int64, outcome: String, error: DownloadError?, httpStatus: Int?,
-                bytesTransferred: Int64, bytesOnDisk: Int64) {
+                bytesTransferred: Int64, bytesOnDisk: Int64, url: String? = nil) {
         self.number = number
         self.startedAt = startedAt
         self.endedAt = endedAt
@@ -123,6 +125,7 @@ public struct AttemptRecord: Sendable, Equatable {
         self.httpStatus = httpStatus
         self.bytesTransferred = bytesTransferred
         self.bytesOnDisk = bytesOnDisk
+        self.url = url
     }
 }
 
@@ -136,6 +139,8 @@ public enum StoreChange {
     case attempt(AttemptRecord, of: String)
     /// Every job of the host (host:port) waits until `until`; a later time already held stays.
     case holdHost(String, until: Int64)
+    /// A segmented download's progress: every range's `next`, and their sum as `bytesReceived`.
+    case ranges(id: String, ranges: [RangeProgress], bytesReceived: Int64, bytesExpected: Int64?, validator: String?)
 }
 
 /// The outcome of one delivery attempt.

@@ -12,6 +12,7 @@ enum JobColumns {
         "validator", "created_at", "started_at", "finished_at", "run_at", "next_attempt_at", "host_key", "metadata",
         "attempts_before_retry", "url_refresh", "awaiting_url_since", "outage_attempts", "progress_at", "disk_full_since",
         "checksum", "checksum_url", "rename_on_conflict", "path", "resource_timeout",
+        "mirrors", "connections", "max_bytes_per_second", "mirror_index", "mirror_misses", "ranges",
     ]
 
     /// What a client may change after submit (`PATCH`): written at insert and by `change`, never by
@@ -19,6 +20,7 @@ enum JobColumns {
     /// job cannot undo a client's change (as `DownloadColumns.clientOwned` in SQLite).
     static let clientOwned: Set<String> = [
         "url", "host_key", "headers", "priority", "earliest_begin_at", "discretionary", "webhook_url", "metadata",
+        "mirrors", "max_bytes_per_second",
     ]
 
     /// For SELECT and RETURNING: every column `download(_:)` reads, in order.
@@ -63,6 +65,8 @@ enum JobColumns {
             .bool(d.urlRefresh), .optional(d.awaitingURLSince), .integer(Int64(d.outageAttempts)), .optional(d.progressAt),
             .optional(d.diskFullSince),
             .optional(d.checksum?.description), .optional(d.checksumURL), .bool(d.renameOnConflict), .optional(d.path), .optional(d.resourceTimeout),
+            .optional(JSONArrayColumn.text(d.mirrors)), .integer(Int64(d.connections)), .optional(d.maxBytesPerSecond),
+            .integer(Int64(d.mirrorIndex)), .integer(Int64(d.mirrorMisses)), .optional(RangeProgress.text(d.ranges)),
         ]
     }
 
@@ -83,6 +87,9 @@ enum JobColumns {
             metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(Int32(written.count)),
             urlRefresh: row.bool(30), awaitingURLSince: row.optionalInt64(31),
             checksum: try row.optionalString(35).map { try Checksum.parse($0).get() }, checksumURL: row.optionalString(36),
-            renameOnConflict: row.bool(37), path: row.optionalString(38), resourceTimeout: row.optionalString(39))
+            renameOnConflict: row.bool(37), path: row.optionalString(38), resourceTimeout: row.optionalString(39),
+            mirrors: try JSONArrayColumn.items(row.optionalString(40)), connections: row.int(41),
+            maxBytesPerSecond: row.optionalInt64(42), mirrorIndex: row.int(43), mirrorMisses: row.int(44),
+            ranges: RangeProgress.parse(row.optionalString(45)))
     }
 }

@@ -200,6 +200,17 @@ enum PostgresMigrations {
         CREATE UNIQUE INDEX downloads_live_destination ON downloads (destination)
             WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/';
         """,
+        // 4: mirrors and segmented downloads, as SQLite's version 16.
+        """
+        ALTER TABLE downloads
+            ADD COLUMN mirrors text,
+            ADD COLUMN connections integer NOT NULL DEFAULT 1,
+            ADD COLUMN max_bytes_per_second bigint,
+            ADD COLUMN mirror_index integer NOT NULL DEFAULT 0,
+            ADD COLUMN mirror_misses integer NOT NULL DEFAULT 0,
+            ADD COLUMN ranges text;
+        ALTER TABLE download_attempts ADD COLUMN url text;
+        """,
     ]
 
     static func run(on connection: PostgresConnection) throws {

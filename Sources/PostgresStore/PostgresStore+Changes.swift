@@ -30,6 +30,13 @@ extension PostgresStore {
                 ON CONFLICT (host_key) DO UPDATE SET until = GREATEST(host_backoffs.until, EXCLUDED.until)
                 """, [.text(host), .integer(until)])
             return true
+        case .ranges(let id, let ranges, let bytesReceived, let bytesExpected, let validator):
+            try db.run("""
+                UPDATE downloads SET bytes_received = $2, bytes_expected = COALESCE($3, bytes_expected), validator = COALESCE($4, validator),
+                ranges = $5, revision = revision + 1
+                WHERE id = $1 AND state IN ('running','paused','queued')
+                """, [.text(id), .integer(bytesReceived), .optional(bytesExpected), .optional(validator), .optional(RangeProgress.text(ranges))])
+            return true
         }
     }
 
@@ -76,14 +83,16 @@ extension PostgresStore {
     static func record(_ db: PostgresConnection, attempt: AttemptRecord, of id: String) throws {
         try db.run("""
             INSERT INTO download_attempts (download_id, number, started_at, ended_at, outcome, error_code, error_message,
-            http_status, bytes_transferred, bytes_on_disk) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            http_status, bytes_transferred, bytes_on_disk, url) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
             ON CONFLICT (download_id, number) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
             outcome = EXCLUDED.outcome, error_code = EXCLUDED.error_code, error_message = EXCLUDED.error_message,
-            http_status = EXCLUDED.http_status, bytes_transferred = EXCLUDED.bytes_transferred, bytes_on_disk = EXCLUDED.bytes_on_disk
+            http_status = EXCLUDED.http_status, bytes_transferred = EXCLUDED.bytes_transferred, bytes_on_disk = EXCLUDED.bytes_on_disk,
+            url = EXCLUDED.url
             """, [
             .text(id), .integer(Int64(attempt.number)), .integer(attempt.startedAt), .integer(attempt.endedAt),
             .text(attempt.outcome), .optional(attempt.error?.code), .optional(attempt.error?.message),
             .optional(attempt.httpStatus), .integer(attempt.bytesTransferred), .integer(attempt.bytesOnDisk),
+            .optional(attempt.url),
         ])
     }
 

@@ -38,13 +38,14 @@ extension PostgresStore {
     public func attempts(of id: String) throws -> [AttemptRecord] {
         try read { db in
             try db.query("""
-                SELECT number, started_at, ended_at, outcome, error_code, error_message, http_status, bytes_transferred, bytes_on_disk
-                FROM download_attempts WHERE download_id = $1 ORDER BY number
+                SELECT number, started_at, ended_at, outcome, error_code, error_message, http_status, bytes_transferred, bytes_on_disk,
+                url FROM download_attempts WHERE download_id = $1 ORDER BY number
                 """, [.text(id)]) { row in
                 AttemptRecord(
                     number: row.int(0), startedAt: row.int64(1), endedAt: row.int64(2), outcome: row.string(3),
                     error: row.optionalString(4).map { DownloadError(code: $0, message: row.optionalString(5) ?? "") },
-                    httpStatus: row.optionalInt(6), bytesTransferred: row.int64(7), bytesOnDisk: row.int64(8))
+                    httpStatus: row.optionalInt(6), bytesTransferred: row.int64(7), bytesOnDisk: row.int64(8),
+                    url: row.optionalString(9))
             }
         }
     }

@@ -12,6 +12,7 @@ enum DownloadColumns {
         "run_at", "next_attempt_at", "host_key", "metadata", "attempts_before_retry", "url_refresh", "awaiting_url_since",
         "outage_attempts", "progress_at", "disk_full_since",
         "checksum", "checksum_url", "rename_on_conflict", "path", "resource_timeout",
+        "mirrors", "connections", "max_bytes_per_second", "mirror_index", "mirror_misses", "ranges",
     ]
 
     /// What a client may change after submit (`PATCH`): written at insert and by `change`, never by
@@ -19,6 +20,7 @@ enum DownloadColumns {
     /// job cannot undo a client's change.
     static let clientOwned: Set<String> = [
         "url", "host_key", "headers", "priority", "earliest_begin_at", "discretionary", "webhook_url", "metadata",
+        "mirrors", "max_bytes_per_second",
     ]
 
     /// Every column `download(_:)` reads: the written ones, then the revision the store keeps.
@@ -57,6 +59,8 @@ enum DownloadColumns {
             .integer(d.urlRefresh ? 1 : 0), optional(d.awaitingURLSince), .integer(Int64(d.outageAttempts)), optional(d.progressAt),
             optional(d.diskFullSince),
             optional(d.checksum?.description), optional(d.checksumURL), .integer(d.renameOnConflict ? 1 : 0), optional(d.path), optional(d.resourceTimeout),
+            optional(JSONArrayColumn.text(d.mirrors)), .integer(Int64(d.connections)), optional(d.maxBytesPerSecond),
+            .integer(Int64(d.mirrorIndex)), .integer(Int64(d.mirrorMisses)), optional(RangeProgress.text(d.ranges)),
         ]
     }
 
@@ -78,7 +82,10 @@ enum DownloadColumns {
             metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(Int32(written.count)),
             urlRefresh: row.int(30) != 0, awaitingURLSince: row.optionalInt64(31),
             checksum: try row.optionalString(35).map { try Checksum.parse($0).get() }, checksumURL: row.optionalString(36),
-            renameOnConflict: row.int(37) != 0, path: row.optionalString(38), resourceTimeout: row.optionalString(39))
+            renameOnConflict: row.int(37) != 0, path: row.optionalString(38), resourceTimeout: row.optionalString(39),
+            mirrors: try JSONArrayColumn.items(row.optionalString(40)), connections: row.int(41),
+            maxBytesPerSecond: row.optionalInt64(42), mirrorIndex: row.int(43), mirrorMisses: row.int(44),
+            ranges: RangeProgress.parse(row.optionalString(45)))
     }
 
     private static func optional(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }

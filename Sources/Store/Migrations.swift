@@ -212,6 +212,18 @@ enum Migrations {
         CREATE UNIQUE INDEX downloads_live_destination ON downloads(destination)
             WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/';
         """,
+        // 16: mirrors and segmented downloads: the other URLs and
+        // which one attempts go to, parallel connections and each byte range's progress, a job's
+        // own rate cap, and the URL each attempt used.
+        """
+        ALTER TABLE downloads ADD COLUMN mirrors TEXT;
+        ALTER TABLE downloads ADD COLUMN connections INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE downloads ADD COLUMN max_bytes_per_second INTEGER;
+        ALTER TABLE downloads ADD COLUMN mirror_index INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN mirror_misses INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN ranges TEXT;
+        ALTER TABLE download_attempts ADD COLUMN url TEXT;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -29,6 +29,11 @@ extension SQLiteStore {
                 ON CONFLICT (host_key) DO UPDATE SET until = MAX(until, excluded.until)
                 """).run([.text(host), .integer(until)])
             return true
+        case .ranges(let id, let ranges, let bytesReceived, let bytesExpected, let validator):
+            try Self.updateProgress(db, id: id, bytesReceived: bytesReceived, bytesExpected: bytesExpected, validator: validator)
+            try db.prepare("UPDATE downloads SET ranges = ? WHERE id = ? AND state IN ('running','paused','queued')")
+                .run([RangeProgress.text(ranges).map(SQLValue.text) ?? .null, .text(id)])
+            return true
         }
     }
 

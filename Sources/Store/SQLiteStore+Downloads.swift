@@ -145,13 +145,14 @@ extension SQLiteStore {
     public func attempts(of id: String) throws -> [AttemptRecord] {
         try withReader { db in
             try db.prepare("""
-                SELECT number, started_at, ended_at, outcome, error_code, error_message, http_status, bytes_transferred, bytes_on_disk
-                FROM download_attempts WHERE download_id = ? ORDER BY number
+                SELECT number, started_at, ended_at, outcome, error_code, error_message, http_status, bytes_transferred, bytes_on_disk,
+                url FROM download_attempts WHERE download_id = ? ORDER BY number
                 """).query([.text(id)]) { row in
                 AttemptRecord(
                     number: row.int(0), startedAt: row.int64(1), endedAt: row.int64(2), outcome: row.string(3),
                     error: row.optionalString(4).map { DownloadError(code: $0, message: row.optionalString(5) ?? "") },
-                    httpStatus: row.optionalInt(6), bytesTransferred: row.int64(7), bytesOnDisk: row.int64(8))
+                    httpStatus: row.optionalInt(6), bytesTransferred: row.int64(7), bytesOnDisk: row.int64(8),
+                    url: row.optionalString(9))
             }
         }
     }
@@ -160,11 +161,12 @@ extension SQLiteStore {
     static func record(_ db: SQLiteConnection, attempt: AttemptRecord, of id: String) throws {
         try db.prepare("""
             INSERT OR REPLACE INTO download_attempts (download_id, number, started_at, ended_at, outcome, error_code,
-            error_message, http_status, bytes_transferred, bytes_on_disk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            error_message, http_status, bytes_transferred, bytes_on_disk, url) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).run([
             .text(id), .integer(Int64(attempt.number)), .integer(attempt.startedAt), .integer(attempt.endedAt),
             .text(attempt.outcome), attempt.error.map { .text($0.code) } ?? .null, attempt.error.map { .text($0.message) } ?? .null,
             attempt.httpStatus.map { .integer(Int64($0)) } ?? .null, .integer(attempt.bytesTransferred), .integer(attempt.bytesOnDisk),
+            attempt.url.map { .text($0) } ?? .null,
         ])
     }
 

@@ -144,7 +144,10 @@ final class EasyTransfer {
         try set(CURLOPT_PRIVATE, pointer: Unmanaged.passUnretained(self).toOpaque())
 
         if let resume {
-            resumeHeaders = [("Range", "bytes=\(resume.offset)-\(resume.end.map { String($0 - 1) } ?? "")"), ("If-Range", resume.validator)]
+            resumeHeaders = [("Range", "bytes=\(resume.offset)-\(resume.end.map { String($0 - 1) } ?? "")")]
+            // An empty validator: partial data from another URL (a mirror) that only the job's digest
+            // can vouch for, whose validator means nothing there.
+            if !resume.validator.isEmpty { resumeHeaders.append(("If-Range", resume.validator)) }
         }
         if request.method == .post {
             try set(CURLOPT_POST, 1)

@@ -11,7 +11,8 @@ public struct TransferRequest: Sendable {
         /// a 200 truncates and starts over; a 206 with any other Content-Range fails with `.rangeMismatch`
         /// and truncates the file (so the next attempt starts clean); a 416 with `Content-Range: bytes */N`
         /// means the file was already complete.
-        /// Without a validator, an existing partial file is truncated (no Range sent).
+        /// Without a validator, an existing partial file is truncated (no Range sent). An empty
+        /// validator sends Range without If-Range (partial data the caller vouches for otherwise).
         case file(path: String, resumeValidator: String?)
         /// Bytes `from..<to` of the representation, one range of a segmented download
         /// (`SegmentedDownload` makes these): sends `Range: bytes=from-(to-1)` and

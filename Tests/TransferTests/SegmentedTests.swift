@@ -7,7 +7,7 @@ import Transfer
 @Suite struct SegmentedTests {
     /// Runs a segmented download to completion; `onProgress` sees every report.
     private func run(_ engine: TransferEngine, _ url: String, to path: String, size: Int, ranges: [ByteRange],
-                     perConnectionCap: Int64? = nil,
+                     perConnectionCap: Int64? = nil, connections: Int? = nil,
                      onProgress: @escaping @Sendable (SegmentedProgress, SegmentedDownload?) -> Void = { _, _ in })
         async -> SegmentedResult {
         var request = download(url, to: path)
@@ -16,6 +16,7 @@ import Transfer
         return await withCheckedContinuation { continuation in
             let started = SegmentedDownload.start(
                 engine: engine, request: request, path: path, size: Int64(size), validator: "\"v1\"", ranges: ranges,
+                connections: connections,
                 onProgress: { progress in onProgress(progress, handle.withLock { $0 }) },
                 onComplete: { continuation.resume(returning: $0) })
             handle.withLock { $0 = started }
@@ -52,6 +53,31 @@ import Transfer
         #expect(requests.allSatisfy { $0.header("If-Range") == "\"v1\"" })
         #expect(origin.mostConcurrentResponses == 4)
         #expect(origin.bodyBytesServed == body.count)
+    }
+
+    @Test func moreRangesThanConnectionsTakeTurnsAndTheDigestIsOfTheWholeFile() async throws {
+        let body = randomBytes(4 << 20)
+        let origin = try TestOrigin { .resource(body, etag: "\"v1\"", for: $0) }
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let engine = makeEngine()
+        defer { engine.shutdown() }
+
+        let ranges = ByteRange.split(size: Int64(body.count), connections: 8)
+        let result = await run(engine, origin.url("/f"), to: directory.file("f"), size: body.count, ranges: ranges,
+                               perConnectionCap: 2 << 20, connections: 2)
+
+        #expect(result.isComplete && result.sha256 == sha256Hex(body))
+        #expect(sha256Hex(contents(directory.file("f"))) == sha256Hex(body))
+        #expect(Set(origin.requests.compactMap { $0.header("Range") }) == Set(ranges.map { "bytes=\($0.start)-\($0.end - 1)" }))
+        #expect(origin.mostConcurrentResponses <= 2)
+    }
+
+    @Test func piecesAreAtMostSixteenMiBAndAtLeastOnePerConnection() {
+        let large = ByteRange.pieces(size: 1 << 30, connections: 8)
+        #expect(large.count == 64 && large.allSatisfy { $0.end - $0.start <= ByteRange.pieceSize })
+        #expect(large.first?.start == 0 && large.last?.end == 1 << 30)
+        #expect(ByteRange.pieces(size: 8 << 20, connections: 4).count == 4)
     }
 
     @Test func anInterruptedDownloadResumesEveryRangeFromItsSavedOffset() async throws {

@@ -18,6 +18,16 @@ public struct ByteRange: Sendable, Equatable, Hashable {
     public var isDone: Bool { next >= end }
     public var bytesOnDisk: Int64 { next - start }
 
+    /// The longest range `pieces` makes.
+    public static let pieceSize: Int64 = 16 << 20
+
+    /// `size` bytes in ranges for `connections` at a time: `connections` of them, or more of at
+    /// most `pieceSize` for a large file, so that the ranges fill the file roughly front to back
+    /// (each connection takes the next range as it finishes one) and it can be hashed as it fills.
+    public static func pieces(size: Int64, connections: Int) -> [ByteRange] {
+        split(size: size, connections: max(connections, Int((size + pieceSize - 1) / pieceSize)))
+    }
+
     /// `size` bytes split into `connections` ranges of (nearly) equal length, none empty (so fewer
     /// ranges for a file of fewer bytes than connections).
     public static func split(size: Int64, connections: Int) -> [ByteRange] {

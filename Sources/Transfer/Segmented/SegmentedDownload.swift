@@ -38,11 +38,14 @@ public struct SegmentedResult: Sendable {
 
 /// A download over several connections at once: each `ByteRange` of the representation is fetched
 /// with its own request (`Range` with the range's bounds and `If-Range` with the validator) into
-/// one preallocated file, written at its offsets. When all ranges are done the file is hashed.
+/// one preallocated file, written at its offsets, at most `connections` at a time, in order (a
+/// range starts when one ends). The file is hashed front to back as its contiguous prefix grows
+/// (`FileHash`), so when the last range is in little is left to hash; ranges smaller than
+/// size / connections (`ByteRange.pieces`) keep that prefix close behind the download.
 ///
 /// How the service drives it: a job with `connections` > 1 whose size and validator (ETag or
 /// Last-Modified) are known — from an earlier attempt's `TransferProgress` (`bytesExpected`,
-/// `validator`) — starts one with `ByteRange.split(size:connections:)` and persists every range's
+/// `validator`) — starts one with `ByteRange.pieces(size:connections:)` and persists every range's
 /// `next` from `onProgress`; after a fault, a cancel or a crash it starts one again with the ranges
 /// as persisted (finished ones are skipped, each other range goes on from its `next`). A job whose
 /// size or validator is unknown uses one plain `TransferEngine.start`. Every range is a transfer of
@@ -52,6 +55,8 @@ public final class SegmentedDownload: Sendable {
     private struct State {
         var ranges: [ByteRange]
         var running: [Int: TransferID] = [:]
+        /// The ranges not started yet, first to last.
+        var waiting: [Int] = []
         var unfinished: [Int: TransferResult] = [:]
         var isCancelled = false
         /// The fallback transfer over one connection, once started.
@@ -68,6 +73,8 @@ public final class SegmentedDownload: Sendable {
     private let size: Int64
     private let validator: String
     private let state: Mutex<State>
+    private let connections: Int
+    private let hasher: FileHash
     private let onProgress: @Sendable (SegmentedProgress) -> Void
     private let onComplete: @Sendable (SegmentedResult) -> Void
 
@@ -80,25 +87,29 @@ public final class SegmentedDownload: Sendable {
     ///     connection) and `extraDigest`; its sink is not used.
     ///   - path: the partial file, preallocated to `size` here; bytes outside the ranges' unfinished
     ///     parts are kept as they are.
+    ///   - connections: how many ranges run at once (nil: all of them).
     ///   - onProgress, onComplete: called on the engine's queue (`onComplete`, after hashing, on a
     ///     utility queue); keep them cheap. `onComplete` is called exactly once.
     public static func start(
         engine: TransferEngine, request: TransferRequest, path: String, size: Int64, validator: String,
-        ranges: [ByteRange],
+        ranges: [ByteRange], connections: Int? = nil,
         onProgress: @escaping @Sendable (SegmentedProgress) -> Void,
         onComplete: @escaping @Sendable (SegmentedResult) -> Void
     ) -> SegmentedDownload {
         let download = SegmentedDownload(engine: engine, request: request, path: path, size: size, validator: validator,
-                                         ranges: ranges, onProgress: onProgress, onComplete: onComplete)
+                                         ranges: ranges, connections: max(1, connections ?? ranges.count),
+                                         onProgress: onProgress, onComplete: onComplete)
         download.begin()
         return download
     }
 
     private init(engine: TransferEngine, request: TransferRequest, path: String, size: Int64, validator: String,
-                 ranges: [ByteRange],
+                 ranges: [ByteRange], connections: Int,
                  onProgress: @escaping @Sendable (SegmentedProgress) -> Void,
                  onComplete: @escaping @Sendable (SegmentedResult) -> Void) {
         self.engine = engine
+        self.connections = connections
+        hasher = FileHash(path: path, extra: request.extraDigest)
         template = request
         self.path = path
         self.size = size
@@ -122,18 +133,39 @@ public final class SegmentedDownload: Sendable {
             return onComplete(SegmentedResult(ranges: state.withLock { $0.ranges }, unfinished: [:], failure: failure))
         }
         // Registered under the lock before any can complete, so that the last one to complete sees the others.
-        state.withLock { state in
-            for (index, range) in state.ranges.enumerated() where !range.isDone {
-                var request = template
-                request.sink = .segment(path: path, from: range.next, to: range.end, validator: validator)
-                state.running[index] = engine.start(request, onProgress: { [self] progress in
-                    rangeProgressed(index, progress)
-                }, onComplete: { [self] result in
-                    rangeCompleted(index, result)
-                })
-            }
+        let prefix = state.withLock { state in
+            state.waiting = state.ranges.indices.filter { !state.ranges[$0].isDone }
+            launch(&state)
+            return Self.prefix(state.ranges)
         }
+        hasher.advance(to: prefix)
         finishIfIdle()
+    }
+
+    /// Starts waiting ranges, first to last, while fewer than `connections` run.
+    private func launch(_ state: inout State) {
+        while state.running.count < connections, !state.waiting.isEmpty {
+            let index = state.waiting.removeFirst()
+            let range = state.ranges[index]
+            var request = template
+            request.sink = .segment(path: path, from: range.next, to: range.end, validator: validator)
+            state.running[index] = engine.start(request, onProgress: { [self] progress in
+                rangeProgressed(index, progress)
+            }, onComplete: { [self] result in
+                rangeCompleted(index, result)
+            })
+        }
+    }
+
+    /// Where the file's contiguous prefix ends: the first range not done yet, as far as it got.
+    private static func prefix(_ ranges: [ByteRange]) -> Int64 {
+        var end: Int64 = 0
+        for range in ranges.sorted(by: { $0.start < $1.start }) {
+            guard range.start <= end else { break }
+            end = max(end, range.next)
+            guard range.isDone else { break }
+        }
+        return end
     }
 
     private func rangeProgressed(_ index: Int, _ progress: TransferProgress) {
@@ -142,7 +174,10 @@ public final class SegmentedDownload: Sendable {
             state.ranges[index].next = min(progress.bytesOnDisk, state.ranges[index].end)
             return SegmentedProgress(ranges: state.ranges)
         }
-        if let report { onProgress(report) }
+        if let report {
+            hasher.advance(to: Self.prefix(report.ranges))
+            onProgress(report)
+        }
     }
 
     private func rangeCompleted(_ index: Int, _ result: TransferResult) {
@@ -151,7 +186,11 @@ public final class SegmentedDownload: Sendable {
             let range = state.ranges[index]
             // A cancelled or failed segment reports the offset written so far.
             state.ranges[index].next = min(max(result.bytesOnDisk, range.start), range.end)
-            guard !state.ranges[index].isDone else { return [] }
+            guard !state.ranges[index].isDone else {
+                // The next range takes the connection, unless the download is ending anyway.
+                if !state.isCancelled, !state.notHonoured, state.unfinished.isEmpty { launch(&state) }
+                return []
+            }
             state.unfinished[index] = result
             // A whole response to a range request: the other ranges will get the same, stop them.
             guard let status = result.httpStatus, (200..<300).contains(status), status != 206,
@@ -203,10 +242,10 @@ public final class SegmentedDownload: Sendable {
     }
 
     private func hash() {
-        let (ranges, extra) = (state.withLock { $0.ranges }, template.extraDigest)
-        DispatchQueue.global(qos: .utility).async { [self] in
+        let ranges = state.withLock { $0.ranges }
+        hasher.finish(size: size) { [self] digests in
             var result = SegmentedResult(ranges: ranges, unfinished: [:])
-            switch FileHash.digests(ofFileAt: path, extra: extra) {
+            switch digests {
             case .success(let digests):
                 result.sha256 = digests.sha256
                 result.extraDigest = digests.extra

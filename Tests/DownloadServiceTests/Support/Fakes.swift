@@ -63,6 +63,17 @@ final class FakeTransfers: TransferRunning {
     func complete(_ jobID: String, with result: TransferResult) {
         all.last { $0.jobID == jobID }?.onComplete(result)
     }
+
+    /// The fixture's jobs use one connection; a segmented attempt never ends here.
+    func startSegments(_ request: TransferRequest, path: String, size: Int64, validator: String, ranges: [ByteRange],
+                       connections: Int, onProgress: @escaping @Sendable (SegmentedProgress) -> Void,
+                       onComplete: @escaping @Sendable (SegmentedResult) -> Void) -> any SegmentsRunning {
+        NoSegments()
+    }
+
+    private struct NoSegments: SegmentsRunning {
+        func cancel() {}
+    }
 }
 
 /// Stands in for the HTTP sender of webhooks: records each delivery sent and answers when the test says.
