@@ -38,7 +38,8 @@ struct DownloadsAPI: Sendable {
 
         let now = clock.now()
         let download = submission.makeDownload(id: ids.next(now: now), now: now)
-        switch try await inserts.insert(NewJob(download: download, idempotency: idempotency)) {
+        // The event log's copy is encoded here, on the event loop, not by the store's one writer.
+        switch try await inserts.insert(NewJob(download: download, idempotency: idempotency, statePayload: DownloadJSON.logged(download))) {
         case .created(let created):
             scheduler.jobStored(runAt: created.runAt)
             return created201(created)
