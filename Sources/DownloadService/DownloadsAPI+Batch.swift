@@ -28,12 +28,13 @@ extension DownloadsAPI {
         let idempotency = try Self.idempotency(request, principal: principal)
         let now = clock.now()
         var room = Int.max
+        let destinations = DestinationFiles.Checker(files)
         // Fails closed, as a single submission does.
         if let maxQueued = configuration.maxQueued { room = max(0, maxQueued - (try store.counts()[.queued, default: 0])) }
         let judged = items.map { item -> Judged in
             do {
                 let submission = try judge(item)
-                try checkDestination(submission)
+                try checkDestination(submission, with: destinations)
                 guard room > 0 else {
                     throw APIProblem.tooManyRequests("the queue holds its maximum of jobs", retryAfterSeconds: 5)
                 }
