@@ -17,12 +17,15 @@ ORIGIN = "http://127.0.0.1:9/never-fetched.bin"
 def run(ctx) -> list[Row]:
     seconds = 3 if ctx.quick else 10
     stopping = []
+    cpu_per_post = []
 
     def with_fetchd(r):
         fetchd = Fetchd(ctx.fetchd_bin, ctx.fresh("intake-fetchd"))
         with ctx.profiled(fetchd.pid, f"intake-r{r}"):
+            before = procs.cpu_seconds(fetchd.pid)
             result = wrk.run(fetchd.base + "/downloads", CONNECTIONS, duration=seconds,
                              script=wrk.lua("post_downloads.lua"), script_args=[ORIGIN, f"r{r}", "intake", FAR_FUTURE])
+            cpu_per_post.append((procs.cpu_seconds(fetchd.pid) - before) / max(1, result["requests"]) * 1e6)
         if ctx.quick:
             fetchd.kill()
         else:
@@ -51,7 +54,8 @@ def run(ctx) -> list[Row]:
     if failed["fetchd"] or failed["aria2"]:
         note += f"; failed: fetchd {failed['fetchd']}, aria2 {failed['aria2']}"
     rows = [Row("3 intake", "POST /downloads", "req/s", rps["fetchd"], "aria2.addUri", rps["aria2"],
-                "ratio >= 5", note)]
+                "ratio >= 5", note),
+            Row("3 intake", "fetchd CPU per POST (user + sys)", "µs", cpu_per_post, target="value <= 60")]
     if stopping:
         rows.append(Row("3 intake", "SIGTERM to exit right after the load", "s", stopping,
                         note="60 = killed; FETCHD_SHUTDOWN_TIMEOUT is 10 s"))
