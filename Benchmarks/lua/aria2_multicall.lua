@@ -10,13 +10,11 @@ end
 
 function request()
   sent = sent + 1
-  local calls = {}
-  for i = 1, items do
-    calls[i] = '{"methodName":"aria2.addUri","params":[["' .. origin .. '"],{"pause":"true","out":"' ..
+  local calls = joined(items, function(i)
+    return '{"methodName":"aria2.addUri","params":[["' .. origin .. '"],{"pause":"true","out":"' ..
       prefix .. "-" .. tid .. "-" .. sent .. "-" .. i .. '"}]}'
-  end
-  local body = '{"jsonrpc":"2.0","id":"' .. sent .. '","method":"system.multicall","params":[[' ..
-    table.concat(calls, ",") .. ']]}'
+  end)
+  local body = '{"jsonrpc":"2.0","id":"' .. sent .. '","method":"system.multicall","params":[[' .. calls .. ']]}'
   return wrk.format("POST", "/jsonrpc", {["Content-Type"] = "application/json"}, body)
 end
 

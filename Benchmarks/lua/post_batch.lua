@@ -11,12 +11,10 @@ end
 
 function request()
   sent = sent + 1
-  local parts = {}
-  for i = 1, items do
-    parts[i] = '{"url":"' .. origin .. '","destination":"' .. prefix .. "/" .. tid .. "/" .. sent .. "/" .. i ..
+  local body = '{"items":[' .. joined(items, function(i)
+    return '{"url":"' .. origin .. '","destination":"' .. prefix .. "/" .. tid .. "/" .. sent .. "/" .. i ..
       '","session":"' .. session .. '","earliestBeginDate":"' .. earliest .. '"}'
-  end
-  local body = '{"items":[' .. table.concat(parts, ",") .. ']}'
+  end) .. ']}'
   return wrk.format("POST", "/downloads/batch", {["Content-Type"] = "application/json"}, body)
 end
 

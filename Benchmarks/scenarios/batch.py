@@ -6,7 +6,7 @@ from benchlib import procs, wrk
 from benchlib.fetchd import Fetchd
 from benchlib.origin import accepting, free_port
 from benchlib.table import Row
-from .common import FAR_FUTURE, alternating
+from .common import FAR_FUTURE, rate_rounds
 
 ITEMS = 1000
 CONNECTIONS = 4
@@ -40,14 +40,7 @@ def run(ctx) -> list[Row]:
         procs.stop(aria2)
         return result
 
-    tools = {"fetchd": with_fetchd, "aria2": with_aria2}
-    jobs_s = {name: [] for name in tools}
-    failed = {name: 0 for name in tools}
-    for r, name in alternating(list(tools), ctx.rounds):
-        result = tools[name](r)
-        jobs_s[name].append(result["rps"] * ITEMS)
-        failed[name] += result["failed"]
-        ctx.log(f"batch round {r + 1} {name}: {result['rps'] * ITEMS:.0f} jobs/s, {result['failed']} failed requests")
+    jobs_s, failed = rate_rounds(ctx, {"fetchd": with_fetchd, "aria2": with_aria2}, "batch", ITEMS, "jobs/s")
     note = f"{ITEMS:,} a request, {CONNECTIONS} conns, {seconds} s"
     if failed["fetchd"] or failed["aria2"]:
         note += f"; failed requests: fetchd {failed['fetchd']}, aria2 {failed['aria2']}"

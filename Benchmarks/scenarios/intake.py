@@ -8,7 +8,7 @@ from benchlib import procs, wrk
 from benchlib.fetchd import Fetchd
 from benchlib.origin import accepting, free_port
 from benchlib.table import Row
-from .common import FAR_FUTURE, alternating
+from .common import FAR_FUTURE, rate_rounds
 
 CONNECTIONS = 64
 ORIGIN = "http://127.0.0.1:9/never-fetched.bin"
@@ -42,14 +42,7 @@ def run(ctx) -> list[Row]:
         procs.stop(aria2)
         return result
 
-    tools = {"fetchd": with_fetchd, "aria2": with_aria2}
-    rps = {name: [] for name in tools}
-    failed = {name: 0 for name in tools}
-    for r, name in alternating(list(tools), ctx.rounds):
-        result = tools[name](r)
-        rps[name].append(result["rps"])
-        failed[name] += result["failed"]
-        ctx.log(f"intake round {r + 1} {name}: {result['rps']:.0f} req/s, {result['failed']} failed")
+    rps, failed = rate_rounds(ctx, {"fetchd": with_fetchd, "aria2": with_aria2}, "intake")
     note = f"{CONNECTIONS} conns, {seconds} s"
     if failed["fetchd"] or failed["aria2"]:
         note += f"; failed: fetchd {failed['fetchd']}, aria2 {failed['aria2']}"
