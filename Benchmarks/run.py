@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """fetchd's benchmark suite: fetchd beside curl and aria2 on loopback, one table at the end.
 
-    python3 Benchmarks/run.py [--quick] [--only single,small,intake,queue,concurrency,https,segmented,cap]
+    python3 Benchmarks/run.py [--quick] [--only single,small,intake,queue,concurrency,https,segmented,cap,batch,sessions]
                               [--rounds N] [--profile DIR] [--fetchd PATH] [--json FILE]
 
 `make bench` and `make bench-quick` install nginx-light, aria2 and wrk, build fetchd in release
@@ -25,10 +25,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import procs  # noqa: E402
 from benchlib.context import Context  # noqa: E402
 from benchlib.table import Row, render  # noqa: E402
-from scenarios import cap, concurrency, https, intake, queue, segmented, single, small  # noqa: E402
+from scenarios import batch, cap, concurrency, https, intake, queue, segmented, sessions, single, small  # noqa: E402
 
 SCENARIOS = {"single": single, "small": small, "intake": intake, "queue": queue, "concurrency": concurrency,
-             "https": https, "segmented": segmented, "cap": cap}
+             "https": https, "segmented": segmented, "cap": cap, "batch": batch, "sessions": sessions}
 TOOLS = ["nginx", "aria2c", "wrk", "curl", "openssl"]
 
 

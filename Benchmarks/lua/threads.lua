@@ -2,6 +2,13 @@
 -- `tid`) and, at the end, prints the sum of their `failed` counts as "bench-failed N".
 local threads, next_id = {}, 1
 
+-- `count` JSON values made by item(i), i = 1…count, joined with commas (a batch request's items).
+function joined(count, item)
+  local parts = {}
+  for i = 1, count do parts[i] = item(i) end
+  return table.concat(parts, ",")
+end
+
 function setup(thread)
   thread:set("tid", next_id)
   next_id = next_id + 1

@@ -17,6 +17,19 @@ def alternating(tools: list, rounds: int):
             yield r, tool
 
 
+def rate_rounds(ctx, tools: dict, label: str, scale: float = 1, unit: str = "req/s") -> tuple[dict, dict]:
+    """Runs each of `tools` (name -> fn(round) returning a wrk result) once per round, alternating;
+    returns per tool the rates (wrk's requests/s × scale) and the sum of failed requests."""
+    rates = {name: [] for name in tools}
+    failed = {name: 0 for name in tools}
+    for r, name in alternating(list(tools), ctx.rounds):
+        result = tools[name](r)
+        rates[name].append(result["rps"] * scale)
+        failed[name] += result["failed"]
+        ctx.log(f"{label} round {r + 1} {name}: {rates[name][-1]:,.0f} {unit}, {result['failed']} failed requests")
+    return rates, failed
+
+
 def empty_dir(path: str) -> str:
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path)

@@ -8,7 +8,7 @@ from benchlib import procs, wrk
 from benchlib.fetchd import Fetchd
 from benchlib.origin import accepting, free_port
 from benchlib.table import Row
-from .common import FAR_FUTURE, alternating
+from .common import FAR_FUTURE, rate_rounds
 
 CONNECTIONS = 64
 ORIGIN = "http://127.0.0.1:9/never-fetched.bin"
@@ -17,12 +17,15 @@ ORIGIN = "http://127.0.0.1:9/never-fetched.bin"
 def run(ctx) -> list[Row]:
     seconds = 3 if ctx.quick else 10
     stopping = []
+    cpu_per_post = []
 
     def with_fetchd(r):
         fetchd = Fetchd(ctx.fetchd_bin, ctx.fresh("intake-fetchd"))
         with ctx.profiled(fetchd.pid, f"intake-r{r}"):
+            before = procs.cpu_seconds(fetchd.pid)
             result = wrk.run(fetchd.base + "/downloads", CONNECTIONS, duration=seconds,
                              script=wrk.lua("post_downloads.lua"), script_args=[ORIGIN, f"r{r}", "intake", FAR_FUTURE])
+            cpu_per_post.append((procs.cpu_seconds(fetchd.pid) - before) / max(1, result["requests"]) * 1e6)
         if ctx.quick:
             fetchd.kill()
         else:
@@ -39,19 +42,13 @@ def run(ctx) -> list[Row]:
         procs.stop(aria2)
         return result
 
-    tools = {"fetchd": with_fetchd, "aria2": with_aria2}
-    rps = {name: [] for name in tools}
-    failed = {name: 0 for name in tools}
-    for r, name in alternating(list(tools), ctx.rounds):
-        result = tools[name](r)
-        rps[name].append(result["rps"])
-        failed[name] += result["failed"]
-        ctx.log(f"intake round {r + 1} {name}: {result['rps']:.0f} req/s, {result['failed']} failed")
+    rps, failed = rate_rounds(ctx, {"fetchd": with_fetchd, "aria2": with_aria2}, "intake")
     note = f"{CONNECTIONS} conns, {seconds} s"
     if failed["fetchd"] or failed["aria2"]:
         note += f"; failed: fetchd {failed['fetchd']}, aria2 {failed['aria2']}"
     rows = [Row("3 intake", "POST /downloads", "req/s", rps["fetchd"], "aria2.addUri", rps["aria2"],
-                "ratio >= 5", note)]
+                "ratio >= 5", note),
+            Row("3 intake", "fetchd CPU per POST (user + sys)", "µs", cpu_per_post, target="value <= 60")]
     if stopping:
         rows.append(Row("3 intake", "SIGTERM to exit right after the load", "s", stopping,
                         note="60 = killed; FETCHD_SHUTDOWN_TIMEOUT is 10 s"))

@@ -18,7 +18,7 @@ PER_CONNECTION_MIB_S = 20
 
 def run(ctx) -> list[Row]:
     size = (256 if ctx.quick else 1024) << 20
-    label = f"segmented {size >> 20} MiB, {CONNECTIONS} × limit_rate {PER_CONNECTION_MIB_S}m"
+    label = f"7 segmented {size >> 20} MiB, {CONNECTIONS} × limit_rate {PER_CONNECTION_MIB_S}m"
     files = os.path.join(ctx.cache, "segmented")
     make_file(os.path.join(files, "big.bin"), size)
     origin, fetchd = start_pair(ctx, "segmented", files, limit_rate=f"{PER_CONNECTION_MIB_S}m",

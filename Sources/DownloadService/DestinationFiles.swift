@@ -16,16 +16,37 @@ struct DestinationFiles: Sendable {
 
     /// At submit: is the path acceptable, and does a file already sit there?
     func check(_ destination: Destination) -> Result<Bool, Problem> {
-        guard destination.isValid else { return .failure(.invalid(Self.notAPath)) }
-        let walk = openDirectories(destination.directories, create: false)
-        guard case .success(let dir) = walk else {
-            if case .failure(let problem) = walk { return .failure(problem) }
-            return .success(false)
+        Checker(self).check(destination)
+    }
+
+    /// Checks destinations one after another at submit, keeping the last directory chain open for
+    /// the next one: a batch's items mostly share theirs, and opening a chain costs a syscall per
+    /// directory. Used by one request at a time; closes what it holds when dropped.
+    final class Checker {
+        private let files: DestinationFiles
+        private var last: (directories: ArraySlice<String>, walk: Result<Int32?, Problem>)?
+
+        init(_ files: DestinationFiles) { self.files = files }
+
+        deinit { if case .success(let dir?)? = last?.walk { close(dir) } }
+
+        func check(_ destination: Destination) -> Result<Bool, Problem> {
+            guard destination.isValid else { return .failure(.invalid(DestinationFiles.notAPath)) }
+            if last?.directories != destination.directories {
+                if case .success(let dir?)? = last?.walk { close(dir) }
+                last = (destination.directories, files.openDirectories(destination.directories, create: false))
+            }
+            switch last?.walk {
+            case .success(let dir?)?: return files.inspect(destination.fileName, in: dir)
+            case .failure(let problem)?: return .failure(problem)
+            case .success(nil)?, nil: return .success(false)  // a directory on the way does not exist yet
+            }
         }
-        guard let dir else { return .success(false) }  // a directory on the way does not exist yet
-        defer { close(dir) }
+    }
+
+    private func inspect(_ fileName: String, in dir: Int32) -> Result<Bool, Problem> {
         var info = stat()
-        guard fstatat(dir, destination.fileName, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+        guard fstatat(dir, fileName, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
             return errno == ENOENT ? .success(false) : .failure(.io(describeErrno("cannot inspect the destination")))
         }
         switch info.st_mode & S_IFMT {

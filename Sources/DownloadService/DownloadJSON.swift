@@ -54,6 +54,9 @@ enum DownloadJSON {
         json.endObject()
     }
 
+    /// The job as the event log (`GET /events`) keeps it: as stored, without what the scheduler knows.
+    @Sendable static func logged(_ d: Download) -> [UInt8] { encode(d, waitingFor: nil) }
+
     static func encode(_ d: Download, waitingFor: WaitingFor?, liveBytes: Int64? = nil) -> [UInt8] {
         var json = JSONWriter()
         write(d, waitingFor: waitingFor, liveBytes: liveBytes, into: &json)

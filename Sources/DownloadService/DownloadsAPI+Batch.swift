@@ -28,17 +28,21 @@ extension DownloadsAPI {
         let idempotency = try Self.idempotency(request, principal: principal)
         let now = clock.now()
         var room = Int.max
+        let destinations = DestinationFiles.Checker(files)
         // Fails closed, as a single submission does.
         if let maxQueued = configuration.maxQueued { room = max(0, maxQueued - (try store.counts()[.queued, default: 0])) }
         let judged = items.map { item -> Judged in
             do {
                 let submission = try judge(item)
-                try checkDestination(submission)
+                try checkDestination(submission, with: destinations)
                 guard room > 0 else {
                     throw APIProblem.tooManyRequests("the queue holds its maximum of jobs", retryAfterSeconds: 5)
                 }
                 room -= 1
-                return .accepted(NewJob(download: submission.makeDownload(id: ids.next(now: now), now: now), idempotency: nil))
+                let download = submission.makeDownload(id: ids.next(now: now), now: now)
+                // Encoded here, on the event loop: the store's one writer only copies it, and the
+                // answer shows the created job in the same bytes.
+                return .accepted(NewJob(download: download, idempotency: nil, statePayload: DownloadJSON.logged(download)))
             } catch let problem as APIProblem {
                 return .refused(problem)
             } catch {
@@ -73,12 +77,15 @@ extension DownloadsAPI {
         for item in judged {
             json.beginObject()
             switch item {
-            case .accepted:
+            case .accepted(let new):
                 switch inserted.next() {
                 case .created(let job)?, .replayed(let job)?:
                     json.field("status", 201)
                     json.key("download")
-                    DownloadJSON.write(job, waitingFor: nil, into: &json)
+                    // The bytes encoded for the event log, unless the store answered with another job.
+                    if job == new.download, let encoded = new.statePayload { json.raw(encoded) } else {
+                        DownloadJSON.write(job, waitingFor: nil, into: &json)
+                    }
                 case .destinationBusy?, .keyMismatch?, nil:
                     write(APIProblem.destinationBusy, into: &json)
                 }

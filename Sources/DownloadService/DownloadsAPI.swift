@@ -30,7 +30,7 @@ struct DownloadsAPI: Sendable {
             guard earlier.bodySHA256 == idempotency.bodySHA256 else { throw APIProblem.keyMismatch }
             return created201(earlier.download)
         }
-        try checkDestination(submission)
+        try checkDestination(submission, with: DestinationFiles.Checker(files))
         // Fails closed: a count that cannot be read throws (503) rather than letting the queue grow past its cap.
         if let maxQueued = configuration.maxQueued, try store.counts()[.queued, default: 0] >= maxQueued {
             throw APIProblem.tooManyRequests("the queue holds its maximum of \(maxQueued) jobs", retryAfterSeconds: 5)
@@ -38,7 +38,8 @@ struct DownloadsAPI: Sendable {
 
         let now = clock.now()
         let download = submission.makeDownload(id: ids.next(now: now), now: now)
-        switch try await inserts.insert(NewJob(download: download, idempotency: idempotency)) {
+        // The event log's copy is encoded here, on the event loop, not by the store's one writer.
+        switch try await inserts.insert(NewJob(download: download, idempotency: idempotency, statePayload: DownloadJSON.logged(download))) {
         case .created(let created):
             scheduler.jobStored(runAt: created.runAt)
             return created201(created)
@@ -87,8 +88,8 @@ struct DownloadsAPI: Sendable {
     }
 
     /// The destination can be written, and holds no file unless the job may overwrite it.
-    func checkDestination(_ submission: NewDownload) throws {
-        switch files.check(submission.destination) {
+    func checkDestination(_ submission: NewDownload, with checker: DestinationFiles.Checker) throws {
+        switch checker.check(submission.destination) {
         case .failure(.invalid(let message)):
             throw APIProblem.invalid("destination", message)
         case .failure(let problem):

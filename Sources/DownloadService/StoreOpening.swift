@@ -12,13 +12,13 @@ extension DownloadService {
         guard let url = configuration.databaseURL else {
             do {
                 return try SQLiteStore(path: configuration.databasePath, readers: readers,
-                                       statePayload: { DownloadJSON.encode($0, waitingFor: nil) })
+                                       statePayload: DownloadJSON.logged)
             } catch {
                 throw Configuration.Invalid(description: "FETCHD_DATA_DIR (--data-dir) \(configuration.dataDirectory): the database cannot be used: \(error)")
             }
         }
         do {
-            let store = try PostgresStore(url: url, readers: readers, statePayload: { DownloadJSON.encode($0, waitingFor: nil) })
+            let store = try PostgresStore(url: url, readers: readers, statePayload: DownloadJSON.logged)
             logger.info("state in PostgreSQL", metadata: ["node": "\(configuration.nodeName)"])
             return store
         } catch {

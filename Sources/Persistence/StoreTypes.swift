@@ -52,10 +52,14 @@ public struct IdempotencyRecord: Sendable {
 public struct NewJob: Sendable {
     public var download: Download
     public var idempotency: IdempotencyRecord?
+    /// The job's event-log payload if the caller encoded it already (off the store's one writer,
+    /// which then only copies it); nil: the store encodes it.
+    public var statePayload: [UInt8]?
 
-    public init(download: Download, idempotency: IdempotencyRecord?) {
+    public init(download: Download, idempotency: IdempotencyRecord?, statePayload: [UInt8]? = nil) {
         self.download = download
         self.idempotency = idempotency
+        self.statePayload = statePayload
     }
 }
 

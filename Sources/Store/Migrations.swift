@@ -224,6 +224,18 @@ enum Migrations {
         ALTER TABLE downloads ADD COLUMN ranges TEXT;
         ALTER TABLE download_attempts ADD COLUMN url TEXT;
         """,
+        // 17: the partial indexes' conditions as OR-ed equalities instead of IN lists. SQLite checks
+        // a constant IN list of three or more values through a temporary b-tree that it builds on
+        // every execution of a statement writing the row: a fifth of the CPU of inserting a job.
+        // (Queries meant for these indexes must spell the same OR, which implies the condition.)
+        """
+        DROP INDEX downloads_live_destination;
+        CREATE UNIQUE INDEX downloads_live_destination ON downloads(destination)
+            WHERE (state = 'queued' OR state = 'running' OR state = 'paused') AND destination NOT LIKE '%/';
+        DROP INDEX downloads_finished;
+        CREATE INDEX downloads_finished ON downloads(finished_at)
+            WHERE state = 'completed' OR state = 'failed' OR state = 'cancelled';
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -27,7 +27,11 @@ final class SQLiteConnection {
     private var handle: OpaquePointer?
     private var statements: [String: Statement] = [:]
 
+    /// Process-wide settings, made once before the first connection opens (SQLite refuses them after).
+    private static let configured: Int32 = fetchd_sqlite3_disable_memstatus()
+
     init(path: String) throws {
+        _ = Self.configured
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)

@@ -5,7 +5,7 @@ extension SQLiteStore {
     /// Each job honours its idempotency key and the one-live-job-per-destination rule atomically.
     public func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] {
         try withConnection { db in
-            try db.transaction { try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) } }
+            try db.transaction { try self.insert(jobs, into: db) }
         }
     }
 
@@ -18,7 +18,7 @@ extension SQLiteStore {
                 ).query([.text(idempotency.principal), .text(idempotency.key)], { ($0.string(0), $0.blob(1)) }).first {
                     return digest == idempotency.bodySHA256 ? .replayed(kept) : .keyMismatch
                 }
-                let outcomes = try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) }
+                let outcomes = try self.insert(jobs, into: db)
                 if let idempotency {
                     try db.prepare(
                         "INSERT INTO idempotent_batches (principal, key, body_sha256, answer, created_at) VALUES (?, ?, ?, ?, ?)"
@@ -30,7 +30,15 @@ extension SQLiteStore {
         }
     }
 
-    private func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: SQLiteConnection) throws -> InsertOutcome {
+    private func insert(_ jobs: [NewJob], into db: SQLiteConnection) throws -> [InsertOutcome] {
+        var tags = FairTags()
+        let outcomes = try jobs.map { try self.insert($0, tags: &tags, into: db) }
+        try tags.save(db)
+        return outcomes
+    }
+
+    private func insert(_ job: NewJob, tags: inout FairTags, into db: SQLiteConnection) throws -> InsertOutcome {
+        let (download, idempotency) = (job.download, job.idempotency)
         if let idempotency {
             let existing = try db.prepare(
                 "SELECT body_sha256, download_id FROM idempotency_keys WHERE principal = ? AND key = ?"
@@ -40,7 +48,7 @@ extension SQLiteStore {
                 if let original = try Self.fetch(db, id: id) { return .replayed(original) }
             }
         }
-        let tag = try Self.nextFairTag(db, session: download.session)
+        let tag = try tags.next(db, session: download.session)
         do {
             // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
             try db.prepare(
@@ -49,8 +57,8 @@ extension SQLiteStore {
         } catch let error as StoreError where error.isConstraintViolation {
             return .destinationBusy
         }
-        try db.prepare("INSERT OR REPLACE INTO sessions (name, last_tag) VALUES (?, ?)").run([.text(download.session), .integer(tag)])
-        try stateLog.append(db, download)
+        tags.take(tag, session: download.session)
+        try stateLog.append(db, download, encoded: job.statePayload)
         if let idempotency {
             try db.prepare(
                 "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"
@@ -97,12 +105,13 @@ extension SQLiteStore {
         _ db: SQLiteConnection, _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent], attempt: AttemptRecord?,
         sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
     ) throws -> Bool {
-        let states = expecting.map { "'\($0.rawValue)'" }.sorted().joined(separator: ",")
+        // OR-ed, not IN: see migration 15.
+        let states = expecting.map { "state = '\($0.rawValue)'" }.sorted().joined(separator: " OR ")
         let values = DownloadColumns.stateValues(download) + [.text(download.id)]
         // A job (re)entering the queue is not due until the promotion step has seen its run_at.
         let due = download.state == .queued ? ", due = 0" : ""
         do {
-            try db.prepare("UPDATE downloads SET \(DownloadColumns.stateAssignments)\(due) WHERE id = ? AND state IN (\(states))").run(values)
+            try db.prepare("UPDATE downloads SET \(DownloadColumns.stateAssignments)\(due) WHERE id = ? AND (\(states))").run(values)
         } catch let error as StoreError where error.isConstraintViolation && !download.state.isTerminal {
             // Only a failed job coming back to life can meet another live job at its destination.
             throw DestinationBusy()

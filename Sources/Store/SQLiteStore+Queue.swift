@@ -58,10 +58,37 @@ extension SQLiteStore {
         return [due, aging.map { $0 + agingDelay }].compactMap { $0 }.map { max($0, now + 1) }.min()
     }
 
-    static func nextFairTag(_ db: SQLiteConnection, session: String) throws -> Int64 {
-        let last = try db.prepare("SELECT last_tag FROM sessions WHERE name = ?").query([.text(session)]) { $0.int64(0) }.first ?? 0
-        let virtualTime = try db.prepare("SELECT value FROM scheduler_state WHERE key = 'virtual_time'").query { $0.int64(0) }.first ?? 0
+}
+
+/// The fair-queueing tags of the jobs one transaction inserts: the virtual time and each session's
+/// last tag are read once, and each session's row is written once, by `save`, instead of three
+/// statements per job. Valid only inside one write transaction (nothing else changes them meanwhile).
+struct FairTags {
+    private var virtualTime: Int64?
+    private var lastTags: [String: Int64] = [:]
+    private var taken: [String: Int64] = [:]
+
+    /// The tag the next job of `session` gets.
+    mutating func next(_ db: SQLiteConnection, session: String) throws -> Int64 {
+        let virtualTime = try self.virtualTime ?? db.prepare("SELECT value FROM scheduler_state WHERE key = 'virtual_time'")
+            .query { $0.int64(0) }.first ?? 0
+        self.virtualTime = virtualTime
+        let last = try lastTags[session] ?? db.prepare("SELECT last_tag FROM sessions WHERE name = ?")
+            .query([.text(session)]) { $0.int64(0) }.first ?? 0
+        lastTags[session] = last
         return FairQueue.tag(sessionLastTag: last, virtualTime: virtualTime)
+    }
+
+    /// A job of `session` was inserted with `tag`.
+    mutating func take(_ tag: Int64, session: String) {
+        lastTags[session] = tag
+        taken[session] = tag
+    }
+
+    /// Writes the last tag of every session a job was inserted into.
+    func save(_ db: SQLiteConnection) throws {
+        let statement = try db.prepare("INSERT OR REPLACE INTO sessions (name, last_tag) VALUES (?, ?)")
+        for (session, tag) in taken { try statement.run([.text(session), .integer(tag)]) }
     }
 }
 

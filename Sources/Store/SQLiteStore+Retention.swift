@@ -13,8 +13,8 @@ extension SQLiteStore {
     public func prune(finishedBefore: Int64, settledBefore: Int64, keysBefore: Int64) throws -> Pruned {
         var pruned = Pruned()
         pruned.downloads = try deleteInBatches("""
-            DELETE FROM downloads WHERE id IN (SELECT id FROM downloads
-            WHERE state IN ('completed','failed','cancelled') AND finished_at < ? LIMIT ?)
+            DELETE FROM downloads WHERE id IN (SELECT id FROM downloads INDEXED BY downloads_finished
+            WHERE (state = 'completed' OR state = 'failed' OR state = 'cancelled') AND finished_at < ? LIMIT ?)
             """, .integer(finishedBefore))
         pruned.deliveries = try deleteInBatches("""
             DELETE FROM webhook_deliveries WHERE (event_id, url) IN (SELECT event_id, url FROM webhook_deliveries

@@ -46,7 +46,7 @@ extension SQLiteStore {
                     \(verb) downloads SET \(set), revision = revision + 1 WHERE session = ? AND state IN (\(inStates))
                     RETURNING \(DownloadColumns.list)
                     """).query(values, DownloadColumns.download)
-                for job in jobs { try stateLog.append(db, job) }
+                try stateLog.append(db, jobs)
                 if action.kind == .cancel {
                     try Self.record(db, events: jobs.flatMap(action.events), now: action.now)
                     if !jobs.isEmpty, let snapshot = try Self.finishedSession(db, session: action.session) {

@@ -56,6 +56,19 @@ extension SQLiteStore {
         #expect(sqlite3_exec(handle, "UPDATE downloads SET state = 'exploded'", nil, nil, nil) == SQLITE_CONSTRAINT)
     }
 
+    /// SQLite checks a constant IN list of three or more values through a temporary b-tree that it
+    /// builds on every execution of a statement writing the row (migration 15): only the state
+    /// column's CHECK may still do so when a job is inserted.
+    @Test func insertingAJobBuildsNoTemporaryTreeForThePartialIndexes() throws {
+        let db = try TemporaryStore()
+        let opcodes = try db.store.withConnection { connection in
+            try connection.prepare("EXPLAIN INSERT INTO downloads (\(DownloadColumns.insertList)) VALUES (\(DownloadColumns.placeholders))")
+                .query(Array(repeating: SQLValue.null, count: DownloadColumns.written.count)) { $0.string(1) }
+        }
+        #expect(opcodes.contains("IdxInsert"))
+        #expect(opcodes.filter { $0 == "OpenEphemeral" }.count <= 1)
+    }
+
     @Test func aFailedStatementNamesItsSQLButNotItsValues() throws {
         let db = try TemporaryStore()
         _ = try db.store.insert(makeDownload("01A"), idempotency: nil)

@@ -4,7 +4,8 @@ rule of the schema — against a real fetchd, and checks that none is answered w
 The event streams are run apart with a short request timeout: a stream of a live job or of
 all jobs does not end, so schemathesis can only check the status line before it gives up
 waiting (a timeout is not a finding). A fixed seed keeps the run reproducible; a finding is
-shown with the curl command that reproduces it."""
+shown with the curl command that reproduces it. One worker: schemathesis's threads trip a CPython
+3.11 bug in `ast.parse` ("AST constructor recursion depth mismatch")."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def run_schemathesis(base_url: str, *selection: str, max_examples: int, request_
     command = [sys.executable, "-m", "schemathesis.cli", "run", str(OPENAPI),
                "--url", base_url, "--checks", "not_a_server_error",
                "--max-examples", str(max_examples), "--seed", "20261123",
-               "--request-timeout", str(request_timeout), "--workers", "2",
+               "--request-timeout", str(request_timeout), "--workers", "1",
                "--no-color", *selection]
     result = subprocess.run(command, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, f"schemathesis found a server error:\n{result.stdout[-6000:]}\n{result.stderr[-2000:]}"
