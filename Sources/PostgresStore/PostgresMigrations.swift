@@ -184,6 +184,10 @@ enum PostgresMigrations {
         CREATE INDEX event_log_session ON event_log (session, seq);
         CREATE INDEX event_log_created ON event_log (created_at);
         """,
+        // 3: placeholder (TEMP, taken by another branch).
+        "SELECT 1",
+        // 4: placeholder (TEMP, taken by another branch).
+        "SELECT 1",
     ]
 
     static func run(on connection: PostgresConnection) throws {
