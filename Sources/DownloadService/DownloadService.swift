@@ -23,6 +23,8 @@ public final class DownloadService: Sendable {
     let lock: DataDirectoryLock
     let housekeeper: Housekeeper
     let bandwidth: BandwidthPlan
+    /// With a store shared by many nodes: this node's lease and the cluster's upkeep.
+    let heartbeat: NodeHeartbeat?
 
     public init(configuration: Configuration, logger: Logger, clock: Clock = .system) throws {
         self.configuration = configuration
@@ -73,6 +75,8 @@ public final class DownloadService: Sendable {
                                   settlement: settlement, policy: SchedulingPolicy(capacity: configuration.capacity),
                                   disk: disk, hub: hub, clock: clock, logger: logger)
         self.scheduler = scheduler
+        heartbeat = configuration.databaseURL == nil ? nil : NodeHeartbeat(
+            store: store, scheduler: scheduler, dispatcher: dispatcher, recovery: recovery, clock: clock, logger: logger)
         var http = HTTPServerConfiguration()
         http.host = configuration.listenHost
         http.port = configuration.listenPort
@@ -89,6 +93,7 @@ public final class DownloadService: Sendable {
             globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
             metrics: metrics, logger: logger, console: ConsoleAPI(),
+            nodes: NodesAPI(store: store, scheduler: scheduler, name: configuration.nodeName, startedAt: clock.now(), clock: clock),
             hosts: HostCheck(allowedHosts: configuration.allowedHosts, loopbackListener: configuration.isLoopbackListener,
                              tokensSet: { [authenticator] in authenticator.isEnabled })), logger: logger)
         if configuration.webhookSecrets.isEmpty {
@@ -125,6 +130,7 @@ public final class DownloadService: Sendable {
         dispatcher.poke()
         housekeeper.start()
         bandwidth.start()
+        heartbeat?.start()
         return try server.start()
     }
 
@@ -134,6 +140,7 @@ public final class DownloadService: Sendable {
     public func shutdown() async {
         let timeout = configuration.shutdownTimeout
         dispatcher.stop()
+        heartbeat?.stop()
         housekeeper.stop()
         bandwidth.stop()
         async let transfersStopped: Void = scheduler.shutdown(timeout: timeout)
@@ -151,7 +158,7 @@ public final class DownloadService: Sendable {
     /// One route per endpoint, each with the one function that handles it (README, Architecture).
     static func router(downloads: DownloadsAPI, sessions: SessionsAPI, events: EventsAPI, globalEvents: GlobalEventsAPI,
                        status: StatusAPI, authenticator: Authenticator, metrics: Metrics, logger: Logger,
-                       console: ConsoleAPI, hosts: HostCheck) -> Router {
+                       console: ConsoleAPI, nodes: NodesAPI, hosts: HostCheck) -> Router {
         var router = Router()
         /// Registers a route whose requests are logged, counted and timed under its pattern; `open`
         /// routes need no token; a foreign `Host` is refused before either (HostCheck). What a
@@ -209,6 +216,7 @@ public final class DownloadService: Sendable {
             }
         }
         route("GET", "/metrics") { _, _, _ in try status.prometheus() }
+        route("GET", "/nodes") { _, _, _ in try nodes.list() }
         route("GET", "/healthz", open: true) { _, _, _ in status.health() }
         route("GET", "/readyz", open: true) { _, _, _ in status.readiness() }
         route("GET", "/ui", open: true) { _, _, _ in ConsoleAPI.redirectToSlash() }

@@ -18,7 +18,7 @@ extension DownloadService {
             }
         }
         do {
-            let store = try PostgresStore(url: url, readers: readers, statePayload: { DownloadJSON.encode($0, waitingFor: nil) })
+            let store = try PostgresStore(url: url, readers: readers, node: configuration.nodeName, statePayload: { DownloadJSON.encode($0, waitingFor: nil) })
             logger.info("state in PostgreSQL", metadata: ["node": "\(configuration.nodeName)"])
             return store
         } catch {

@@ -6,9 +6,10 @@ import Synchronization
 /// one transaction and a compare-and-set on the state the caller expects, as in `SQLiteStore`;
 /// what SQLite gets from having one writer, this gets from row locks and advisory locks (claims
 /// cluster-wide, `session.finished` per session) and from `ON CONFLICT` (idempotency keys, live
-/// destinations). Not yet here: leases on running jobs, fencing and rescue, without which a
-/// node's start-up recovery would take over the jobs another node runs. One connection writes
-/// for this process; a few more serve reads, which see every committed write.
+/// destinations). A running job is leased to the node that claimed it; its settlement is fenced
+/// by its attempt number, and the jobs of a node found dead are taken over by the others
+/// (`NodeMembership`). One connection writes for this process; a few more serve reads, which see
+/// every committed write; one more holds the node's lock and heartbeat.
 public final class PostgresStore: JobStore {
     private let writer: ConnectionSlot
     private let readers: [ConnectionSlot]
@@ -16,13 +17,16 @@ public final class PostgresStore: JobStore {
     private let nextReader = Atomic<Int>(0)
     /// Writes each state change to the event log.
     let stateLog: StateLog
+    /// This process as a node: the lease owner of the jobs it claims.
+    let membership: NodeMembership
 
     public static let defaultReaderCount = 3
 
     /// Connects to `url` (a libpq URI such as `postgresql://fetchd@db.example/fetchd`) and brings
     /// the schema up to date. `statePayload` encodes a job for the event log (`GET /events`);
-    /// without one, rows hold its id, session and state only.
-    public init(url: String, readers readerCount: Int = PostgresStore.defaultReaderCount,
+    /// without one, rows hold its id, session and state only. `node` is this process's name among
+    /// the nodes (`GET /nodes`).
+    public init(url: String, readers readerCount: Int = PostgresStore.defaultReaderCount, node: String = "fetchd",
                 statePayload: (@Sendable (Download) -> [UInt8])? = nil) throws {
         stateLog = statePayload.map(StateLog.init) ?? .minimal
         var opened: [ConnectionSlot] = []
@@ -31,6 +35,7 @@ public final class PostgresStore: JobStore {
             do { try PostgresMigrations.run(on: first) } catch { first.close(); throw error }
             opened.append(ConnectionSlot(first))
             for _ in 0..<max(1, readerCount) { opened.append(ConnectionSlot(try PostgresConnection(url: url))) }
+            membership = try NodeMembership(url: url, name: node)
         } catch {
             for slot in opened { slot.close() }
             throw error
@@ -40,6 +45,7 @@ public final class PostgresStore: JobStore {
     }
 
     public func close() {
+        membership.close()
         writer.close()
         for reader in readers { reader.close() }
     }
