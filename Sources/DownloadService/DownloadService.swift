@@ -25,6 +25,7 @@ public final class DownloadService: Sendable {
     let bandwidth: BandwidthPlan
     /// With a store shared by many nodes: this node's lease and the cluster's upkeep.
     let heartbeat: NodeHeartbeat?
+    let eventRelay: ClusterEventRelay?
 
     public init(configuration: Configuration, logger: Logger, clock: Clock = .system) throws {
         self.configuration = configuration
@@ -77,6 +78,7 @@ public final class DownloadService: Sendable {
         self.scheduler = scheduler
         heartbeat = configuration.databaseURL == nil ? nil : NodeHeartbeat(
             store: store, scheduler: scheduler, dispatcher: dispatcher, recovery: recovery, clock: clock, logger: logger)
+        eventRelay = configuration.databaseURL == nil ? nil : ClusterEventRelay(store: store, hub: hub, clock: clock, logger: logger)
         var http = HTTPServerConfiguration()
         http.host = configuration.listenHost
         http.port = configuration.listenPort
@@ -131,6 +133,7 @@ public final class DownloadService: Sendable {
         housekeeper.start()
         bandwidth.start()
         heartbeat?.start()
+        eventRelay?.start()
         return try server.start()
     }
 
@@ -141,6 +144,7 @@ public final class DownloadService: Sendable {
         let timeout = configuration.shutdownTimeout
         dispatcher.stop()
         heartbeat?.stop()
+        eventRelay?.stop()
         housekeeper.stop()
         bandwidth.stop()
         async let transfersStopped: Void = scheduler.shutdown(timeout: timeout)

@@ -46,24 +46,28 @@ final class NodeMembership: Sendable {
     }
 
     /// Renews the heartbeat; false if the row was gone (the others found this node dead and took
-    /// its jobs): it is registered again, for the jobs it claims from now on. After a lost
-    /// connection the lock is taken again first.
+    /// its jobs): it is registered again, for the jobs it claims from now on. A connection the
+    /// server dropped is made again at once, and the lock taken again on it.
     func renew() throws -> Bool {
         try session.withLock { session in
             session.db.reconnectIfBroken()
             do {
-                if session.lockKey == nil { try Self.lock(&session) }
-                let renewed = try !session.db.query("""
-                    UPDATE nodes SET heartbeat_at = \(Self.now), lock_key = $2 WHERE id = $1 RETURNING 1
-                    """, [.text(id), .integer(session.lockKey ?? 0)]) { _ in true }.isEmpty
-                if !renewed { try Self.register(&session, id: id, name: name, startedAt: startedAt) }
-                return renewed
+                return try renew(&session)
             } catch {
                 session.lockKey = nil
-                _ = session.db.reconnectIfLost(by: error)
-                throw error
+                guard session.db.reconnectIfLost(by: error) else { throw error }
+                return try renew(&session)
             }
         }
+    }
+
+    private func renew(_ session: inout Session) throws -> Bool {
+        if session.lockKey == nil { try Self.lock(&session) }
+        let renewed = try !session.db.query("""
+            UPDATE nodes SET heartbeat_at = \(Self.now), lock_key = $2 WHERE id = $1 RETURNING 1
+            """, [.text(id), .integer(session.lockKey ?? 0)]) { _ in true }.isEmpty
+        if !renewed { try Self.register(&session, id: id, name: name, startedAt: startedAt) }
+        return renewed
     }
 
     func close() {

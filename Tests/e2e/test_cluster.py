@@ -15,6 +15,7 @@ import pytest
 from e2e_support import Fetchd, Origin, fetchd_binary, sha256_hex, wait_for
 from test_events import EventStream, reached
 from test_postgres import SERVER, psql
+from test_resilience import read_events
 
 pytestmark = pytest.mark.skipif(not SERVER, reason="FETCHD_TEST_DATABASE_URL is not set (make test sets it)")
 
@@ -185,8 +186,14 @@ def test_events_follow_a_job_through_another_node(cluster, origin):
     stream = EventStream(cluster.nodes[2])
     try:
         wait_for(lambda: stream.status_line, message="the stream to open")
-        url = origin.add("/followed.bin", os.urandom(50_000))
+        url = origin.add("/followed.bin", os.urandom(300_000), rate=200_000)
         job = cluster.nodes[0].api.submit({"url": url, "destination": "followed.bin"})
+        runner = wait_for(lambda: cluster.runner_of(job["id"]), message="the job to run")
+
+        # The job's own stream, opened on a node that does not run it, ends with its completion.
+        job_events = read_events(cluster.other_than(runner), job["id"])
+        assert job_events[-1][0] == "state" and job_events[-1][1]["state"] == "completed"
+
         wait_for(lambda: reached(stream, job["id"], "completed"), message="GET /events on another node to show the job complete")
         assert [d["state"] for _, d in stream.states() if d["id"] == job["id"]] == ["queued", "running", "completed"]
     finally:
