@@ -8,7 +8,10 @@ server (scripts/postgres/test-server.sh) and passes its URL as FETCHD_TEST_DATAB
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -25,12 +28,12 @@ PER_HOST = 2
 class Cluster:
     """Three nodes, each with its own data directory, one database schema, one download root."""
 
-    def __init__(self, base, database_url: str):
+    def __init__(self, base, database_url: str, count: int = 3):
         self.database_url = database_url
         self.root = base / "shared" / "downloads"
         self.staging = base / "shared" / "partial"
         self.nodes: list[Fetchd] = []
-        for n in range(3):
+        for n in range(count):
             fd = Fetchd(fetchd_binary(), base / f"node{n}" / "data", self.root, {
                 "FETCHD_DATABASE_URL": database_url,
                 "FETCHD_NODE_NAME": f"node-{n}",
@@ -79,6 +82,25 @@ def origins():
     yield servers
     for server in servers:
         server.stop()
+
+
+@contextmanager
+def private_server():
+    """A PostgreSQL server of the test's own (scripts/postgres/test-server.sh in a directory of
+    its own), so it can go away and come back without touching the shared one. Yields a function
+    that runs the script's commands (`halt`, `resume`) on it, and its URL."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "postgres" / "test-server.sh"
+    env = dict(os.environ, FETCHD_TEST_PG_DIR=f"/tmp/fetchd-cluster-pg-{uuid.uuid4().hex}")
+
+    def server(command: str) -> str:
+        run = subprocess.run([str(script), command], env=env, capture_output=True, timeout=60)
+        assert run.returncode == 0, run.stderr.decode()
+        return run.stdout.decode().strip()
+
+    try:
+        yield server, server("start")
+    finally:
+        server("stop")
 
 
 def gets(origin: Origin, path: str) -> list:
@@ -198,3 +220,35 @@ def test_events_follow_a_job_through_another_node(cluster, origin):
         assert [d["state"] for _, d in stream.states() if d["id"] == job["id"]] == ["queued", "running", "completed"]
     finally:
         stream.close()
+
+
+def test_a_database_that_goes_away_and_comes_back(tmp_path, origin):
+    with private_server() as (server, url):
+        cluster = Cluster(tmp_path, url, count=2)
+        try:
+            body = os.urandom(1_500_000)
+            job = cluster.nodes[0].api.submit({"url": origin.add("/away.bin", body, rate=250_000), "destination": "away.bin"})
+            partial = cluster.staging / job["id"]
+            wait_for(lambda: partial.exists() and partial.stat().st_size > 0, message="the transfer to write partial data")
+
+            server("halt")
+            for fd in cluster.nodes:
+                wait_for(lambda: fd.api.get("/readyz").status == 503, message="/readyz to say the database is gone")
+            # The node running the job stops its transfer, keeping its partial data.
+            wait_for(lambda: not origin.busy("/away.bin"), message="the transfer to stop")
+            assert partial.stat().st_size > 0
+
+            server("resume")
+            for fd in cluster.nodes:
+                wait_for(lambda: fd.api.get("/readyz").status == 200, message="/readyz to recover")
+            done = cluster.nodes[1].api.wait_state(job["id"], "completed", timeout=60)
+            assert done["sha256"] == sha256_hex(body)
+            assert (cluster.root / "away.bin").read_bytes() == body
+            later = gets(origin, "/away.bin")[1:]
+            assert later, "the job went on after the database came back"
+            for request in later:
+                ranges = {k.lower(): v for k, v in request.headers.items()}.get("range", "")
+                assert ranges.startswith("bytes=") and not ranges.startswith("bytes=0-"), request
+            assert origin.peak_concurrent == 1, "the job ran on one node at a time"
+        finally:
+            cluster.close()
