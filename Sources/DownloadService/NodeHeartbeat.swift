@@ -38,6 +38,7 @@ final class NodeHeartbeat: @unchecked Sendable {  // `timer` and `lastRenewed` a
 
     func start() {
         queue.async { self.beat() }
+        store.watchForWork { [scheduler] in scheduler.poke() }
     }
 
     func stop() {

@@ -6,7 +6,10 @@ import Persistence
 extension PostgresStore {
     public func apply(_ changes: [StoreChange]) throws -> [Bool] {
         guard !changes.isEmpty else { return [] }
-        return try write { db in try changes.map { try self.apply($0, db) } }
+        // A state change may queue a job or free a slot; progress alone does neither.
+        let changesState = changes.contains { if case .update = $0 { true } else { false } }
+        let body = { (db: PostgresConnection) in try changes.map { try self.apply($0, db) } }
+        return try changesState ? writeAnnouncingWork(body) : write(body)
     }
 
     private func apply(_ change: StoreChange, _ db: PostgresConnection) throws -> Bool {

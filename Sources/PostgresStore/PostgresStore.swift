@@ -19,6 +19,9 @@ public final class PostgresStore: JobStore {
     let stateLog: StateLog
     /// This process as a node: the lease owner of the jobs it claims.
     let membership: NodeMembership
+    let announcer = WorkAnnouncer()
+    private let listener = Mutex<WorkListener?>(nil)
+    private let url: String
 
     public static let defaultReaderCount = 3
 
@@ -29,6 +32,7 @@ public final class PostgresStore: JobStore {
     public init(url: String, readers readerCount: Int = PostgresStore.defaultReaderCount, node: String = "fetchd",
                 statePayload: (@Sendable (Download) -> [UInt8])? = nil) throws {
         stateLog = statePayload.map(StateLog.init) ?? .minimal
+        self.url = url
         var opened: [ConnectionSlot] = []
         do {
             let first = try PostgresConnection(url: url)
@@ -45,6 +49,7 @@ public final class PostgresStore: JobStore {
     }
 
     public func close() {
+        listener.withLock { $0?.stop() }
         membership.close()
         writer.close()
         for reader in readers { reader.close() }
@@ -53,6 +58,21 @@ public final class PostgresStore: JobStore {
     /// Runs `body` in one transaction on the writing connection.
     func write<T: Sendable>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try writer.use { db in try db.transaction { try body(db) } }
+    }
+
+    /// `write`, announcing to the other nodes that work may have come (jobs queued, slots freed).
+    func writeAnnouncingWork<T: Sendable>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try write { db in
+            let value = try body(db)
+            try announcer.announce(db)
+            return value
+        }
+    }
+
+    /// Calls `wake` when another node announces work (LISTEN/NOTIFY), and after each reconnection.
+    public func watchForWork(_ wake: @escaping @Sendable () -> Void) {
+        let started = WorkListener(url: url, wake: wake)
+        listener.withLock { $0 = started }
     }
 
     /// Runs `body` on an idle reading connection (waiting for one only if all are busy).

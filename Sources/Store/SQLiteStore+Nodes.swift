@@ -17,4 +17,6 @@ extension SQLiteStore {
         }
         return states
     }
+
+    public func watchForWork(_ wake: @escaping @Sendable () -> Void) {}
 }

@@ -67,4 +67,5 @@ final class DeliveryRecordingFails: JobStore {
     func renewLease() throws -> Bool { try store.renewLease() }
     func takeOverAbandonedJobs() throws -> [Download] { try store.takeOverAbandonedJobs() }
     func jobsNotRunningHere(_ ids: [String]) throws -> [String: DownloadState] { try store.jobsNotRunningHere(ids) }
+    func watchForWork(_ wake: @escaping @Sendable () -> Void) { store.watchForWork(wake) }
 }
