@@ -20,7 +20,7 @@ from test_events import EventStream, reached
 from test_postgres import SERVER, psql
 from test_resilience import read_events
 
-pytestmark = pytest.mark.skipif(not SERVER, reason="FETCHD_TEST_DATABASE_URL is not set (make test sets it)")
+needs_postgres = pytest.mark.skipif(not SERVER, reason="FETCHD_TEST_DATABASE_URL is not set (make test sets it)")
 
 PER_HOST = 2
 
@@ -107,6 +107,14 @@ def gets(origin: Origin, path: str) -> list:
     return [r for r in origin.requests_for(path) if r.method == "GET"]
 
 
+def test_one_node_on_sqlite_lists_itself(fetchd):
+    fd = fetchd(env={"FETCHD_NODE_NAME": "alone"})
+    items = fd.api.get("/nodes").json()["items"]
+    assert [(n["name"], n["runningTransfers"]) for n in items] == [("alone", 0)]
+    assert items[0]["startedAt"] <= items[0]["heartbeatAt"]
+
+
+@needs_postgres
 def test_every_node_lists_the_three(cluster):
     for fd in cluster.nodes:
         names = wait_for(lambda: sorted(n["name"] for n in fd.api.get("/nodes").json()["items"]) or None,
@@ -114,6 +122,7 @@ def test_every_node_lists_the_three(cluster):
         assert names == ["node-0", "node-1", "node-2"]
 
 
+@needs_postgres
 def test_a_killed_node_loses_nothing_and_no_job_runs_twice(cluster, origins, receiver):
     session = "cluster-kill"
     size = 600_000
@@ -175,6 +184,7 @@ def test_a_killed_node_loses_nothing_and_no_job_runs_twice(cluster, origins, rec
     assert len({d.webhook_id for d in finished}) == 1, finished
 
 
+@needs_postgres
 def test_cancel_through_another_node_stops_the_transfer(cluster, origin):
     url = origin.add("/slow.bin", os.urandom(2_000_000), rate=100_000)
     job = cluster.nodes[0].api.submit({"url": url, "destination": "slow.bin"})
@@ -191,6 +201,7 @@ def test_cancel_through_another_node_stops_the_transfer(cluster, origin):
     assert len(gets(origin, "/slow.bin")) == 1
 
 
+@needs_postgres
 def test_an_idempotency_key_replays_through_another_node(cluster, origin):
     url = origin.add("/once.bin", b"once")
     body = {"url": url, "destination": "once.bin", "earliestBeginDate": "2999-01-01T00:00:00Z"}
@@ -204,6 +215,7 @@ def test_an_idempotency_key_replays_through_another_node(cluster, origin):
     assert cluster.sql("SELECT COUNT(*) FROM downloads") == "1"
 
 
+@needs_postgres
 def test_events_follow_a_job_through_another_node(cluster, origin):
     stream = EventStream(cluster.nodes[2])
     try:
@@ -222,6 +234,7 @@ def test_events_follow_a_job_through_another_node(cluster, origin):
         stream.close()
 
 
+@needs_postgres
 def test_a_database_that_goes_away_and_comes_back(tmp_path, origin):
     with private_server() as (server, url):
         cluster = Cluster(tmp_path, url, count=2)
