@@ -105,9 +105,10 @@ public final class DownloadService: Sendable {
 
     /// A finished download is hard-linked from the staging directory into the download root; across
     /// file systems — or across two mounts of one, as two container volumes are — that fails, so it
-    /// is tried once at start rather than found out at the first completion.
+    /// is tried once at start rather than found out at the first completion. The probe's name is
+    /// random too: nodes sharing the directories may have one pid (each is pid 1 in its container).
     static func checkSameFileSystem(_ configuration: Configuration) throws {
-        let probe = "/" + DestinationPath.reservedPrefix + "link-check-\(getpid())"
+        let probe = "/" + DestinationPath.reservedPrefix + "link-check-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let staged = configuration.partialDirectory + probe
         let placed = configuration.downloadRoot + probe
         let fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
