@@ -202,6 +202,28 @@ def test_cancel_through_another_node_stops_the_transfer(cluster, origin):
 
 
 @needs_postgres
+def test_pause_and_resume_through_other_nodes(cluster, origin):
+    body = os.urandom(1_000_000)
+    url = origin.add("/paused.bin", body, rate=200_000)
+    job = cluster.nodes[0].api.submit({"url": url, "destination": "paused.bin"})
+    runner = wait_for(lambda: cluster.runner_of(job["id"]), message="the job to run")
+    wait_for(lambda: origin.busy("/paused.bin"), message="the origin to be sending")
+
+    other = cluster.other_than(runner)
+    assert other.api.post(f"/downloads/{job['id']}/pause").status == 200
+    wait_for(lambda: not origin.busy("/paused.bin"), message="the runner to stop the transfer")
+    assert cluster.node(runner).api.job(job["id"])["state"] == "paused"
+    kept = (cluster.staging / job["id"]).stat().st_size
+    assert kept > 0
+
+    assert cluster.nodes[2].api.post(f"/downloads/{job['id']}/resume").status == 200
+    done = cluster.nodes[1].api.wait_state(job["id"], "completed")
+    assert done["sha256"] == sha256_hex(body)
+    resumed = {k.lower(): v for k, v in gets(origin, "/paused.bin")[-1].headers.items()}
+    assert resumed.get("range", "").startswith("bytes=") and resumed["range"] != "bytes=0-"
+
+
+@needs_postgres
 def test_an_idempotency_key_replays_through_another_node(cluster, origin):
     url = origin.add("/once.bin", b"once")
     body = {"url": url, "destination": "once.bin", "earliestBeginDate": "2999-01-01T00:00:00Z"}
