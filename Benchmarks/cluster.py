@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from benchlib import procs, wrk  # noqa: E402
 from benchlib.fetchd import Fetchd  # noqa: E402
-from benchlib.origin import accepting, free_port, make_small_files  # noqa: E402
+from benchlib.origin import Origin, make_small_files  # noqa: E402
 from benchlib.standalone import log, scratch  # noqa: E402
 from benchlib.times import rfc3339  # noqa: E402
 
@@ -37,27 +37,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PORTS = 30
 # Time to submit a workload before it becomes due, so intake is not timed with it.
 LEAD = 6
-NGINX = """
-user root root;
-worker_processes 2;
-worker_rlimit_nofile 16384;
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log warn;
-events {{ worker_connections 8192; }}
-http {{
-    access_log off;
-    keepalive_requests 1000000;
-    client_body_temp_path {prefix}/tmp;
-    default_type application/octet-stream;
-    server {{
-        {listen}
-        location /files/ {{ alias {root}/; }}
-        location /slow/ {{ alias {root}/; limit_rate 128k; }}
-    }}
-}}
-"""
-
-
 class Postgres:
     """A PostgreSQL server of the benchmark's own; a fresh schema per measurement."""
 
@@ -79,16 +58,8 @@ class Postgres:
 
 
 def origin(workdir: str, root: str) -> list[int]:
-    """nginx on PORTS loopback ports; returns them."""
-    prefix = os.path.join(workdir, "nginx")
-    os.makedirs(os.path.join(prefix, "tmp"), exist_ok=True)
-    ports = [free_port() for _ in range(PORTS)]
-    conf = os.path.join(prefix, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write(NGINX.format(prefix=prefix, root=root, listen=" ".join(f"listen 127.0.0.1:{p};" for p in ports)))
-    procs.spawn(["nginx", "-p", prefix, "-c", conf, "-g", "daemon off;"])
-    procs.wait_until(lambda: all(accepting(p) for p in ports), 10, what="nginx to listen")
-    return ports
+    """nginx on PORTS loopback ports, `/slow/` at 128 KiB/s per connection; returns the ports."""
+    return Origin(workdir, root, limit_rate="128k", ports=PORTS).ports
 
 
 def cluster(binary: str, workdir: str, database: str, count: int, **settings) -> list[Fetchd]:
@@ -125,24 +96,16 @@ def drain(nodes: list[Fetchd], jobs: list[dict]) -> float:
     return time.time() - due
 
 
-def slot_bound(binary, workdir, pg, ports, count, jobs):
-    nodes = cluster(binary, workdir, pg.schema(), count, FETCHD_MAX_TRANSFERS=10, FETCHD_MAX_TRANSFERS_PER_HOST=4)
-    work = [{"url": f"http://127.0.0.1:{ports[i % PORTS]}/slow/f{i % 30}.bin", "destination": f"slow/{i}.bin",
+def workload(binary, workdir, pg, ports, count, jobs, path, slots, per_host) -> float:
+    """`jobs` files `<path><0..29>.bin` over `ports`, drained by `count` nodes with `slots`
+    transfers each; the seconds it took."""
+    nodes = cluster(binary, workdir, pg.schema(), count, FETCHD_MAX_TRANSFERS=slots, FETCHD_MAX_TRANSFERS_PER_HOST=per_host)
+    work = [{"url": f"http://127.0.0.1:{ports[i % PORTS]}/{path}{i % 30}.bin", "destination": f"w/{i}.bin",
              "session": "bench"} for i in range(jobs)]
     seconds = drain(nodes, work)
     for node in nodes:
         node.stop()
     return seconds
-
-
-def claim_settle(binary, workdir, pg, ports, count, jobs):
-    nodes = cluster(binary, workdir, pg.schema(), count, FETCHD_MAX_TRANSFERS=32, FETCHD_MAX_TRANSFERS_PER_HOST=32)
-    work = [{"url": f"http://127.0.0.1:{ports[i % PORTS]}/files/t{i % 30}.bin", "destination": f"tiny/{i}.bin",
-             "session": "bench"} for i in range(jobs)]
-    seconds = drain(nodes, work)
-    for node in nodes:
-        node.stop()
-    return jobs / seconds
 
 
 def intake(binary, workdir, pg, count, seconds):
@@ -178,9 +141,9 @@ def main() -> int:
             rows = []
             for count in (1, 3):
                 log(f"{count} node(s): slot-bound, {slow_jobs} jobs of 256 KiB at 128 KiB/s")
-                slow = slot_bound(binary, workdir, pg, ports, count, slow_jobs)
+                slow = workload(binary, workdir, pg, ports, count, slow_jobs, "slow/f", slots=10, per_host=4)
                 log(f"{count} node(s): claim + settle, {tiny_jobs} jobs of 512 B")
-                rate = claim_settle(binary, workdir, pg, ports, count, tiny_jobs)
+                rate = tiny_jobs / workload(binary, workdir, pg, ports, count, tiny_jobs, "files/t", slots=32, per_host=32)
                 log(f"{count} node(s): intake, wrk for {seconds} s per node")
                 rps, p99, failed = intake(binary, workdir, pg, count, seconds)
                 rows.append((count, slow, rate, rps, p99, failed))

@@ -184,12 +184,18 @@ def test_a_killed_node_loses_nothing_and_no_job_runs_twice(cluster, origins, rec
     assert len({d.webhook_id for d in finished}) == 1, finished
 
 
+def sending(cluster: Cluster, origin: Origin, name: str, body: bytes) -> tuple[dict, str]:
+    """Submits a throttled job for /<name> and waits until it runs and the origin sends it; the
+    job and the name of the node running it."""
+    job = cluster.nodes[0].api.submit({"url": origin.add(f"/{name}", body, rate=200_000), "destination": name})
+    runner = wait_for(lambda: cluster.runner_of(job["id"]), message="the job to run")
+    wait_for(lambda: origin.busy(f"/{name}"), message="the origin to be sending")
+    return job, runner
+
+
 @needs_postgres
 def test_cancel_through_another_node_stops_the_transfer(cluster, origin):
-    url = origin.add("/slow.bin", os.urandom(2_000_000), rate=100_000)
-    job = cluster.nodes[0].api.submit({"url": url, "destination": "slow.bin"})
-    runner = wait_for(lambda: cluster.runner_of(job["id"]), message="the job to run")
-    wait_for(lambda: origin.busy("/slow.bin"), message="the origin to be sending")
+    job, runner = sending(cluster, origin, "slow.bin", os.urandom(2_000_000))
 
     other = cluster.other_than(runner)
     assert other.api.delete(f"/downloads/{job['id']}").status == 200
@@ -204,10 +210,7 @@ def test_cancel_through_another_node_stops_the_transfer(cluster, origin):
 @needs_postgres
 def test_pause_and_resume_through_other_nodes(cluster, origin):
     body = os.urandom(1_000_000)
-    url = origin.add("/paused.bin", body, rate=200_000)
-    job = cluster.nodes[0].api.submit({"url": url, "destination": "paused.bin"})
-    runner = wait_for(lambda: cluster.runner_of(job["id"]), message="the job to run")
-    wait_for(lambda: origin.busy("/paused.bin"), message="the origin to be sending")
+    job, runner = sending(cluster, origin, "paused.bin", body)
 
     other = cluster.other_than(runner)
     assert other.api.post(f"/downloads/{job['id']}/pause").status == 200
