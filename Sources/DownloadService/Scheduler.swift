@@ -214,9 +214,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// asking the policy about each candidate with the load as it grows during the pass.
     func schedule() {
         passPending.store(false, ordering: .releasing)
-        // With every slot taken a pass could claim nothing; the attempt that frees one runs the
-        // next (wake-ups from other nodes would otherwise queue passes on the cluster's claim lock).
-        guard !stopping, load.running < policy.capacity.maxTransfers else { return }
+        guard !stopping else { return }
         let now = clock.now()
         let capacity = policy.capacity
         do {
