@@ -25,7 +25,7 @@ http {{
     client_body_temp_path {prefix}/tmp;
     default_type application/octet-stream;
     server {{
-        listen 127.0.0.1:{port};
+        {listen}
         location /files/ {{ alias {root}/; }}
         location /slow/ {{ alias {root}/; limit_rate {limit_rate}; }}
     }}
@@ -75,13 +75,17 @@ def make_small_files(directory: str, count: int, size: int) -> list[str]:
 
 
 class Origin:
-    def __init__(self, workdir: str, root: str, limit_rate: str = "100k"):
+    """nginx on `ports` loopback ports (`port` is the first): more than one makes as many host:ports."""
+
+    def __init__(self, workdir: str, root: str, limit_rate: str = "100k", ports: int = 1):
         self.prefix = os.path.join(workdir, "nginx")
         os.makedirs(os.path.join(self.prefix, "tmp"), exist_ok=True)
-        self.port = free_port()
+        self.ports = [free_port() for _ in range(ports)]
+        self.port = self.ports[0]
         conf = os.path.join(self.prefix, "nginx.conf")
+        listen = " ".join(f"listen 127.0.0.1:{port};" for port in self.ports)
         with open(conf, "w") as f:
-            f.write(CONFIG.format(prefix=self.prefix, port=self.port, root=root, limit_rate=limit_rate))
+            f.write(CONFIG.format(prefix=self.prefix, listen=listen, root=root, limit_rate=limit_rate))
         self.proc = procs.spawn(["nginx", "-p", self.prefix, "-c", conf, "-g", "daemon off;"],
                                 stderr=subprocess.PIPE)
         procs.wait_until(self._accepting, 10, what="nginx to listen")
@@ -89,7 +93,7 @@ class Origin:
     def _accepting(self) -> bool:
         if self.proc.poll() is not None:
             raise RuntimeError("nginx exited: " + self.proc.stderr.read().decode(errors="replace"))
-        return accepting(self.port)
+        return all(accepting(port) for port in self.ports)
 
     def url(self, name: str, slow: bool = False) -> str:
         return f"http://127.0.0.1:{self.port}/{'slow' if slow else 'files'}/{name}"

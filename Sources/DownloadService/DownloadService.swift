@@ -23,6 +23,9 @@ public final class DownloadService: Sendable {
     let lock: DataDirectoryLock
     let housekeeper: Housekeeper
     let bandwidth: BandwidthPlan
+    /// With a store shared by many nodes: this node's lease and the cluster's upkeep.
+    let heartbeat: NodeHeartbeat?
+    let eventRelay: ClusterEventRelay?
 
     public init(configuration: Configuration, logger: Logger, clock: Clock = .system) throws {
         self.configuration = configuration
@@ -73,6 +76,9 @@ public final class DownloadService: Sendable {
                                   settlement: settlement, policy: SchedulingPolicy(capacity: configuration.capacity),
                                   disk: disk, hub: hub, clock: clock, logger: logger)
         self.scheduler = scheduler
+        heartbeat = configuration.databaseURL == nil ? nil : NodeHeartbeat(
+            store: store, scheduler: scheduler, dispatcher: dispatcher, recovery: recovery, clock: clock, logger: logger)
+        eventRelay = configuration.databaseURL == nil ? nil : ClusterEventRelay(store: store, hub: hub, clock: clock, logger: logger)
         var http = HTTPServerConfiguration()
         http.host = configuration.listenHost
         http.port = configuration.listenPort
@@ -89,6 +95,7 @@ public final class DownloadService: Sendable {
             globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
             metrics: metrics, logger: logger, console: ConsoleAPI(),
+            nodes: NodesAPI(store: store, scheduler: scheduler, name: configuration.nodeName, startedAt: clock.now(), clock: clock),
             hosts: HostCheck(allowedHosts: configuration.allowedHosts, loopbackListener: configuration.isLoopbackListener,
                              tokensSet: { [authenticator] in authenticator.isEnabled })), logger: logger)
         if configuration.webhookSecrets.isEmpty {
@@ -98,9 +105,10 @@ public final class DownloadService: Sendable {
 
     /// A finished download is hard-linked from the staging directory into the download root; across
     /// file systems — or across two mounts of one, as two container volumes are — that fails, so it
-    /// is tried once at start rather than found out at the first completion.
+    /// is tried once at start rather than found out at the first completion. The probe's name is
+    /// random too: nodes sharing the directories may have one pid (each is pid 1 in its container).
     static func checkSameFileSystem(_ configuration: Configuration) throws {
-        let probe = "/" + DestinationPath.reservedPrefix + "link-check-\(getpid())"
+        let probe = "/" + DestinationPath.reservedPrefix + "link-check-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let staged = configuration.partialDirectory + probe
         let placed = configuration.downloadRoot + probe
         let fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -125,6 +133,8 @@ public final class DownloadService: Sendable {
         dispatcher.poke()
         housekeeper.start()
         bandwidth.start()
+        heartbeat?.start()
+        eventRelay?.start()
         return try server.start()
     }
 
@@ -134,6 +144,8 @@ public final class DownloadService: Sendable {
     public func shutdown() async {
         let timeout = configuration.shutdownTimeout
         dispatcher.stop()
+        heartbeat?.stop()
+        eventRelay?.stop()
         housekeeper.stop()
         bandwidth.stop()
         async let transfersStopped: Void = scheduler.shutdown(timeout: timeout)
@@ -151,7 +163,7 @@ public final class DownloadService: Sendable {
     /// One route per endpoint, each with the one function that handles it (README, Architecture).
     static func router(downloads: DownloadsAPI, sessions: SessionsAPI, events: EventsAPI, globalEvents: GlobalEventsAPI,
                        status: StatusAPI, authenticator: Authenticator, metrics: Metrics, logger: Logger,
-                       console: ConsoleAPI, hosts: HostCheck) -> Router {
+                       console: ConsoleAPI, nodes: NodesAPI, hosts: HostCheck) -> Router {
         var router = Router()
         /// Registers a route whose requests are logged, counted and timed under its pattern; `open`
         /// routes need no token; a foreign `Host` is refused before either (HostCheck). What a
@@ -209,6 +221,7 @@ public final class DownloadService: Sendable {
             }
         }
         route("GET", "/metrics") { _, _, _ in try status.prometheus() }
+        route("GET", "/nodes") { _, _, _ in try nodes.list() }
         route("GET", "/healthz", open: true) { _, _, _ in status.health() }
         route("GET", "/readyz", open: true) { _, _, _ in status.readiness() }
         route("GET", "/ui", open: true) { _, _, _ in ConsoleAPI.redirectToSlash() }

@@ -14,6 +14,8 @@ final class EventHub: Sendable {
         var nextToken = 0
         var streams: [String: [Int: AsyncStream<(Int64, Event)>.Continuation]] = [:]
         var lastEventID: [String: Int64] = [:]
+        /// The state last published per job, for `publishIfChanged`.
+        var lastState: [String: DownloadState] = [:]
     }
 
     private let subscribers = Mutex(Subscribers())
@@ -64,8 +66,10 @@ final class EventHub: Sendable {
             if isTerminal {
                 state.streams[jobID] = nil
                 state.lastEventID[jobID] = nil
+                state.lastState[jobID] = nil
             } else {
                 state.lastEventID[jobID] = id
+                if case .state(let download) = event { state.lastState[jobID] = download.state }
             }
             return (id, listeners)
         }
@@ -73,5 +77,18 @@ final class EventHub: Sendable {
             listener.yield((id, event))
             if isTerminal { listener.finish() }
         }
+    }
+
+    /// Whether any stream is open.
+    var hasSubscribers: Bool {
+        subscribers.withLock { !$0.streams.isEmpty }
+    }
+
+    /// Publishes the job's state unless it is the state last published for it (a change made on
+    /// another node, seen in the event log, that this node may have published itself).
+    func publishIfChanged(_ download: Download) {
+        let known = subscribers.withLock { $0.lastState[download.id] }
+        guard known != download.state else { return }
+        publish(download.id, .state(download))
     }
 }

@@ -16,7 +16,14 @@ struct Recovery {
     let logger: Logger
 
     func run(now: Int64) throws {
-        for job in try store.interruptedJobs() {
+        try settle(try store.interruptedJobs(), now: now)
+        try PartialFiles.removeUnkept(partials, store: store)
+    }
+
+    /// Settles jobs a process left running: placed ones complete, the others go back to the queue
+    /// from their partial data. Also for the jobs of a node found dead, taken over while running.
+    func settle(_ interrupted: [Download], now: Int64) throws {
+        for job in interrupted {
             let partialPath = partials.path(job.id)
             if let path = placedPath(job, partialPath: partialPath), let digest = sha256(ofFile: partialPath) {
                 var done = job
@@ -40,7 +47,6 @@ struct Recovery {
             _ = try store.update(queued, expecting: [.running])
             logger.info("interrupted download requeued", metadata: ["download.id": "\(job.id)", "bytes": "\(queued.bytesReceived)"])
         }
-        try PartialFiles.removeUnkept(partials, store: store)
     }
 
     /// Where a completion was placed before fetchd stopped, under the root; nil if it was not.

@@ -135,6 +135,12 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// Transfers running now.
     var runningTransfers: Int { publishedLoad.withLock { $0.running } }
 
+    /// The jobs whose transfers run now (their claims committed), for a node that checks them
+    /// against the store (cancel or pause through another node, a lease lost).
+    func startedJobIDs() -> [String] {
+        queue.sync { active.filter { $0.value.transferID != nil }.map(\.key) }
+    }
+
     /// Bytes on disk of a running job, fresher than its stored count.
     func liveBytes(of id: String) -> Int64? {
         live.withLock { $0[id]?.bytesReceived }
@@ -235,19 +241,23 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         var waitsForDisk = false
         let heldHosts = Set(load.hostBackoffs.keys).union(load.hostSpacing.keys)
         var reserved: [(running: Active, partialBytes: Int64)] = []
-        let pass = ClaimPass(
+        // What other nodes sharing the store run, by host, as the store reads it in the pass.
+        var elsewhere: [String: Int] = [:]
+        var pass = ClaimPass(
             now: now, agedBefore: now - capacity.discretionaryMaxDelay.wholeMilliseconds,
             agingDelay: capacity.discretionaryMaxDelay.wholeMilliseconds,
             candidates: { _ in
                 let free = capacity.maxTransfers - self.load.running
                 guard free > 0 else { return nil }
-                let fullHosts = self.load.runningByHost.filter { $0.value >= capacity.maxTransfersPerHost }.map(\.key)
+                let byHost = self.load.runningByHost.merging(elsewhere, uniquingKeysWith: +)
+                let fullHosts = byHost.filter { $0.value >= capacity.maxTransfersPerHost }.map(\.key)
                 return (limit: free * 2 + 8, excludingHosts: Array(heldHosts.union(fullHosts)))
             },
             choose: { candidate in
                 guard self.load.running < capacity.maxTransfers, self.active[candidate.id] == nil else { return nil }
                 let partialBytes = self.partials.size(candidate.id)
                 var current = self.load
+                current.runningByHost.merge(elsewhere, uniquingKeysWith: +)
                 current.freeDiskBytes = freeAtStart.map { $0 - self.load.reservedDiskBytes }
                 switch self.policy.decide(candidate, now: now, load: current, partialBytes: partialBytes) {
                 case .start:
@@ -261,6 +271,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                     return nil
                 }
             })
+        pass.otherNodesRunning = { elsewhere = $0 }
         do {
             let result = try store.claim(pass)
             let claimed = Set(result.claimed.map(\.id))

@@ -17,7 +17,7 @@ public struct Setting: Sendable {
         Setting("listen", "127.0.0.1:8080", "address:port to listen on (port 0 = any free port; the bound port is logged)"),
         Setting("data-dir", "./fetchd-data", "SQLite database and partial downloads"),
         Setting("database-url", nil, "PostgreSQL URL, e.g. postgresql://fetchd@db/fetchd: state lives there instead of SQLite"),
-        Setting("node-name", nil, "this node's name on the database of FETCHD_DATABASE_URL (default: the host name)"),
+        Setting("node-name", nil, "this node's name in GET /nodes and logs, with FETCHD_DATABASE_URL (default: the host name)"),
         Setting("download-root", "./downloads", "every destination lives under it"),
         Setting("staging-dir", nil, "partial downloads (default <data dir>/partial); must share the download root's file system"),
         Setting("api-tokens", nil, "comma-separated bearer tokens; when set, every endpoint but /healthz and /readyz needs one"),

@@ -18,7 +18,7 @@ extension DownloadService {
             }
         }
         do {
-            let store = try PostgresStore(url: url, readers: readers, statePayload: DownloadJSON.logged)
+            let store = try PostgresStore(url: url, readers: readers, node: configuration.nodeName, statePayload: DownloadJSON.logged)
             logger.info("state in PostgreSQL", metadata: ["node": "\(configuration.nodeName)"])
             return store
         } catch {

@@ -105,6 +105,24 @@ public protocol JobStore: Sendable {
     /// True when a write transaction can be taken now (for `/readyz`).
     func isWritable() -> Bool
     func close()
+
+    // MARK: Many nodes (a store only this process uses answers for itself)
+
+    /// The live nodes sharing this store, by name; nil for a store only this process uses.
+    func liveNodes() throws -> [NodeRecord]?
+    /// Renews this node's lease on its running jobs. False when the other nodes had found it dead
+    /// and taken its running jobs over: the caller stops its transfers (keeping their partial data),
+    /// whose settlements the store now refuses. A store only this process uses is always true.
+    func renewLease() throws -> Bool
+    /// Running jobs of nodes found dead since the last call, now leased to this node, to be settled
+    /// as at start (`interruptedJobs`). Empty for a store only this process uses.
+    func takeOverAbandonedJobs() throws -> [Download]
+    /// Of `ids`, jobs this node runs, those that no longer run under its lease (cancelled or paused
+    /// through another node, or taken over), with their state now; ids no longer stored are left out.
+    func jobsNotRunningHere(_ ids: [String]) throws -> [String: DownloadState]
+    /// Calls `wake` (on a queue of the store's) when another node may have made work for this one;
+    /// never, for a store only this process uses.
+    func watchForWork(_ wake: @escaping @Sendable () -> Void)
 }
 
 extension JobStore {
@@ -155,6 +173,10 @@ public struct ClaimPass {
     /// Asked for each candidate, best first: the job as it should be stored when it starts
     /// (state `running`), or nil to leave it queued.
     public var choose: (Download) -> Download?
+    /// Told, before the first lane, how many jobs other nodes run per host (under the claim lock,
+    /// so exact among live nodes), for the per-host limit to hold across them. Not asked by a
+    /// store only this process uses.
+    public var otherNodesRunning: ([String: Int]) -> Void = { _ in }
 
     public init(now: Int64, agedBefore: Int64, agingDelay: Int64,
                 candidates: @escaping (Lane) -> (limit: Int, excludingHosts: [String])?,

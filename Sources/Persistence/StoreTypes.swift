@@ -285,3 +285,18 @@ public struct EventLogSpan: Sendable, Equatable {
         self.newest = newest
     }
 }
+
+/// A node sharing the store (`GET /nodes`). Times are the database's, in milliseconds since the epoch.
+public struct NodeRecord: Sendable, Equatable {
+    public var name: String
+    public var startedAt: Int64
+    public var heartbeatAt: Int64
+    public var runningTransfers: Int
+
+    public init(name: String, startedAt: Int64, heartbeatAt: Int64, runningTransfers: Int) {
+        self.name = name
+        self.startedAt = startedAt
+        self.heartbeatAt = heartbeatAt
+        self.runningTransfers = runningTransfers
+    }
+}

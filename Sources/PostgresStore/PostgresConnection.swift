@@ -1,4 +1,5 @@
 import CPostgres
+import Glibc
 
 /// One libpq connection with a cache of prepared statements. Not thread-safe: `PostgresStore`
 /// keeps each behind a lock. Statements run synchronously (libpq's blocking calls), so callers run
@@ -48,6 +49,24 @@ final class PostgresConnection {
     private func reconnect() {
         prepared.removeAll()
         PQreset(handle)
+    }
+
+    /// Waits up to `timeoutMilliseconds` for notifications (after LISTEN) and returns their
+    /// payloads, empty if none came. Throws when the connection is lost.
+    func notifications(waitingUpTo timeoutMilliseconds: Int32) throws -> [String] {
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { throw PostgresError(message: "not connected: \(errorMessage)", sqlState: nil, sql: nil) }
+        var waiting = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        guard poll(&waiting, 1, timeoutMilliseconds) >= 0 || errno == EINTR else {
+            throw PostgresError(message: "poll failed: errno \(errno)", sqlState: nil, sql: nil)
+        }
+        guard PQconsumeInput(handle) == 1 else { throw PostgresError(message: "connection lost: \(errorMessage)", sqlState: nil, sql: nil) }
+        var payloads: [String] = []
+        while let notification = PQnotifies(handle) {
+            payloads.append(String(cString: notification.pointee.extra))
+            PQfreemem(notification)
+        }
+        return payloads
     }
 
     /// Runs SQL without parameters, any number of statements (for migrations and transaction control).

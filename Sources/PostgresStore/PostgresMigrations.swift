@@ -211,6 +211,24 @@ enum PostgresMigrations {
             ADD COLUMN ranges text;
         ALTER TABLE download_attempts ADD COLUMN url text;
         """,
+        // 5: many nodes. Each node has a row it renews (heartbeat, in the database's clock) and
+        // holds a session advisory lock keyed by its lock_key while its process lives; a running
+        // job names the node whose lease it runs under; a webhook delivery in flight is leased to
+        // the node sending it until leased_until.
+        """
+        CREATE SEQUENCE node_lock_keys AS integer CYCLE;
+        CREATE TABLE nodes (
+            id text PRIMARY KEY,
+            name text NOT NULL,
+            lock_key integer NOT NULL,
+            started_at bigint NOT NULL,
+            heartbeat_at bigint NOT NULL
+        );
+        ALTER TABLE downloads ADD COLUMN lease_owner text;
+        -- The running load per node and host, read by every claim pass.
+        CREATE INDEX downloads_running ON downloads (lease_owner, host_key) WHERE state = 'running';
+        ALTER TABLE webhook_deliveries ADD COLUMN lease_owner text, ADD COLUMN leased_until bigint NOT NULL DEFAULT 0;
+        """,
     ]
 
     static func run(on connection: PostgresConnection) throws {

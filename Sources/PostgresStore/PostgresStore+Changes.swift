@@ -6,7 +6,10 @@ import Persistence
 extension PostgresStore {
     public func apply(_ changes: [StoreChange]) throws -> [Bool] {
         guard !changes.isEmpty else { return [] }
-        return try write { db in try changes.map { try self.apply($0, db) } }
+        // A state change may queue a job or free a slot; progress alone does neither.
+        let changesState = changes.contains { if case .update = $0 { true } else { false } }
+        let body = { (db: PostgresConnection) in try changes.map { try self.apply($0, db) } }
+        return try changesState ? writeAnnouncingWork(body) : write(body)
     }
 
     private func apply(_ change: StoreChange, _ db: PostgresConnection) throws -> Bool {
@@ -14,12 +17,13 @@ extension PostgresStore {
         case .update(let download, let expecting, let events, let attempt, let sessionFinished):
             return try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
         case .progress(let id, let bytesReceived, let bytesExpected, let validator):
-            // Progress is not a state change: it is written only while the job is still live.
+            // Progress is not a state change: it is written only while the job is still live, and
+            // of a running job only by the node whose lease it runs under.
             try db.run("""
                 UPDATE downloads SET bytes_received = $2, bytes_expected = COALESCE($3, bytes_expected), validator = COALESCE($4, validator),
                 revision = revision + 1
-                WHERE id = $1 AND state IN ('running','paused','queued')
-                """, [.text(id), .integer(bytesReceived), .optional(bytesExpected), .optional(validator)])
+                WHERE id = $1 AND state IN ('running','paused','queued') AND (state <> 'running' OR lease_owner = $5)
+                """, [.text(id), .integer(bytesReceived), .optional(bytesExpected), .optional(validator), .text(membership.id)])
             return true
         case .attempt(let attempt, let id):
             try Self.record(db, attempt: attempt, of: id)
@@ -59,10 +63,15 @@ extension PostgresStore {
         let due = download.state == .queued ? ", due = false" : ""
         let changed: Int
         do {
+            // Fencing: a running job is changed only as the attempt the writer knows. A node that
+            // lost its lease knows an attempt that was taken over (the job is queued again, or runs
+            // a later attempt elsewhere), so what it writes late is refused.
             changed = try db.run("""
                 UPDATE downloads SET \(JobColumns.stateAssignments)\(due)
                 WHERE id = $\(JobColumns.stateCount + 1) AND state = ANY($\(JobColumns.stateCount + 2)::text[])
-                """, JobColumns.stateValues(download) + [.text(download.id), .textArray(expecting.map(\.rawValue).sorted())])
+                AND (state <> 'running' OR attempts = $\(JobColumns.stateCount + 3))
+                """, JobColumns.stateValues(download) + [.text(download.id), .textArray(expecting.map(\.rawValue).sorted()),
+                                                          .integer(Int64(download.attempts))])
         } catch let error as PostgresError where error.isUniqueViolation && !download.state.isTerminal {
             // Only a failed job coming back to life can meet another live job at its destination.
             // (The transaction is void now; the caller's rolls back, as SQLite's does on this throw.)
@@ -111,9 +120,9 @@ extension PostgresStore {
         return SessionSnapshot(session: session, counts: try counts(db, session: session), webhookURLs: urls.sorted())
     }
 
-    /// Jobs left `running`. With one node, at its start, all of them were left by a process that
-    /// stopped; with many, a node's own are told apart by a lease (not yet kept).
+    /// Jobs left `running` by nodes that stopped: at this node's start, those of nodes already
+    /// found dead (a previous run of this one among them); the rest are taken over as they are found.
     public func interruptedJobs() throws -> [Download] {
-        try read { db in try db.query("SELECT \(JobColumns.list) FROM downloads WHERE state = 'running'", [], JobColumns.download) }
+        try takeOverAbandonedJobs()
     }
 }

@@ -9,6 +9,10 @@ extension PostgresStore {
     public func claim(_ pass: ClaimPass) throws -> ClaimResult {
         try write { db in
             try db.execute(AdvisoryLock.claims)
+            // A node the others found dead claims nothing until it is registered again: its
+            // claims would look abandoned and be taken over while it runs them.
+            guard try Self.isRegistered(db, membership.id) else { return ClaimResult(claimed: [], nextQueueChange: nil) }
+            pass.otherNodesRunning(try Self.otherNodesRunning(db, membership.id))
             try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
             let claimed = try pass.claimLaneByLane(
                 dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
@@ -38,13 +42,14 @@ extension PostgresStore {
         return try db.query(queries.byHost, [hosts, .integer(Int64(limit)), .integer(Int64(limit))], JobColumns.download)
     }
 
-    /// Compare-and-set to `running`; the virtual time of fair queueing moves up to the job's tag.
+    /// Compare-and-set to `running`, leased to this node; the virtual time of fair queueing moves
+    /// up to the job's tag.
     private func claim(_ db: PostgresConnection, _ job: Download) throws -> Bool {
         let claimed = try !db.query("""
-            WITH started AS (UPDATE downloads SET \(JobColumns.stateAssignments)
+            WITH started AS (UPDATE downloads SET \(JobColumns.stateAssignments), lease_owner = $\(JobColumns.stateCount + 2)
                 WHERE id = $\(JobColumns.stateCount + 1) AND state = 'queued' RETURNING fair_tag)
             UPDATE scheduler_state SET value = GREATEST(value, started.fair_tag) FROM started WHERE key = 'virtual_time' RETURNING 1
-            """, JobColumns.stateValues(job) + [.text(job.id)]) { _ in true }.isEmpty
+            """, JobColumns.stateValues(job) + [.text(job.id), .text(membership.id)]) { _ in true }.isEmpty
         if claimed { try stateLog.append(db, [job]) }
         return claimed
     }

@@ -7,7 +7,7 @@ import Persistence
 extension PostgresStore {
     public func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] {
         guard !jobs.isEmpty else { return [] }
-        return try write { db in try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) } }
+        return try writeAnnouncingWork { db in try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) } }
     }
 
     func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: PostgresConnection) throws -> InsertOutcome {

@@ -8,7 +8,7 @@ extension PostgresStore {
     /// meanwhile waits for this transaction, then finds the key and replays the answer written here.
     public func insertBatch(_ jobs: [NewJob], idempotency: IdempotencyRecord?, now: Int64,
                             answer: ([InsertOutcome]) -> [UInt8]) throws -> BatchInsertOutcome {
-        try write { db in
+        try writeAnnouncingWork { db in
             if let idempotency {
                 let key: [PostgresValue] = [.text(idempotency.principal), .text(idempotency.key)]
                 let keyWasTaken = try db.query("""
@@ -59,7 +59,7 @@ extension PostgresStore {
     public func act(_ action: SessionAction) throws -> SessionActionResult {
         var states = action.kind.appliesTo
         if let narrowed = action.state { states = states.intersection([narrowed]) }
-        return try write { db in
+        return try writeAnnouncingWork { db in
             let session = PostgresValue.text(action.session)
             let matched = try db.query(
                 "SELECT COUNT(*) FROM downloads WHERE session = $1" + (action.state == nil ? "" : " AND state = $2"),

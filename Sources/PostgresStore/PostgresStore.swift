@@ -6,9 +6,10 @@ import Synchronization
 /// one transaction and a compare-and-set on the state the caller expects, as in `SQLiteStore`;
 /// what SQLite gets from having one writer, this gets from row locks and advisory locks (claims
 /// cluster-wide, `session.finished` per session) and from `ON CONFLICT` (idempotency keys, live
-/// destinations). Not yet here: leases on running jobs, fencing and rescue, without which a
-/// node's start-up recovery would take over the jobs another node runs. One connection writes
-/// for this process; a few more serve reads, which see every committed write.
+/// destinations). A running job is leased to the node that claimed it; its settlement is fenced
+/// by its attempt number, and the jobs of a node found dead are taken over by the others
+/// (`NodeMembership`). One connection writes for this process; a few more serve reads, which see
+/// every committed write; one more holds the node's lock and heartbeat.
 public final class PostgresStore: JobStore {
     private let writer: ConnectionSlot
     private let readers: [ConnectionSlot]
@@ -16,21 +17,29 @@ public final class PostgresStore: JobStore {
     private let nextReader = Atomic<Int>(0)
     /// Writes each state change to the event log.
     let stateLog: StateLog
+    /// This process as a node: the lease owner of the jobs it claims.
+    let membership: NodeMembership
+    let announcer = WorkAnnouncer()
+    private let listener = Mutex<WorkListener?>(nil)
+    private let url: String
 
     public static let defaultReaderCount = 3
 
     /// Connects to `url` (a libpq URI such as `postgresql://fetchd@db.example/fetchd`) and brings
     /// the schema up to date. `statePayload` encodes a job for the event log (`GET /events`);
-    /// without one, rows hold its id, session and state only.
-    public init(url: String, readers readerCount: Int = PostgresStore.defaultReaderCount,
+    /// without one, rows hold its id, session and state only. `node` is this process's name among
+    /// the nodes (`GET /nodes`).
+    public init(url: String, readers readerCount: Int = PostgresStore.defaultReaderCount, node: String = "fetchd",
                 statePayload: (@Sendable (Download) -> [UInt8])? = nil) throws {
         stateLog = statePayload.map(StateLog.init) ?? .minimal
+        self.url = url
         var opened: [ConnectionSlot] = []
         do {
             let first = try PostgresConnection(url: url)
             do { try PostgresMigrations.run(on: first) } catch { first.close(); throw error }
             opened.append(ConnectionSlot(first))
             for _ in 0..<max(1, readerCount) { opened.append(ConnectionSlot(try PostgresConnection(url: url))) }
+            membership = try NodeMembership(url: url, name: node)
         } catch {
             for slot in opened { slot.close() }
             throw error
@@ -40,6 +49,8 @@ public final class PostgresStore: JobStore {
     }
 
     public func close() {
+        listener.withLock { $0?.stop() }
+        membership.close()
         writer.close()
         for reader in readers { reader.close() }
     }
@@ -47,6 +58,21 @@ public final class PostgresStore: JobStore {
     /// Runs `body` in one transaction on the writing connection.
     func write<T: Sendable>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try writer.use { db in try db.transaction { try body(db) } }
+    }
+
+    /// `write`, announcing to the other nodes that work may have come (jobs queued, slots freed).
+    func writeAnnouncingWork<T: Sendable>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try write { db in
+            let value = try body(db)
+            try announcer.announce(db)
+            return value
+        }
+    }
+
+    /// Calls `wake` when another node announces work (LISTEN/NOTIFY), and after each reconnection.
+    public func watchForWork(_ wake: @escaping @Sendable () -> Void) {
+        let started = WorkListener(url: url, wake: wake)
+        listener.withLock { $0 = started }
     }
 
     /// Runs `body` on an idle reading connection (waiting for one only if all are busy).

@@ -63,4 +63,9 @@ final class DeliveryRecordingFails: JobStore {
     func pruneEventLog(before: Int64, keepingLast: Int) throws -> Int { try store.pruneEventLog(before: before, keepingLast: keepingLast) }
     func isWritable() -> Bool { store.isWritable() }
     func close() { store.close() }
+    func liveNodes() throws -> [NodeRecord]? { try store.liveNodes() }
+    func renewLease() throws -> Bool { try store.renewLease() }
+    func takeOverAbandonedJobs() throws -> [Download] { try store.takeOverAbandonedJobs() }
+    func jobsNotRunningHere(_ ids: [String]) throws -> [String: DownloadState] { try store.jobsNotRunningHere(ids) }
+    func watchForWork(_ wake: @escaping @Sendable () -> Void) { store.watchForWork(wake) }
 }

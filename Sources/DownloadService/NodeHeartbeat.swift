@@ -1,0 +1,88 @@
+import Dispatch
+import DownloadCore
+import Logging
+import Persistence
+import Synchronization
+
+/// A node's part in a cluster sharing one PostgreSQL (only run with FETCHD_DATABASE_URL), twice
+/// a second: renews its lease, and stops its own transfers (keeping their partial data) when it
+/// could not renew for `standDownAfter` or finds it was taken for dead — before the others may
+/// take its jobs over (`NodeMembership.deadAfter`, 2.5 s), so no job runs on two nodes; takes over
+/// and requeues the running jobs of nodes found dead; stops transfers of jobs cancelled or
+/// paused through another node; and polls for work other nodes made (new jobs, deliveries of a
+/// dead node), as a fallback for any wake-up.
+final class NodeHeartbeat: @unchecked Sendable {  // `timer` and `lastRenewed` are touched only on `queue`
+    private let queue = DispatchQueue(label: "fetchd.heartbeat")
+    private let store: any JobStore
+    private let scheduler: Scheduler
+    private let dispatcher: WebhookDispatcher
+    private let recovery: Recovery
+    private let clock: Clock
+    private let logger: Logger
+    private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(20)) { [unowned self] in self.beat() }
+    private var lastRenewed: Int64
+    private var stoodDown = false
+
+    static let interval: Int64 = 500
+    static let standDownAfter: Int64 = 1500
+
+    init(store: any JobStore, scheduler: Scheduler, dispatcher: WebhookDispatcher, recovery: Recovery, clock: Clock, logger: Logger) {
+        self.store = store
+        self.scheduler = scheduler
+        self.dispatcher = dispatcher
+        self.recovery = recovery
+        self.clock = clock
+        self.logger = logger
+        lastRenewed = clock.now()
+    }
+
+    func start() {
+        queue.async { self.beat() }
+        store.watchForWork { [scheduler] in scheduler.poke() }
+    }
+
+    func stop() {
+        queue.sync { timer.cancel() }
+    }
+
+    private func beat() {
+        let now = clock.now()
+        defer { timer.arm(at: clock.now() + Self.interval, now: clock.now()) }
+        do {
+            let kept = try store.renewLease()
+            lastRenewed = now
+            if !kept {
+                logger.warning("this node was taken for dead and its jobs were taken over; stopping its transfers")
+                standDown()
+            }
+            stoodDown = false
+        } catch {
+            if now - lastRenewed >= Self.standDownAfter, !stoodDown {
+                logger.error("cannot renew this node's lease; stopping its transfers, keeping their partial data",
+                             metadata: ["error": "\(error)"])
+                standDown()
+                stoodDown = true
+            }
+            return
+        }
+        do {
+            let abandoned = try store.takeOverAbandonedJobs()
+            if !abandoned.isEmpty {
+                logger.info("taking over the jobs of a node found dead", metadata: ["downloads": "\(abandoned.count)"])
+                try recovery.settle(abandoned, now: now)
+            }
+            for (id, state) in try store.jobsNotRunningHere(scheduler.startedJobIDs()) {
+                scheduler.stop(id, reason: state == .cancelled ? .cancel : state == .paused ? .pause : .shutdown)
+            }
+        } catch {
+            logger.error("cluster upkeep failed", metadata: ["error": "\(error)"])
+        }
+        scheduler.poke()
+        dispatcher.poke()
+    }
+
+    /// Stops every transfer of this node; their settlements are refused if the jobs were taken over.
+    private func standDown() {
+        for id in scheduler.startedJobIDs() { scheduler.stop(id, reason: .shutdown) }
+    }
+}
