@@ -1,5 +1,6 @@
 import CCurl
 import Dispatch
+import Glibc
 import Logging
 
 /// Drives one curl multi handle from one serial queue: sockets through `SocketRegistry`, curl's
@@ -84,10 +85,14 @@ final class MultiDriver: @unchecked Sendable {
             onComplete(TransferResult(failure: .cancelled))
             return
         }
+        var receiveBufferSize = Self.receiveBufferShare(running: transfers.count + routing.count)
+        // Under a bandwidth cap, bursts are kept short too (`BandwidthGovernor`).
+        if let size = governor?.receiveBufferSize() { receiveBufferSize = min(receiveBufferSize, size) }
         let transfer: EasyTransfer
         do {
             transfer = try EasyTransfer(
-                id: id, request: request, network: network, sockets: sockets, staging: staging, logger: logger,
+                id: id, request: request, network: network, sockets: sockets, staging: staging,
+                receiveBufferSize: receiveBufferSize, logger: logger,
                 onWritable: { [weak self] in
                     guard let self else { return }
                     queue.async { self.resumeReceiving(id) }
@@ -97,10 +102,15 @@ final class MultiDriver: @unchecked Sendable {
             onComplete(TransferResult(failure: error))
             return
         }
-        if transfer.throttle != nil, let size = governor?.receiveBufferSize(), size < EasyTransfer.bufferSize(throttledTo: request.maxSpeedBytesPerSecond) {
-            fetchd_easy_setopt_long(transfer.handle, CURLOPT_BUFFERSIZE, size)
-        }
         launch(transfer, url: request.url)
+    }
+
+    /// curl's receive buffer for a transfer starting beside `running` others: all transfers
+    /// together get about 4 MiB, each between curl's default (16 KiB) and the 256 KiB a fast
+    /// transfer uses. A buffer's pages stay resident once a read has filled them, and a
+    /// throttled origin sends in bursts: with 1,000 transfers, 256 KiB buffers cost ~50 KB each.
+    static func receiveBufferShare(running: Int) -> Int {
+        min(256 << 10, max(16 << 10, (4 << 20) / (running + 1)))
     }
 
     /// Hands the transfer to curl; with a proxy, once its route to `url` is decided off the queue

@@ -28,9 +28,9 @@ final class WriteStaging {
     var isHolding: Bool { !holding.isEmpty }
 
     /// A chunk for `sink`, which `flush` will ask to hand it over.
-    func chunk(for sink: FileSink, at offset: Int64) -> WriteChunk {
+    func chunk(for sink: FileSink, at offset: Int64, large: Bool) -> WriteChunk {
         holding.append(sink)
-        return pool.take(at: offset)
+        return pool.take(at: offset, large: large)
     }
 
     func flush() {
