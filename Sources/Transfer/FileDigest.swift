@@ -41,28 +41,17 @@ final class FileDigest: @unchecked Sendable {
     }
 
     /// `chunk` is written to the file: hashes it and gives it back to the backlog.
-    ///
-    /// A large chunk is hashed while the writer goes on with the next. A small one (a slow
-    /// transfer's) is hashed on the writer's thread: the digest's queue is then idle, so `sync`
-    /// runs it right there, which saves a thread wake-up per socket event when thousands of slow
-    /// transfers run.
     func add(_ chunk: WriteChunk) {
-        if chunk.isLarge {
-            queue.async { self.take(chunk) }
-        } else {
-            queue.sync { take(chunk) }
-        }
-    }
-
-    private func take(_ chunk: WriteChunk) {
-        if !isDone {
-            written = chunk.offset + Int64(chunk.count)
-            if chunk.offset == hashed {
-                update(chunk.bytes)
+        queue.async {
+            if !self.isDone {
+                self.written = chunk.offset + Int64(chunk.count)
+                if chunk.offset == self.hashed {
+                    self.update(chunk.bytes)
+                }
+                self.readBackIfBehind()
             }
-            readBackIfBehind()
+            self.backlog.giveBack(chunk)
         }
-        backlog.giveBack(chunk)
     }
 
     /// The file was emptied (after the chunks added before).

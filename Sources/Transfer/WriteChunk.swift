@@ -19,9 +19,9 @@ final class WriteChunk: @unchecked Sendable {
     static let smallCapacity = 32 << 10
 
     let capacity: Int
-    /// Large chunks are mapped rather than taken from malloc: malloc would keep their pages once
-    /// freed, in whichever thread's arena they came from, and thousands of slow transfers would
-    /// leave a few touched pages of many of them resident.
+    /// Mapped rather than taken from malloc: malloc keeps freed pages resident (in whichever
+    /// thread's arena they came from), so the chunks that thousands of slow transfers have out at
+    /// the peak of a burst would stay in the RSS after it. munmap gives them back.
     private let storage: UnsafeMutableRawBufferPointer
     private let isMapped: Bool
     private(set) var count = 0
@@ -69,15 +69,12 @@ final class WriteChunk: @unchecked Sendable {
         return result
     }
 
-    private static let mappedFrom = 128 << 10
-
     private static func allocate(_ capacity: Int) -> (UnsafeMutableRawBufferPointer, mapped: Bool) {
-        if capacity >= mappedFrom,
-           let mapped = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+        if let mapped = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
            mapped != MAP_FAILED {
             return (UnsafeMutableRawBufferPointer(start: mapped, count: capacity), true)
         }
-        // Small, or out of mappings.
+        // Out of mappings.
         return (.allocate(byteCount: capacity, alignment: 64), false)
     }
 }
