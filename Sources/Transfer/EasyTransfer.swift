@@ -301,8 +301,8 @@ final class EasyTransfer {
         }
     }
 
-    /// 256 KiB for throughput (`MultiDriver` gives less when many transfers run). But libcurl 7.88 checks the receive speed limit only between
-    /// socket events, and reads up to 100 buffers per event while the socket stays readable, so a
+    /// 256 KiB for throughput (`MultiDriver` gives less when many transfers run). But libcurl 7.88
+    /// checks the receive speed limit only between socket events, and reads up to 100 buffers per event while the socket stays readable, so a
     /// throttled transfer gets a buffer small enough to keep those bursts to about 1/10 s (but
     /// not under 1 KiB, curl's minimum).
     static func bufferSize(throttledTo speed: Int64?) -> Int {

@@ -1,6 +1,5 @@
 import CCurl
 import Dispatch
-import Glibc
 import Logging
 
 /// Drives one curl multi handle from one serial queue: sockets through `SocketRegistry`, curl's
