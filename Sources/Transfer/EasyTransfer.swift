@@ -52,8 +52,10 @@ final class EasyTransfer {
     private static let progressInterval: UInt64 = 250_000_000
 
     /// `onWritable` runs (on some other queue) when the file can take bytes again after the transfer
-    /// paused for it: call `resumeReceiving` then.
-    init(id: TransferID, request: TransferRequest, network: NetworkSettings, sockets: SocketRegistry, staging: WriteStaging, logger: Logger,
+    /// paused for it: call `resumeReceiving` then. `receiveBufferSize` is curl's receive buffer
+    /// (CURLOPT_BUFFERSIZE), at most `bufferSize(throttledTo:)` of the request.
+    init(id: TransferID, request: TransferRequest, network: NetworkSettings, sockets: SocketRegistry, staging: WriteStaging,
+         receiveBufferSize: Int, logger: Logger,
          onWritable: @escaping @Sendable () -> Void,
          onProgress: @escaping @Sendable (TransferProgress) -> Void,
          onComplete: @escaping @Sendable (TransferResult) -> Void) throws(TransferFailure) {
@@ -94,7 +96,7 @@ final class EasyTransfer {
             file: file, memoryLimit: memoryLimit, resumeOffset: resume?.offset, segmentEnd: segmentEnd,
             maxBytes: request.maxBytes, followRedirects: request.followRedirects)
         do {
-            try configure(resume: resume)
+            try configure(resume: resume, receiveBufferSize: receiveBufferSize)
         } catch {
             release()
             file?.abandon { _ in }
@@ -119,7 +121,7 @@ final class EasyTransfer {
         var validator: String
     }
 
-    private func configure(resume: Resume?) throws(TransferFailure) {
+    private func configure(resume: Resume?, receiveBufferSize: Int) throws(TransferFailure) {
         try set(CURLOPT_URL, request.url)
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
@@ -133,7 +135,7 @@ final class EasyTransfer {
         // HTTP/2 when the origin offers it through ALPN, HTTP/1.1 otherwise.
         try set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         for (option, blob) in network.tls.curlOptions { try check(blob.apply(to: handle, option), option) }
-        try set(CURLOPT_BUFFERSIZE, Self.bufferSize(throttledTo: request.maxSpeedBytesPerSecond))
+        try set(CURLOPT_BUFFERSIZE, min(receiveBufferSize, Self.bufferSize(throttledTo: request.maxSpeedBytesPerSecond)))
         try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout))
         try set(CURLOPT_LOW_SPEED_LIMIT, 1)
         try set(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stallTimeout.rounded(.up))))
@@ -302,8 +304,8 @@ final class EasyTransfer {
         }
     }
 
-    /// 256 KiB for throughput. But libcurl 7.88 checks the receive speed limit only between
-    /// socket events, and reads up to 100 buffers per event while the socket stays readable, so a
+    /// 256 KiB for throughput (`MultiDriver` gives less when many transfers run). But libcurl 7.88
+    /// checks the receive speed limit only between socket events, and reads up to 100 buffers per event while the socket stays readable, so a
     /// throttled transfer gets a buffer small enough to keep those bursts to about 1/10 s (but
     /// not under 1 KiB, curl's minimum).
     static func bufferSize(throttledTo speed: Int64?) -> Int {

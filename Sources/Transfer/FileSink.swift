@@ -9,6 +9,8 @@ final class FileSink {
     private let staging: WriteStaging
     /// The chunk being filled, not yet handed to the writer.
     private var chunk: WriteChunk?
+    /// The last chunk was filled up: the transfer is fast enough for a large one (`WriteChunk`).
+    private var takesLargeChunks = false
     /// The file's length once everything taken so far is written: where the next byte goes.
     private(set) var length: Int64
 
@@ -44,7 +46,7 @@ final class FileSink {
     /// Whether the writer is too far behind to take `count` more bytes now; if so, `onWritable`
     /// runs once it has caught up. Bytes that fit the chunk being filled are always welcome.
     func mustWait(toTake count: Int) -> Bool {
-        if let chunk, WriteChunk.capacity - chunk.count >= count { return false }
+        if let chunk, chunk.capacity - chunk.count >= count { return false }
         return writer.isBehind()
     }
 
@@ -73,6 +75,7 @@ final class FileSink {
     func flush() {
         guard let chunk else { return }
         self.chunk = nil
+        takesLargeChunks = chunk.isFull
         writer.write(chunk)
     }
 
@@ -94,7 +97,7 @@ final class FileSink {
     private func fillingChunk() throws(TransferFailure) -> WriteChunk {
         if let chunk { return chunk }
         if let failure = writer.failure { throw failure }
-        let chunk = staging.chunk(for: self, at: length)
+        let chunk = staging.chunk(for: self, at: length, large: takesLargeChunks)
         self.chunk = chunk
         return chunk
     }

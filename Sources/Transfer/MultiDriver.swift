@@ -15,6 +15,9 @@ final class MultiDriver: @unchecked Sendable {
     private let logger: Logger
     private let multi: UnsafeMutableRawPointer
     private let timer: DispatchSourceTimer
+    /// Hands held chunks to their writers once `WriteStaging.holdTime` is up.
+    private let flushTimer: DispatchSourceTimer
+    private var isFlushDue = false
     private var sockets: SocketRegistry?
     private let staging: WriteStaging
     private let network: NetworkSettings
@@ -35,6 +38,7 @@ final class MultiDriver: @unchecked Sendable {
         self.staging = staging
         self.network = network
         timer = DispatchSource.makeTimerSource(queue: queue)
+        flushTimer = DispatchSource.makeTimerSource(queue: queue)
         sockets = SocketRegistry(queue: queue, liveSourcesGroup: pendingWork, logger: logger) {
             [weak self] socket, events in self?.socketAction(socket, events)
         }
@@ -59,6 +63,13 @@ final class MultiDriver: @unchecked Sendable {
         timer.setEventHandler { [weak self] in self?.socketAction(CURL_SOCKET_TIMEOUT, 0) }
         timer.schedule(deadline: .distantFuture)
         timer.resume()
+        flushTimer.setEventHandler { [weak self] in
+            guard let self else { return }
+            isFlushDue = false
+            staging.flush()
+        }
+        flushTimer.schedule(deadline: .distantFuture)
+        flushTimer.resume()
     }
 
     /// curl_global_init is not safe to race with other curl calls: do it once, before any.
@@ -73,10 +84,14 @@ final class MultiDriver: @unchecked Sendable {
             onComplete(TransferResult(failure: .cancelled))
             return
         }
+        var receiveBufferSize = Self.receiveBufferShare(running: transfers.count + routing.count)
+        // Under a bandwidth cap, bursts are kept short too (`BandwidthGovernor`).
+        if let size = governor?.receiveBufferSize() { receiveBufferSize = min(receiveBufferSize, size) }
         let transfer: EasyTransfer
         do {
             transfer = try EasyTransfer(
-                id: id, request: request, network: network, sockets: sockets, staging: staging, logger: logger,
+                id: id, request: request, network: network, sockets: sockets, staging: staging,
+                receiveBufferSize: receiveBufferSize, logger: logger,
                 onWritable: { [weak self] in
                     guard let self else { return }
                     queue.async { self.resumeReceiving(id) }
@@ -86,10 +101,15 @@ final class MultiDriver: @unchecked Sendable {
             onComplete(TransferResult(failure: error))
             return
         }
-        if transfer.throttle != nil, let size = governor?.receiveBufferSize(), size < EasyTransfer.bufferSize(throttledTo: request.maxSpeedBytesPerSecond) {
-            fetchd_easy_setopt_long(transfer.handle, CURLOPT_BUFFERSIZE, size)
-        }
         launch(transfer, url: request.url)
+    }
+
+    /// curl's receive buffer for a transfer starting beside `running` others: all transfers
+    /// together get about 4 MiB, each between curl's default (16 KiB) and the 256 KiB a fast
+    /// transfer uses. A buffer's pages stay resident once a read has filled them, and a
+    /// throttled origin sends in bursts: with 1,000 transfers, 256 KiB buffers cost ~50 KB each.
+    static func receiveBufferShare(running: Int) -> Int {
+        min(256 << 10, max(16 << 10, (4 << 20) / (running + 1)))
     }
 
     /// Hands the transfer to curl; with a proxy, once its route to `url` is decided off the queue
@@ -157,7 +177,7 @@ final class MultiDriver: @unchecked Sendable {
     private func resumeReceiving(_ id: TransferID) {
         guard !isShutDown, let transfer = transfers[id] else { return }
         let code = transfer.resumeReceiving()
-        staging.flush()
+        flushSoon()
         if code != CURLE_OK { end(id, .curl(code)) }
     }
 
@@ -171,6 +191,7 @@ final class MultiDriver: @unchecked Sendable {
         // Closes cached connections through CURLOPT_CLOSESOCKETFUNCTION, so the registry is still needed.
         curl_multi_cleanup(multi)
         timer.cancel()
+        flushTimer.cancel()
         governor?.stop()
         governor = nil
         sockets?.shutdown()
@@ -187,15 +208,33 @@ final class MultiDriver: @unchecked Sendable {
         }
     }
 
+    /// How often one read event may go back to curl while its socket has more bytes waiting.
+    /// Over TLS curl reads one record (16 KiB) per call; going on here costs a poll(2) where
+    /// waiting for the next event would cost two thread wake-ups (libdispatch's event thread, then
+    /// the queue's).
+    private static let readsPerEvent = 16
+
     private func socketAction(_ socket: curl_socket_t, _ events: Int32) {
         guard !isShutDown else { return }
-        var running: Int32 = 0
-        let code = curl_multi_socket_action(multi, socket, events, &running)
-        if code != CURLM_OK {
-            logger.error("curl_multi_socket_action failed", metadata: ["curl.error": "\(String(cString: curl_multi_strerror(code)))"])
-        }
-        staging.flush()
+        var reads = 0
+        repeat {
+            var running: Int32 = 0
+            let code = curl_multi_socket_action(multi, socket, events, &running)
+            if code != CURLM_OK {
+                logger.error("curl_multi_socket_action failed", metadata: ["curl.error": "\(String(cString: curl_multi_strerror(code)))"])
+                break
+            }
+            reads += 1
+        } while events == CURL_CSELECT_IN && reads < Self.readsPerEvent && sockets?.hasBytesWaiting(socket) == true
+        flushSoon()
         completeFinishedTransfers()
+    }
+
+    /// Arms the flush timer if chunks are held and it is not armed yet.
+    private func flushSoon() {
+        guard staging.isHolding, !isFlushDue else { return }
+        isFlushDue = true
+        flushTimer.schedule(deadline: .now() + WriteStaging.holdTime, leeway: .milliseconds(1))
     }
 
     private func completeFinishedTransfers() {

@@ -83,6 +83,14 @@ final class SocketRegistry {
         }
     }
 
+    /// Whether curl still watches `socket` for reading and bytes are waiting on it right now
+    /// (poll with no timeout), so another read can go without waiting for the next event.
+    func hasBytesWaiting(_ socket: curl_socket_t) -> Bool {
+        guard let watch = watches[socket], watch.read != nil else { return false }
+        var ready = pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0)
+        return poll(&ready, 1, 0) == 1 && ready.revents & Int16(POLLIN) != 0
+    }
+
     /// CURLOPT_OPENSOCKETFUNCTION, once the address has passed the policy.
     func openSocket(family: Int32, type: Int32, protocol: Int32) -> curl_socket_t {
         let fd = socket(family, type | Int32(SOCK_CLOEXEC.rawValue), `protocol`)

@@ -1,12 +1,20 @@
+import Dispatch
+
 /// Where file sinks collect body bytes before handing them to their writer: chunks from the pool,
 /// and the sinks now holding bytes not handed over yet.
 ///
-/// `MultiDriver` calls `flush` after every call into curl that can deliver body bytes. A sink fills
-/// its chunk across curl's 16 KiB write callbacks (a whole socket read, or several in one event),
-/// but no byte waits in memory past the event that brought it: a slow transfer holds no chunk
-/// between events, and what is received is on its way to disk at once.
+/// A sink fills its chunk across curl's write callbacks and hands it over when it is full. Over
+/// TLS curl delivers one record (at most 16 KiB) per socket event, so handing over at the end of
+/// every event would cost the writer and the digest a wake-up per 16 KiB; instead a chunk that is
+/// not full waits up to `holdTime` for more, and `MultiDriver` calls `flush` when that is up. So a
+/// fast transfer hands over full chunks, and a slow one holds its bytes (and a chunk) for a few
+/// milliseconds at most.
 /// Used only on the engine queue.
 final class WriteStaging {
+    /// How long bytes may wait in a chunk that is not full: short enough that 1,000 slow transfers
+    /// hold few chunks at a time, long enough that a fast one fills its chunk first.
+    static let holdTime = DispatchTimeInterval.milliseconds(5)
+
     let pool = ChunkPool()
     /// How many chunks each sink may have out (`WriteBacklog`).
     let backlogLimit: Int
@@ -16,10 +24,13 @@ final class WriteStaging {
         self.backlogLimit = backlogLimit
     }
 
+    /// Whether some sink may hold bytes: `flush` is due within `holdTime`.
+    var isHolding: Bool { !holding.isEmpty }
+
     /// A chunk for `sink`, which `flush` will ask to hand it over.
-    func chunk(for sink: FileSink, at offset: Int64) -> WriteChunk {
+    func chunk(for sink: FileSink, at offset: Int64, large: Bool) -> WriteChunk {
         holding.append(sink)
-        return pool.take(at: offset)
+        return pool.take(at: offset, large: large)
     }
 
     func flush() {

@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import Synchronization
 import Testing
@@ -98,5 +99,41 @@ import Testing
         #expect(chunk.isFull)
         #expect(chunk.offset == 100)
         #expect(Array(chunk.bytes) == Array(bytes.prefix(WriteChunk.capacity)))
+    }
+
+    @Test func aSinkStartsWithASmallChunkAndTakesLargeOnesOnceItFillsOne() throws {
+        // A slow transfer never holds more than a small chunk; a fast one writes in large ones.
+        let directory = try TemporaryDirectory()
+        let staging = WriteStaging()
+        let sink = try FileSink(path: directory.file("out"), keepExisting: false, extraDigest: nil,
+                                staging: staging, onWritable: {})
+        // Fills the small first chunk, then goes on in a large one.
+        let body = largeBody(WriteChunk.smallCapacity + WriteChunk.capacity / 2)
+        try body.withUnsafeBytes { try sink.write(UnsafeRawBufferPointer(rebasing: $0[..<100])) }
+        #expect(staging.isHolding)
+        try body.withUnsafeBytes { try sink.write(UnsafeRawBufferPointer(rebasing: $0[100...])) }
+        staging.flush()
+        let finished = Mutex<(Int64, String?)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        sink.finish { length, digests in
+            finished.withLock { $0 = (length, try? digests.get()?.sha256) }
+            done.signal()
+        }
+        done.wait()
+        #expect(finished.withLock { $0?.0 } == Int64(body.count))
+        #expect(finished.withLock { $0?.1 } == sha256Hex(body))
+        #expect(contents(directory.file("out")) == body)
+    }
+
+    @Test func chunksComeInTwoSizes() {
+        let pool = ChunkPool()
+        #expect(pool.take(at: 0, large: false).capacity == WriteChunk.smallCapacity)
+        #expect(pool.take(at: 0).capacity == WriteChunk.capacity)
+    }
+
+    @Test func manyTransfersShareAFewMiBOfReceiveBuffer() {
+        #expect(MultiDriver.receiveBufferShare(running: 0) == 256 << 10)
+        #expect(MultiDriver.receiveBufferShare(running: 63) == 64 << 10)
+        #expect(MultiDriver.receiveBufferShare(running: 999) == 16 << 10)
     }
 }
