@@ -16,21 +16,22 @@ from pathlib import Path
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi.yaml"
 
 
-def run_schemathesis(base_url: str, *selection: str, max_examples: int, request_timeout: float) -> None:
+def run_schemathesis(base_url: str, workdir: Path, *selection: str, max_examples: int, request_timeout: float) -> None:
     command = [sys.executable, "-m", "schemathesis.cli", "run", str(OPENAPI),
                "--url", base_url, "--checks", "not_a_server_error",
                "--max-examples", str(max_examples), "--seed", "20261123",
                "--request-timeout", str(request_timeout), "--workers", "1",
                "--no-color", *selection]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    # In a scratch directory: schemathesis keeps a cache of its findings in the working directory.
+    result = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=workdir)
     assert result.returncode == 0, f"schemathesis found a server error:\n{result.stdout[-6000:]}\n{result.stderr[-2000:]}"
 
 
-def test_no_request_the_schema_allows_or_forbids_gets_a_5xx(shared_fetchd):
-    run_schemathesis(shared_fetchd.base_url, "--exclude-path-regex", "events$",
+def test_no_request_the_schema_allows_or_forbids_gets_a_5xx(shared_fetchd, tmp_path):
+    run_schemathesis(shared_fetchd.base_url, tmp_path, "--exclude-path-regex", "events$",
                      max_examples=15, request_timeout=10)
 
 
-def test_event_streams_answer_every_request_without_a_5xx(shared_fetchd):
-    run_schemathesis(shared_fetchd.base_url, "--include-path-regex", "events$",
+def test_event_streams_answer_every_request_without_a_5xx(shared_fetchd, tmp_path):
+    run_schemathesis(shared_fetchd.base_url, tmp_path, "--include-path-regex", "events$",
                      max_examples=5, request_timeout=1)
