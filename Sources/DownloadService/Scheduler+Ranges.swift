@@ -56,6 +56,7 @@ extension Scheduler {
         let job = running.download
         guard let size = job.bytesExpectedFromOrigin else { return }
         let written = result.bytesOnDisk
+        running.firstResponse = (result.contentDisposition, result.effectiveURL)
         running.download.ranges = ByteRange.pieces(size: size, connections: running.connections).map {
             RangeProgress(start: $0.start, end: $0.end, next: min(max(written, $0.start), $0.end))
         }
@@ -85,16 +86,21 @@ extension Scheduler {
             return start(fresh, resumeFrom: 0)
         }
         let connections = active[id]?.connections ?? 1
-        var request = template.request(for: job, partialPath: path, resumeFrom: 0)
+        var request = template.request(for: job, partialPath: path, resumeFrom: 0, digestFile: active[id]?.digestFile, now: clock.now())
         request.maxSpeedBytesPerSecond = job.maxBytesPerSecond.map { max(1, $0 / Int64(connections)) }
-        let done = job.ranges.reduce(0) { $0 + ($1.next - $1.start) }
+        let done = job.ranges.bytesOnDisk
         active[id]?.bytesAtStart = done
         logger.info("ranges started", metadata: [
             "download.id": "\(id)", "ranges": "\(job.ranges.count)", "connections": "\(connections)", "bytes": "\(done)",
         ])
+        var ranges = job.ranges.map { ByteRange(start: $0.start, end: $0.end, next: $0.next) }
+        if job.destination.isDirectory, active[id]?.firstResponse == nil, ranges.allSatisfy(\.isDone), let last = ranges.indices.last {
+            // Every byte is there but no response of this start would name the file (after a
+            // restart, say): the last byte is fetched again for one.
+            ranges[last].next = ranges[last].end - 1
+        }
         let handle = transfers.startSegments(
-            request, path: path, size: size, validator: validator,
-            ranges: job.ranges.map { ByteRange(start: $0.start, end: $0.end, next: $0.next) }, connections: connections,
+            request, path: path, size: size, validator: validator, ranges: ranges, connections: connections,
             onProgress: { progress in self.queue.async { self.rangesProgressed(id, progress) } },
             onComplete: { result in self.queue.async { self.rangesFinished(id, result) } })
         active[id]?.ranges = handle
@@ -143,6 +149,12 @@ extension Scheduler {
         if segmented.isComplete {
             result.httpStatus = 206
             result.sha256 = segmented.sha256
+            result.extraDigest = segmented.extraDigest
+            // Named as the first connection's response said, or else (resumed after a restart or
+            // a pause) as this start's range responses do.
+            let named = running.firstResponse ?? (segmented.contentDisposition, segmented.effectiveURL)
+            result.contentDisposition = named.contentDisposition
+            result.effectiveURL = named.effectiveURL
         } else if let failure = segmented.failure {
             result.failure = failure
         } else if let (_, first) = segmented.unfinished.min(by: { $0.key < $1.key }) {
@@ -173,6 +185,11 @@ extension Scheduler {
 extension Scheduler.Active {
     /// Whether an attempt runs that a stop must cancel.
     var isAttempting: Bool { transferID != nil || ranges != nil }
+}
+
+extension [RangeProgress] {
+    /// Bytes on disk of a segmented download's file: its ranges' progress.
+    var bytesOnDisk: Int64 { reduce(0) { $0 + $1.next - $1.start } }
 }
 
 extension TransferResult {

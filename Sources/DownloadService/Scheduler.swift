@@ -40,6 +40,9 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         var ranges: (any SegmentsRunning)?
         /// Bytes on disk when the attempt (over several connections) started.
         var bytesAtStart: Int64 = 0
+        /// What the first connection's response said to name the file by, kept for the settlement
+        /// of the ranges it handed over to (a directory destination's file is named at placement).
+        var firstResponse: (contentDisposition: String?, effectiveURL: String?)?
     }
 
     let queue = DispatchQueue(label: "fetchd.scheduler")
@@ -371,10 +374,11 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     }
 
     func start(_ job: Download, resumeFrom: Int64) {
-        if !job.ranges.isEmpty { return startRanges(job) }
         let id = job.id
         let digestFile = active[id]?.digestFile
+        // Every attempt begins with its digest file, one that resumes ranges too.
         if let checksumURL = job.checksumURL, digestFile == nil { return fetchDigestFile(checksumURL, for: id, resumeFrom: resumeFrom) }
+        if !job.ranges.isEmpty { return startRanges(job) }
         let request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom, digestFile: digestFile, now: clock.now())
         logger.info("transfer started", metadata: ["download.id": "\(id)", "attempt": "\(job.attempts)", "resume.offset": "\(resumeFrom)"])
         let transferID = transfers.start(
@@ -395,9 +399,11 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     private func digestFileFetched(_ id: String, _ fetched: TransferResult, resumeFrom: Int64) {
         guard let running = active[id] else { return }
-        // The attempt ends here unless the download starts: with the partial data as it was.
-        var ended = TransferResult(failure: fetched.failure, bytesOnDisk: resumeFrom, effectiveURL: fetched.effectiveURL)
-        guard running.stopReason == nil, fetched.failure == nil, let status = fetched.httpStatus else { return finished(id, ended) }
+        // The attempt ends here unless the download starts: with the partial data as it was (a
+        // segmented job's file has its full size from the start: its ranges say how far it got).
+        let kept = running.download.ranges.isEmpty ? resumeFrom : running.download.ranges.bytesOnDisk
+        var ended = TransferResult(failure: fetched.failure, bytesOnDisk: kept, effectiveURL: fetched.effectiveURL)
+        guard running.stopReason == nil, fetched.failure == nil, let status = fetched.httpStatus else { return finished(id, ended, atDigestFile: true) }
         switch DigestFile.read(status: status, body: fetched.responseBody) {
         case .success(let digestFile):
             // A named file's line is looked for now, so that a digest file without one costs no download.
@@ -410,7 +416,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         case .failure(let problem) where DigestFile.isTransient(status: status):
             // Like an origin's 408, 429 or 5xx: worth another attempt.
             ended.failure = .network("the digest file \(problem.message)")
-            finished(id, ended)
+            finished(id, ended, atDigestFile: true)
         case .failure(let problem):
             finished(id, ended, digestFileProblem: problem.message)
         }
@@ -451,7 +457,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         pendingWrites.add(JobWrite(changes: [.progress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected, validator: newValidator)]))
     }
 
-    func finished(_ id: String, _ result: TransferResult, digestFileProblem: String? = nil) {
+    /// `atDigestFile`: the attempt ended fetching the digest file, before the job's URL was asked.
+    func finished(_ id: String, _ result: TransferResult, digestFileProblem: String? = nil, atDigestFile: Bool = false) {
         guard var running = active[id] else { return }
         if running.stopReason == .toRanges, !result.isComplete {
             return continueInRanges(&running, result)
@@ -466,7 +473,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         track(running, starting: false)
         live.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(context: settlement, job: running.download, result: result, startedAt: running.attemptStartedAt,
-                                 now: clock.now(), jitter: Double.random(in: 0..<1), digestFile: running.digestFile)
+                                 now: clock.now(), jitter: Double.random(in: 0..<1), digestFile: running.digestFile,
+                                 reachedURL: !atDigestFile)
         // A first connection that completed before it could hand over to several settles as it is.
         let stopReason = running.stopReason == .toRanges ? nil : running.stopReason
         if let reason = stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {

@@ -46,6 +46,9 @@ struct Settlement {
     let jitter: Double
     /// The job's `checksumURL` as fetched before this attempt's download.
     var digestFile: DigestFile? = nil
+    /// Whether the attempt asked the job's URL: one that ended at its digest file says nothing
+    /// about that URL, so a retry stays on it rather than moving to the next mirror.
+    var reachedURL = true
 
     /// The longest a Retry-After holds a host.
     static let maxHostHold: Duration = .seconds(86400)
@@ -67,7 +70,7 @@ struct Settlement {
                   cause: DownloadError(code: ErrorCode.fileError, message: "the response body was not stored"))
         case .retry(let after, let cause, let outage):
             if let deadline = job.resourceDeadline, now + after.wholeMilliseconds >= deadline { return resourceTimedOut() }
-            var write = retry(after: after, cause: cause, outage: outage, nextURL: !job.mirrors.isEmpty)
+            var write = retry(after: after, cause: cause, outage: outage, nextURL: !job.mirrors.isEmpty && reachedURL)
             if let retryAfter, result.httpStatus == 429 || result.httpStatus == 503 {
                 // Asked of every client, not just this job: the whole host:port waits.
                 let until = now + min(retryAfter, Self.maxHostHold).wholeMilliseconds
@@ -176,7 +179,7 @@ struct Settlement {
 
     private func complete(digest: String) -> JobWrite {
         let target = job.destination.isDirectory
-            ? job.destination.file(named: FileName.choose(contentDisposition: result.contentDisposition, finalURL: result.effectiveURL ?? job.url))
+            ? job.destination.file(named: FileName.choose(contentDisposition: result.contentDisposition, finalURL: result.effectiveURL ?? job.currentURL))
             : job.destination
         if let problem = verify(digest, fileName: target.fileName) { return fail(problem) }
         switch context.files.place(partial: partialPath, destination: target, jobID: job.id, overwrite: job.overwrite,
@@ -317,7 +320,7 @@ struct Settlement {
         var moved = job
         moved.mirrorIndex = (job.mirrorIndex + 1) % job.allURLs.count
         moved.mirrorMisses = missed ? job.mirrorMisses + 1 : 0
-        if job.expectedSHA256 != nil || job.checksum != nil, job.bytesExpectedFromOrigin != nil {
+        if job.expectedSHA256 != nil || job.checksum != nil || job.checksumURL != nil, job.bytesExpectedFromOrigin != nil {
             if job.bytesReceived > 0 { moved.validator = "" }
         } else {
             context.partials.remove(job.id)

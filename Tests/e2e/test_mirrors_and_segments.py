@@ -3,9 +3,12 @@ whose request log shows what fetchd asked for (Range or not) and how many bytes 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
+
+import pytest
 
 from e2e_support import Fault, sha256_hex, wait_for
 
@@ -16,6 +19,19 @@ MiB = 1 << 20
 def range_start(request) -> int | None:
     match = re.fullmatch(r"bytes=(\d+)-\d*", request.headers.get("range", ""))
     return int(match.group(1)) if match else None
+
+
+def ranged_requests(origin, path: str) -> list:
+    return [r for r in origin.requests_for(path) if range_start(r) is not None]
+
+
+def wrong(hex_digest: str) -> str:
+    return ("0" if hex_digest[0] != "0" else "1") + hex_digest[1:]
+
+
+def sums_line(hex_digest: str, name: str) -> bytes:
+    """A digest file as `sha256sum`/`sha512sum` write it."""
+    return f"{hex_digest}  {name}\n".encode()
 
 
 # ----- body fields
@@ -58,11 +74,14 @@ def failing_then_mirror(origin, body: bytes, name: str) -> tuple[str, str]:
     return broken, mirror
 
 
-def test_a_mirror_with_a_digest_carries_the_partial_data_over(fetchd, origin):
+@pytest.mark.parametrize("vouch", ["sha256", "checksumURL"])
+def test_a_mirror_with_a_digest_carries_the_partial_data_over(fetchd, origin, vouch):
     fd = fetchd()
     body = os.urandom(2 * MiB)
     broken, mirror = failing_then_mirror(origin, body, "digest")
-    job = fd.api.submit({"url": broken, "destination": "digest.bin", "mirrors": [mirror], "sha256": sha256_hex(body)})
+    digest = {"sha256": sha256_hex(body)} if vouch == "sha256" else \
+        {"checksumURL": origin.add("/SHA256SUMS", sums_line(sha256_hex(body), "digest.bin"))}
+    job = fd.api.submit({"url": broken, "destination": "digest.bin", "mirrors": [mirror], **digest})
     done = fd.api.wait_state(job["id"], "completed", timeout=30)
     assert done["sha256"] == sha256_hex(body)
     assert fd.dest("digest.bin").read_bytes() == body
@@ -224,3 +243,107 @@ def test_a_paused_segmented_job_resumes_and_starts_over_if_its_partial_file_is_g
     done = fd.api.wait_state(job["id"], "completed", timeout=30)
     assert done["sha256"] == sha256_hex(body)
     assert fd.dest("paused.bin").read_bytes() == body
+
+
+def test_a_digest_file_that_fails_once_does_not_move_the_job_to_a_mirror(fetchd, origin):
+    fd = fetchd()
+    body = os.urandom(64 * KiB)
+    url, mirror = origin.add("/home/app.bin", body), origin.add("/elsewhere/app.bin", body)
+    sums = origin.add("/home/SHA256SUMS", sums_line(sha256_hex(body), "app.bin"), faults=[Fault(status=503)])
+    job = fd.api.submit({"url": url, "destination": "app.bin", "mirrors": [mirror], "checksumURL": sums})
+    assert fd.api.wait_state(job["id"], "completed", timeout=20)["sha256"] == sha256_hex(body)
+    # The 503 was the digest file's, not the URL's: the retry asked the same URL.
+    assert [a["url"] for a in fd.api.get(f"/downloads/{job['id']}/attempts").json()["items"]] == [url, url]
+    assert origin.requests_for("/elsewhere/app.bin") == []
+
+
+# ----- checksums, digest files, directory destinations and resourceTimeout over several connections
+
+
+@pytest.mark.parametrize("right", [True, False], ids=["right", "wrong"])
+@pytest.mark.parametrize("algorithm", ["sha512", "sha1", "md5"])
+def test_a_checksum_is_checked_on_the_file_the_ranges_filled(fetchd, origin, algorithm, right):
+    fd = fetchd()
+    body = os.urandom(2 * MiB)
+    url = origin.add("/summed.bin", body, rate=1 * MiB)  # per connection
+    actual = hashlib.new(algorithm, body).hexdigest()
+    given = actual if right else wrong(actual)
+    job = fd.api.submit({"url": url, "destination": "summed.bin", "connections": 4, "checksum": f"{algorithm}:{given}"})
+    if right:
+        done = fd.api.wait_state(job["id"], "completed", timeout=30)
+        assert done["sha256"] == sha256_hex(body)
+        assert fd.dest("summed.bin").read_bytes() == body
+    else:
+        error = fd.api.wait_state(job["id"], "failed", timeout=30)["error"]
+        assert error["code"] == "checksum_mismatch", error
+        assert actual in error["message"] and given in error["message"]
+        assert not fd.dest("summed.bin").exists()
+    assert ranged_requests(origin, "/summed.bin")
+
+
+@pytest.mark.parametrize("right", [True, False], ids=["right", "wrong"])
+def test_resumed_ranges_fetch_the_digest_file_again_and_are_checked_against_it(fetchd, origin, right):
+    fd = fetchd()
+    body = os.urandom(4 * MiB)
+    url = origin.add("/dist/ranged.iso", body, rate=256 * KiB)
+    actual = hashlib.sha512(body).hexdigest()
+    sums = origin.add("/dist/SHA512SUMS", sums_line(actual if right else wrong(actual), "ranged.iso"))
+    job = fd.api.submit({"url": url, "destination": "ranged.iso", "connections": 4, "checksumURL": sums})
+    wait_for(lambda: origin.responding.get("/dist/ranged.iso", 0) == 4, timeout=15)
+    wait_for(lambda: fd.api.job(job["id"])["bytesReceived"] > 0, timeout=15)
+    assert fd.api.post(f"/downloads/{job['id']}/pause").status == 200
+    fd.api.wait_state(job["id"], "paused")
+    origin.resources["/dist/ranged.iso"].rate = None
+    assert fd.api.post(f"/downloads/{job['id']}/resume").status == 200
+    if right:
+        assert fd.api.wait_state(job["id"], "completed", timeout=30)["sha256"] == sha256_hex(body)
+        assert fd.dest("ranged.iso").read_bytes() == body
+    else:
+        error = fd.api.wait_state(job["id"], "failed", timeout=30)["error"]
+        assert error["code"] == "checksum_mismatch", error
+        assert not fd.dest("ranged.iso").exists()
+    # Once per attempt: the resumed ranges were checked against a digest file of their own.
+    assert len(origin.requests_for("/dist/SHA512SUMS")) == 2
+    resumed = [r for r in ranged_requests(origin, "/dist/ranged.iso")
+               if r.time > origin.requests_for("/dist/SHA512SUMS")[1].time]
+    assert resumed
+
+
+def test_a_directory_destination_is_named_by_content_disposition_over_several_connections(fetchd, origin):
+    fd = fetchd()
+    body = os.urandom(2 * MiB)
+    url = origin.add("/get/7", body, rate=1 * MiB, headers={"Content-Disposition": 'attachment; filename="report 7.bin"'})
+    job = fd.api.submit({"url": url, "destination": "inbox/", "connections": 4})
+    done = fd.api.wait_state(job["id"], "completed", timeout=30)
+    assert done["path"] == "inbox/report 7.bin", done
+    assert fd.dest("inbox/report 7.bin").read_bytes() == body
+    assert ranged_requests(origin, "/get/7")
+
+
+def test_a_directory_destination_keeps_its_name_when_ranges_resume_after_a_kill(fetchd, origin):
+    fd = fetchd()
+    body = os.urandom(4 * MiB)
+    url = origin.add("/get/8", body, rate=256 * KiB, headers={"Content-Disposition": 'attachment; filename="report 8.bin"'})
+    job = fd.api.submit({"url": url, "destination": "inbox/", "connections": 4, "sha256": sha256_hex(body)})
+    wait_for(lambda: origin.served("/get/8") >= len(body) * 0.4, timeout=30)
+    fd.kill()
+    killed_at = time.time()
+    origin.resources["/get/8"].rate = None
+    fd.start()
+    done = fd.api.wait_state(job["id"], "completed", timeout=30)
+    assert done["path"] == "inbox/report 8.bin", done
+    assert fd.dest("inbox/report 8.bin").read_bytes() == body
+    # After the restart only ranges were asked for: their responses named the file.
+    after = [r for r in origin.requests_for("/get/8") if r.time > killed_at]
+    assert after and all(range_start(r) is not None for r in after), [r.headers for r in after]
+
+
+def test_resource_timeout_ends_a_slow_ranged_job(fetchd, origin):
+    fd = fetchd()
+    body = os.urandom(8 * MiB)
+    url = origin.add("/slow-ranges.bin", body, rate=256 * KiB)  # per connection: 8 s in all
+    job = fd.api.submit({"url": url, "destination": "slow-ranges.bin", "connections": 4, "resourceTimeout": "2s"})
+    error = fd.api.wait_state(job["id"], "failed", timeout=20)["error"]
+    assert error["code"] == "timeout" and "resourceTimeout" in error["message"], error
+    assert not fd.dest("slow-ranges.bin").exists()
+    assert ranged_requests(origin, "/slow-ranges.bin")

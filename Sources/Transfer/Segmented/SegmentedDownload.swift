@@ -1,4 +1,5 @@
 import Dispatch
+import DownloadCore
 import Synchronization
 
 /// Reported while a segmented download runs (at most about four times a second per range).
@@ -28,6 +29,10 @@ public struct SegmentedResult: Sendable {
     public var singleConnection: TransferResult?
     /// Preparing (preallocating) or hashing the file failed.
     public var failure: TransferFailure?
+    /// The `Content-Disposition` and final URL of the first range response that delivered its
+    /// bytes in this start, if any: what names a file fetched into a directory.
+    public var contentDisposition: String?
+    public var effectiveURL: String?
 
     /// Whether the file is complete and hashed, over several connections or, after a fallback, one.
     public var isComplete: Bool {
@@ -65,6 +70,8 @@ public final class SegmentedDownload: Sendable {
         /// Set once the end is decided (fallback, hash or report): `begin` and the last range to
         /// complete may both find nothing running.
         var isEnding = false
+        /// The first range response that delivered its bytes (for `SegmentedResult.contentDisposition`).
+        var delivered: TransferResult?
     }
 
     private let engine: TransferEngine
@@ -75,6 +82,9 @@ public final class SegmentedDownload: Sendable {
     private let state: Mutex<State>
     private let connections: Int
     private let hasher: FileHash
+    /// When the request's `totalTimeout` runs out, for the whole download: a range started later
+    /// gets what is left of it, not a fresh one.
+    private let deadline: ContinuousClock.Instant?
     private let onProgress: @Sendable (SegmentedProgress) -> Void
     private let onComplete: @Sendable (SegmentedResult) -> Void
 
@@ -83,8 +93,9 @@ public final class SegmentedDownload: Sendable {
     /// of `ranges` that are not done yet, each from its `next`. The validator must be a strong
     /// ETag or a Last-Modified date (If-Range does not take weak ETags).
     /// - Parameters:
-    ///   - request: the URL, headers, timeouts, address policy, `maxSpeedBytesPerSecond` (per
-    ///     connection) and `extraDigest`; its sink is not used.
+    ///   - request: the URL, headers, timeouts (`totalTimeout` for the whole download, not each
+    ///     range), address policy, `maxSpeedBytesPerSecond` (per connection) and `extraDigest`; its
+    ///     sink is not used.
     ///   - path: the partial file, preallocated to `size` here; bytes outside the ranges' unfinished
     ///     parts are kept as they are.
     ///   - connections: how many ranges run at once (nil: all of them).
@@ -110,6 +121,7 @@ public final class SegmentedDownload: Sendable {
         self.engine = engine
         self.connections = connections
         hasher = FileHash(path: path, extra: request.extraDigest)
+        deadline = request.totalTimeout.map { ContinuousClock.now + .seconds($0) }
         template = request
         self.path = path
         self.size = size
@@ -147,7 +159,7 @@ public final class SegmentedDownload: Sendable {
         while state.running.count < connections, !state.waiting.isEmpty {
             let index = state.waiting.removeFirst()
             let range = state.ranges[index]
-            var request = template
+            var request = timedRequest()
             request.sink = .segment(path: path, from: range.next, to: range.end, validator: validator)
             state.running[index] = engine.start(request, onProgress: { [self] progress in
                 rangeProgressed(index, progress)
@@ -155,6 +167,14 @@ public final class SegmentedDownload: Sendable {
                 rangeCompleted(index, result)
             })
         }
+    }
+
+    /// The request with what is left of the download's `totalTimeout` (at least a millisecond:
+    /// curl takes 0 as no limit at all).
+    private func timedRequest() -> TransferRequest {
+        var request = template
+        if let deadline { request.totalTimeout = max(0.001, (deadline - ContinuousClock.now).inSeconds) }
+        return request
     }
 
     /// Where the file's contiguous prefix ends: the first range not done yet, as far as it got.
@@ -187,6 +207,7 @@ public final class SegmentedDownload: Sendable {
             // A cancelled or failed segment reports the offset written so far.
             state.ranges[index].next = min(max(result.bytesOnDisk, range.start), range.end)
             guard !state.ranges[index].isDone else {
+                if state.delivered == nil { state.delivered = result }
                 // The next range takes the connection, unless the download is ending anyway.
                 if !state.isCancelled, !state.notHonoured, state.unfinished.isEmpty { launch(&state) }
                 return []
@@ -228,7 +249,7 @@ public final class SegmentedDownload: Sendable {
 
     /// One plain transfer from the first byte, unless a cancel came first.
     private func fallBack() {
-        var request = template
+        var request = timedRequest()
         request.sink = .file(path: path, resumeValidator: nil)
         let started = state.withLock { locked -> Bool in
             guard !locked.isCancelled else { return false }
@@ -242,9 +263,11 @@ public final class SegmentedDownload: Sendable {
     }
 
     private func hash() {
-        let ranges = state.withLock { $0.ranges }
+        let (ranges, delivered) = state.withLock { ($0.ranges, $0.delivered) }
         hasher.finish(size: size) { [self] digests in
             var result = SegmentedResult(ranges: ranges, unfinished: [:])
+            result.contentDisposition = delivered?.contentDisposition
+            result.effectiveURL = delivered?.effectiveURL
             switch digests {
             case .success(let digests):
                 result.sha256 = digests.sha256
