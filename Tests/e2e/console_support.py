@@ -69,6 +69,18 @@ def job_button(driver, job_id: str, action: str):
     return fresh(find)
 
 
+def click_job_button(driver, job_id: str, action: str) -> None:
+    """Clicks the job's `action` button once it is there. The console redraws a job's row on
+    every event of it, so a button found a moment ago may be gone by the click: then the
+    button of the redrawn row is clicked, as a user would."""
+    from e2e_support import wait_for
+
+    def click() -> bool:
+        button = job_button(driver, job_id, action)
+        return button is not None and fresh(lambda: button.click() or True) is True
+    wait_for(click, message=f"a {action} button to click")
+
+
 def raw_request(port: int, request: bytes) -> bytes:
     """Sends `request` as written (HTTP/1.0 without Host, two Host fields) and reads the whole answer."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:

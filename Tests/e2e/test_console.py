@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from console_support import (fresh, job_button, job_element, job_state, job_text, raw_request, require_endpoint,
+from console_support import (click_job_button, fresh, job_element, job_state, job_text, raw_request, require_endpoint,
                              start_browser, status_of)
 from e2e_support import Fault, FetchdFactory, rfc3339, wait_for
 
@@ -137,7 +137,7 @@ def test_retry_completes_a_failed_job(browser, console, origin):
     require_endpoint(console.port, "GET", f"/downloads/{job['id']}/retry", "Retry needs POST /downloads/{id}/retry")
     open_console(browser, console)
     assert "http_status" in job_text(browser, job["id"])
-    wait_for(lambda: job_button(browser, job["id"], "Retry"), message="a Retry button").click()
+    click_job_button(browser, job["id"], "Retry")
     console.api.wait_state(job["id"], "completed")
     wait_page_state(browser, job["id"], "completed")
     assert console.dest("retry/flaky.bin").read_bytes() == b"x" * 4096
@@ -149,13 +149,13 @@ def test_pause_resume_cancel_change_the_job(browser, console, origin):
     console.api.wait_state(job["id"], "running")
     open_console(browser, console)
     wait_page_state(browser, job["id"], "running")
-    wait_for(lambda: job_button(browser, job["id"], "Pause"), message="a Pause button").click()
+    click_job_button(browser, job["id"], "Pause")
     console.api.wait_state(job["id"], "paused")
     wait_page_state(browser, job["id"], "paused")
-    wait_for(lambda: job_button(browser, job["id"], "Resume"), message="a Resume button").click()
+    click_job_button(browser, job["id"], "Resume")
     console.api.wait_state(job["id"], {"queued", "running"})
     wait_for(lambda: job_state(browser, job["id"]) in ("queued", "running"), message="shown resumed")
-    wait_for(lambda: job_button(browser, job["id"], "Cancel"), message="a Cancel button").click()
+    click_job_button(browser, job["id"], "Cancel")
     console.api.wait_state(job["id"], "cancelled")
     wait_page_state(browser, job["id"], "cancelled")
 
