@@ -40,6 +40,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         var ranges: (any SegmentsRunning)?
         /// Bytes on disk when the attempt (over several connections) started.
         var bytesAtStart: Int64 = 0
+        /// Its body is in and its slot went to the next job; it settles behind (`bodyReceived`).
+        var slotFreed = false
     }
 
     let queue = DispatchQueue(label: "fetchd.scheduler")
@@ -427,6 +429,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     }
 
     private func progressed(_ id: String, _ progress: TransferProgress) {
+        if progress.bodyComplete { return bodyReceived(id) }
         guard var running = active[id], running.stopReason == nil else { return }
         if let reason = switchOver(&running, progress) {
             running.stopReason = reason
@@ -451,6 +454,16 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         pendingWrites.add(JobWrite(changes: [.progress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected, validator: newValidator)]))
     }
 
+    /// An attempt's whole body is in: its slot goes to the next job now, and it settles (sync,
+    /// hash, place, commit) behind, still `running` in the store until its write is committed.
+    private func bodyReceived(_ id: String) {
+        guard var running = active[id], running.stopReason == nil, !running.slotFreed, running.ranges == nil else { return }
+        running.slotFreed = true
+        active[id] = running
+        track(running, starting: false)
+        poke()
+    }
+
     func finished(_ id: String, _ result: TransferResult, digestFileProblem: String? = nil) {
         guard var running = active[id] else { return }
         if running.stopReason == .toRanges, !result.isComplete {
@@ -463,7 +476,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             return finished(id, TransferResult(failure: .cancelled))
         }
         active[id] = nil
-        track(running, starting: false)
+        if !running.slotFreed { track(running, starting: false) }
         live.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(context: settlement, job: running.download, result: result, startedAt: running.attemptStartedAt,
                                  now: clock.now(), jitter: Double.random(in: 0..<1), digestFile: running.digestFile)
@@ -478,7 +491,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             if let (host, until) = write.hostHold { holdHost(host, until: until) }
             pendingWrites.add(write)
         }
-        attemptsEnded = true
+        // A completed body's slot was passed on already; anything else may put the job back in the queue.
+        if !running.slotFreed || stopReason != nil || !result.isComplete || stopping { attemptsEnded = true }
     }
 
     // MARK: - Writing in batches
