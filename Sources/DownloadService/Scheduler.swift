@@ -64,8 +64,13 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     var load = Load()
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(5)) { [unowned self] in self.schedule() }
     private let passPending = Atomic<Bool>(false)
-    /// When the timer fires next (milliseconds since the epoch; `.max` when disarmed).
-    private var timerDeadline = Int64.max
+    /// When the timer fires next (milliseconds since the epoch; `.max` when disarmed). Set on the
+    /// queue; `jobStored` reads it from the event loops.
+    private let plannedPass = Atomic<Int64>(.max)
+    private var timerDeadline: Int64 {
+        get { plannedPass.load(ordering: .sequentiallyConsistent) }
+        set { plannedPass.store(newValue, ordering: .sequentiallyConsistent) }
+    }
     /// The earliest `runAt` of jobs stored since `considerNewJobs` last looked, and whether it is queued.
     private let earliestNewJob = Atomic<Int64>(.max)
     private let newJobsPending = Atomic<Bool>(false)
@@ -114,6 +119,14 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// the scheduler stays idle.
     func jobStored(runAt: Int64) {
         earliestNewJob.min(runAt, ordering: .sequentiallyConsistent)
+        // Not due before the pass already planned: no look now, and no wake-up of the queue per
+        // POST. `arm` reads `earliestNewJob` after it moves the deadline, so a pass planned
+        // meanwhile (from a read of the store before this job) cannot pass over it.
+        guard runAt < timerDeadline else { return }
+        lookAtNewJobs()
+    }
+
+    private func lookAtNewJobs() {
         guard !newJobsPending.exchange(true, ordering: .sequentiallyConsistent) else { return }
         queue.async { self.considerNewJobs() }
     }
@@ -325,6 +338,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private func arm(at deadline: Int64?, now: Int64) {
         timer.arm(at: deadline, now: now)
         timerDeadline = deadline ?? .max
+        if earliestNewJob.load(ordering: .sequentiallyConsistent) < timerDeadline { lookAtNewJobs() }
     }
 
     /// Counts a job the pass decided to start in the load, before its claim is committed, so the
