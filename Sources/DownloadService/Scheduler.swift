@@ -43,6 +43,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         /// What the first connection's response said to name the file by, kept for the settlement
         /// of the ranges it handed over to (a directory destination's file is named at placement).
         var firstResponse: (contentDisposition: String?, effectiveURL: String?)?
+        /// Its body is in and its slot went to the next job; it settles behind (`bodyReceived`).
+        var slotFreed = false
     }
 
     let queue = DispatchQueue(label: "fetchd.scheduler")
@@ -65,8 +67,13 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     var load = Load()
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(5)) { [unowned self] in self.schedule() }
     private let passPending = Atomic<Bool>(false)
-    /// When the timer fires next (milliseconds since the epoch; `.max` when disarmed).
-    private var timerDeadline = Int64.max
+    /// When the timer fires next (milliseconds since the epoch; `.max` when disarmed). Set on the
+    /// queue; `jobStored` reads it from the event loops.
+    private let plannedPass = Atomic<Int64>(.max)
+    private var timerDeadline: Int64 {
+        get { plannedPass.load(ordering: .sequentiallyConsistent) }
+        set { plannedPass.store(newValue, ordering: .sequentiallyConsistent) }
+    }
     /// The earliest `runAt` of jobs stored since `considerNewJobs` last looked, and whether it is queued.
     private let earliestNewJob = Atomic<Int64>(.max)
     private let newJobsPending = Atomic<Bool>(false)
@@ -115,6 +122,14 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// the scheduler stays idle.
     func jobStored(runAt: Int64) {
         earliestNewJob.min(runAt, ordering: .sequentiallyConsistent)
+        // Not due before the pass already planned: no look now, and no wake-up of the queue per
+        // POST. `arm` reads `earliestNewJob` after it moves the deadline, so a pass planned
+        // meanwhile (from a read of the store before this job) cannot pass over it.
+        guard runAt < timerDeadline else { return }
+        lookAtNewJobs()
+    }
+
+    private func lookAtNewJobs() {
         guard !newJobsPending.exchange(true, ordering: .sequentiallyConsistent) else { return }
         queue.async { self.considerNewJobs() }
     }
@@ -326,6 +341,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private func arm(at deadline: Int64?, now: Int64) {
         timer.arm(at: deadline, now: now)
         timerDeadline = deadline ?? .max
+        if earliestNewJob.load(ordering: .sequentiallyConsistent) < timerDeadline { lookAtNewJobs() }
     }
 
     /// Counts a job the pass decided to start in the load, before its claim is committed, so the
@@ -433,6 +449,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     }
 
     private func progressed(_ id: String, _ progress: TransferProgress) {
+        if progress.bodyComplete { return bodyReceived(id) }
         guard var running = active[id], running.stopReason == nil else { return }
         if let reason = switchOver(&running, progress) {
             running.stopReason = reason
@@ -457,6 +474,16 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         pendingWrites.add(JobWrite(changes: [.progress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected, validator: newValidator)]))
     }
 
+    /// An attempt's whole body is in: its slot goes to the next job now, and it settles (sync,
+    /// hash, place, commit) behind, still `running` in the store until its write is committed.
+    private func bodyReceived(_ id: String) {
+        guard var running = active[id], running.stopReason == nil, !running.slotFreed, running.ranges == nil else { return }
+        running.slotFreed = true
+        active[id] = running
+        track(running, starting: false)
+        poke()
+    }
+
     /// `atDigestFile`: the attempt ended fetching the digest file, before the job's URL was asked.
     func finished(_ id: String, _ result: TransferResult, digestFileProblem: String? = nil, atDigestFile: Bool = false) {
         guard var running = active[id] else { return }
@@ -470,7 +497,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             return finished(id, TransferResult(failure: .cancelled))
         }
         active[id] = nil
-        track(running, starting: false)
+        if !running.slotFreed { track(running, starting: false) }
         live.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(context: settlement, job: running.download, result: result, startedAt: running.attemptStartedAt,
                                  now: clock.now(), jitter: Double.random(in: 0..<1), digestFile: running.digestFile,
@@ -486,7 +513,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             if let (host, until) = write.hostHold { holdHost(host, until: until) }
             pendingWrites.add(write)
         }
-        attemptsEnded = true
+        // A completed body's slot was passed on already; anything else may put the job back in the queue.
+        if !running.slotFreed || stopReason != nil || !result.isComplete || stopping { attemptsEnded = true }
     }
 
     // MARK: - Writing in batches

@@ -3,7 +3,8 @@ import Transfer
 /// What the scheduler needs of the transfer engine: start an attempt and stop it. The engine
 /// is the one implementation; tests stand in for it to settle attempts as they choose.
 protocol TransferRunning: Sendable {
-    /// `onProgress` and `onComplete` run on the engine's queue; `onComplete` exactly once.
+    /// `onProgress` runs on the engine's queue, `onComplete` exactly once, after the last
+    /// `onProgress` (on the engine's queue or a file queue).
     func start(_ request: TransferRequest, onProgress: @escaping @Sendable (TransferProgress) -> Void,
                onComplete: @escaping @Sendable (TransferResult) -> Void) -> TransferID
     /// The attempt completes with `.cancelled`, its file left as it is.

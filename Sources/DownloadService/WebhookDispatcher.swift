@@ -2,6 +2,7 @@ import Dispatch
 import DownloadCore
 import Logging
 import Persistence
+import Synchronization
 import Transfer
 
 /// Delivers the webhook outbox: sends each pending delivery when due and records the outcome as
@@ -28,6 +29,9 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
         [unowned self] in self.record([])
     }
     private var stopping = false
+    /// A scan for due deliveries is queued: pokes until it runs (one per committed batch of job
+    /// changes, many at once when small files complete) make that one scan.
+    private let scanPending = Atomic<Bool>(false)
 
     init(store: any JobStore, sender: any WebhookSending, policy: DeliveryPolicy, metrics: Metrics, clock: Clock, logger: Logger) {
         self.store = store
@@ -39,6 +43,7 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     }
 
     func poke() {
+        guard !scanPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
         queue.async { self.deliverDue() }
     }
 
@@ -50,6 +55,8 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     }
 
     private func deliverDue() {
+        // Cleared before the scan, so a delivery recorded meanwhile queues another.
+        scanPending.store(false, ordering: .releasing)
         guard !stopping else { return }
         let now = clock.now()
         do {

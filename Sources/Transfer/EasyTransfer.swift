@@ -414,7 +414,8 @@ final class EasyTransfer {
     // MARK: - Finishing
 
     /// Builds the result, frees the easy handle (already removed from the multi handle), and calls
-    /// `onComplete` on `queue`: at once, or after the file is hashed and synced off the queue.
+    /// `onComplete`: at once on `queue`, or after the file is hashed and synced, on the queue
+    /// that did that (a `bodyComplete` progress report goes first).
     /// `work` covers that off-queue part.
     func finish(_ outcome: Outcome, queue: DispatchQueue, work: DispatchGroup) {
         var result = TransferResult()
@@ -461,6 +462,12 @@ final class EasyTransfer {
             }
             return
         }
+        if receiver.segmentEnd == nil {
+            // The connection is done with: the caller may give its slot to the next transfer
+            // while the file is synced and hashed.
+            onProgress(TransferProgress(bytesOnDisk: file.length, bytesExpected: result.bytesExpected,
+                                        validator: result.validator, bodyComplete: true))
+        }
         let unhashed = result
         file.finish { length, digest in
             var hashed = unhashed
@@ -471,11 +478,9 @@ final class EasyTransfer {
                 hashed.extraDigest = digests?.extra
             case .failure(let failure): hashed.failure = failure
             }
-            let result = hashed
-            queue.async {
-                onComplete(result)
-                work.leave()
-            }
+            // Straight from the writer's (or digest's) queue: the caller hops to its own queue anyway.
+            onComplete(hashed)
+            work.leave()
         }
     }
 

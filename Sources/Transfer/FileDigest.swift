@@ -76,6 +76,21 @@ final class FileDigest: @unchecked Sendable {
         }
     }
 
+    /// Hashes `chunk`, the file's bytes from where the hash stands, gives it back, and returns the
+    /// digests, on the caller's thread (the digest's queue must be idle: nothing added before).
+    func finishNow(adding chunk: WriteChunk) -> FileDigests? {
+        defer { backlog.giveBack(chunk) }
+        return queue.sync {
+            isDone = true
+            written = chunk.offset + Int64(chunk.count)
+            if chunk.offset == hashed { update(chunk.bytes) }
+            while hashed < written {
+                guard readBack() else { return nil }
+            }
+            return FileDigests(sha256: Hex.lowercase(hasher.finalize()), extra: extraHasher?.finalize())
+        }
+    }
+
     /// Stops hashing; `completion` runs on the digest's queue once the file is no longer read.
     func stop(then completion: @escaping @Sendable () -> Void) {
         queue.async {

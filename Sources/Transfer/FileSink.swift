@@ -83,8 +83,9 @@ final class FileSink {
     /// `completion` gets the file's length and its digests (none for a segment), or what went
     /// wrong, on some other queue.
     func finish(then completion: @escaping @Sendable (_ length: Int64, _ digests: Result<FileDigests?, TransferFailure>) -> Void) {
-        flush()
-        writer.finish(then: completion)
+        let last = chunk
+        chunk = nil
+        writer.finish(last: last, then: completion)
     }
 
     /// Writes what is left and closes the file, off the engine queue; `completion` gets the file's

@@ -9,7 +9,7 @@ import Synchronization
 /// The engine queue never waits for it: it hands chunks over with `write`, and while `isBehind`
 /// says the disk side is too far behind it takes no more bytes until `onWritable` runs.
 final class FileWriter: @unchecked Sendable {
-    // @unchecked: `written` and `writeBackFrom` are touched only on `queue`; what other queues read
+    // @unchecked: `written`, `writeBackFrom` and `digestIdle` are touched only on `queue`; what other queues read
     // is in `shared`, a Mutex.
 
     private struct Shared {
@@ -31,6 +31,9 @@ final class FileWriter: @unchecked Sendable {
     private var written: Int64
     /// Where the range not yet handed to write-back starts.
     private var writeBackFrom: Int64
+    /// The digest has been given nothing to do yet (no resumed prefix, no chunk, no restart), so
+    /// its queue is idle and `finish` may hash the last chunk synchronously.
+    private var digestIdle: Bool
 
     /// Takes over `fd`, whose first `length` bytes are there already (a resumed prefix).
     /// `onWritable` runs, on some other queue, when the sink may take bytes again after `isBehind`.
@@ -44,6 +47,7 @@ final class FileWriter: @unchecked Sendable {
         shared = Mutex(Shared(written: length))
         written = length
         writeBackFrom = length
+        digestIdle = length == 0
     }
 
     /// The first error writing the file, if one happened.
@@ -72,31 +76,48 @@ final class FileWriter: @unchecked Sendable {
             self.written = 0
             self.writeBackFrom = 0
             self.shared.withLock { $0.written = 0 }
+            self.digestIdle = false
             self.digest?.startOver()
         }
     }
 
-    /// Writes what was handed over, fsyncs and closes the file; `completion` gets the file's
-    /// length and its digests (or what went wrong), on some other queue.
-    func finish(then completion: @escaping @Sendable (_ length: Int64, _ digests: Result<FileDigests?, TransferFailure>) -> Void) {
+    /// Writes what was handed over and then `last`, fsyncs and closes the file; `completion` gets
+    /// the file's length and its digests (or what went wrong), on some other queue. All in one turn
+    /// of the writer's queue: a body that is all in `last` (a small file) is hashed right here,
+    /// without waking the digest's queue.
+    func finish(last: WriteChunk?, then completion: @escaping @Sendable (_ length: Int64, _ digests: Result<FileDigests?, TransferFailure>) -> Void) {
+        if last != nil { backlog.add() }
         queue.async {
+            var unhashed: WriteChunk?
+            if let last {
+                if self.digestIdle, self.failure == nil, self.writeAll(last) {
+                    self.shared.withLock { $0.written = self.written }
+                    unhashed = last
+                } else {
+                    self.store(last)
+                }
+            }
             let length = self.written
             if self.failure == nil, fsync(self.fd) != 0 { self.fail(errno, "fsync") }
             if let failure = self.failure {
+                if let unhashed { self.backlog.giveBack(unhashed) }
                 return self.stopDigest {
                     self.close()
                     completion(length, .failure(failure))
                 }
             }
             guard let digest = self.digest else {
+                if let unhashed { self.backlog.giveBack(unhashed) }
                 self.close()
                 return completion(length, .success(nil))
             }
             let path = self.path
-            digest.finish { digests in
+            let done: @Sendable (FileDigests?) -> Void = { digests in
                 self.close()
                 completion(length, digests.map { .success($0) } ?? .failure(.fileError("reading \(path) back to hash it failed")))
             }
+            guard let unhashed else { return digest.finish(then: done) }
+            done(digest.finishNow(adding: unhashed))
         }
     }
 
@@ -127,6 +148,7 @@ final class FileWriter: @unchecked Sendable {
     private func store(_ chunk: WriteChunk) {
         guard failure == nil, writeAll(chunk) else { return backlog.giveBack(chunk) }
         shared.withLock { $0.written = written }
+        digestIdle = false
         if let digest { digest.add(chunk) } else { backlog.giveBack(chunk) }
         if written - writeBackFrom >= WriteBack.step {
             writeBack.start(from: writeBackFrom, upTo: written)

@@ -4,7 +4,8 @@ import Synchronization
 
 /// Runs HTTP transfers with libcurl: many at once, on one queue, one multi handle.
 ///
-/// `onProgress` and `onComplete` are called on the engine's queue: keep them cheap (hop to your
+/// `onProgress` is called on the engine's queue, `onComplete` there or (after the file is synced
+/// and hashed) on a file queue, always after the last `onProgress`: keep them cheap (hop to your
 /// own queue). `onComplete` is called exactly once per `start`.
 public final class TransferEngine: Sendable {
     private let driver: MultiDriver

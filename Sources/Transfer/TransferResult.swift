@@ -19,11 +19,15 @@ public struct TransferProgress: Sendable, Equatable {
     /// ETag (else Last-Modified) of the representation being written to the file, once its
     /// headers arrived: what a resume after a crash must send as If-Range.
     public var validator: String?
+    /// The whole body is in and the connection is done with; the file is being synced and hashed,
+    /// and `onComplete` follows. The last report of an attempt that completes (not for a segment).
+    public var bodyComplete: Bool
 
-    public init(bytesOnDisk: Int64, bytesExpected: Int64?, validator: String? = nil) {
+    public init(bytesOnDisk: Int64, bytesExpected: Int64?, validator: String? = nil, bodyComplete: Bool = false) {
         self.bytesOnDisk = bytesOnDisk
         self.bytesExpected = bytesExpected
         self.validator = validator
+        self.bodyComplete = bodyComplete
     }
 }
 

@@ -74,6 +74,32 @@ import Transfer
         #expect(try run.fixture.store.attempts(of: "j1").map(\.outcome) == ["interrupted"])
     }
 
+    /// Once an attempt's body is in, its slot goes to the next job while the file is synced, hashed
+    /// and settled; the job itself completes only when the engine reports the attempt done.
+    @Test func theSlotIsFreedWhenTheBodyIsIn() async throws {
+        let run = try Running(["max-transfers": "1"])
+        for id in ["j1", "j2"] { try run.fixture.submit(id) }
+        run.pass()
+        #expect(run.transfers.jobIDs == ["j1"])
+
+        let body = Array("j1's bytes".utf8)
+        run.transfers.progress("j1", TransferProgress(bytesOnDisk: Int64(body.count), bytesExpected: Int64(body.count), bodyComplete: true))
+        #expect(eventually { run.transfers.jobIDs == ["j1", "j2"] })
+        #expect(try run.states(["j1", "j2"]) == [.running, .running])
+
+        try run.succeed("j1", body: body)
+        #expect(eventually { (try? run.fixture.job("j1").state) == .completed })
+        #expect(run.fixture.destinationBytes("files/j1") == body)
+        // The completion does not count the freed slot a second time: j2 still holds the only one.
+        try run.fixture.submit("j3")
+        run.pass()
+        #expect(run.transfers.jobIDs == ["j1", "j2"])
+        #expect(try run.waitingFor("j3") == .slot)
+
+        await run.stop()
+        #expect(try run.states(["j2", "j3"]) == [.queued, .queued])
+    }
+
     @Test func aHostGetsNoMoreThanItsLimit() async throws {
         let run = try Running(["max-transfers": "10", "max-transfers-per-host": "2"])
         for id in ["j1", "j2", "j3"] { try run.fixture.submit(id, host: "busy.example") }

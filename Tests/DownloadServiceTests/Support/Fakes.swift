@@ -26,6 +26,7 @@ final class FakeTransfers: TransferRunning {
         let id: TransferID
         let request: TransferRequest
         let onComplete: @Sendable (TransferResult) -> Void
+        let onProgress: @Sendable (TransferProgress) -> Void
 
         /// The job it is an attempt of: the fixture's jobs fetch `/<id>`.
         var jobID: String { request.url.split(separator: "/").last.map(String.init) ?? "" }
@@ -48,7 +49,7 @@ final class FakeTransfers: TransferRunning {
                onComplete: @escaping @Sendable (TransferResult) -> Void) -> TransferID {
         started.withLock { list in
             let id = TransferID(rawValue: UInt64(list.count + 1))
-            list.append(Started(id: id, request: request, onComplete: onComplete))
+            list.append(Started(id: id, request: request, onComplete: onComplete, onProgress: onProgress))
             return id
         }
     }
@@ -57,6 +58,11 @@ final class FakeTransfers: TransferRunning {
     func cancel(_ id: TransferID) {
         guard let attempt = all.first(where: { $0.id == id }) else { return }
         attempt.onComplete(TransferResult(failure: .cancelled, bytesOnDisk: fileSize(attempt.partialPath)))
+    }
+
+    /// Reports `progress` for the latest attempt of a job.
+    func progress(_ jobID: String, _ progress: TransferProgress) {
+        all.last { $0.jobID == jobID }?.onProgress(progress)
     }
 
     /// Ends the latest attempt of a job with `result`.
