@@ -14,9 +14,18 @@ extension PostgresStore {
             guard try Self.isRegistered(db, membership.id) else { return ClaimResult(claimed: [], nextQueueChange: nil) }
             pass.otherNodesRunning(try Self.otherNodesRunning(db, membership.id))
             try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
+            var latestTag: Int64?
             let claimed = try pass.claimLaneByLane(
                 dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
-                claim: { try self.claim(db, $0) })
+                claim: { job in
+                    guard let tag = try self.claim(db, job) else { return false }
+                    latestTag = max(latestTag ?? tag, tag)
+                    return true
+                })
+            if let latestTag {
+                try db.run("UPDATE scheduler_state SET value = GREATEST(value, $1) WHERE key = 'virtual_time'", [.integer(latestTag)])
+            }
+            try stateLog.append(db, claimed)
             return ClaimResult(claimed: claimed, nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
         }
     }
@@ -42,16 +51,13 @@ extension PostgresStore {
         return try db.query(queries.byHost, [hosts, .integer(Int64(limit)), .integer(Int64(limit))], JobColumns.download)
     }
 
-    /// Compare-and-set to `running`, leased to this node; the virtual time of fair queueing moves
-    /// up to the job's tag.
-    private func claim(_ db: PostgresConnection, _ job: Download) throws -> Bool {
-        let claimed = try !db.query("""
-            WITH started AS (UPDATE downloads SET \(JobColumns.stateAssignments), lease_owner = $\(JobColumns.stateCount + 2)
-                WHERE id = $\(JobColumns.stateCount + 1) AND state = 'queued' RETURNING fair_tag)
-            UPDATE scheduler_state SET value = GREATEST(value, started.fair_tag) FROM started WHERE key = 'virtual_time' RETURNING 1
-            """, JobColumns.stateValues(job) + [.text(job.id), .text(membership.id)]) { _ in true }.isEmpty
-        if claimed { try stateLog.append(db, [job]) }
-        return claimed
+    /// Compare-and-set to `running`, leased to this node; the job's fair-queueing tag if it was
+    /// claimed. The pass moves the virtual time up to the latest tag it claimed, once, at its end.
+    private func claim(_ db: PostgresConnection, _ job: Download) throws -> Int64? {
+        try db.query("""
+            UPDATE downloads SET \(JobColumns.stateAssignments), lease_owner = $\(JobColumns.stateCount + 2)
+            WHERE id = $\(JobColumns.stateCount + 1) AND state = 'queued' RETURNING fair_tag
+            """, JobColumns.stateValues(job) + [.text(job.id), .text(membership.id)]) { $0.int64(0) }.first
     }
 
     /// The next time a queued job becomes due or a discretionary job ages into the normal lane.
