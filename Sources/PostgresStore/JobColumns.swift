@@ -70,13 +70,6 @@ enum JobColumns {
         ]
     }
 
-    /// Rows for `jsonb_populate_recordset`: a JSON array of objects, `columns[i]` holding `values[i]`.
-    static func json(_ rows: [[PostgresValue]], columns: [String]) -> String {
-        "[" + rows.map { values in
-            "{" + zip(columns, values).map { "\"\($0)\":\($1.json)" }.joined(separator: ",") + "}"
-        }.joined(separator: ",") + "]"
-    }
-
     static func download(_ row: PostgresRow) throws -> Download {
         try Download(
             id: row.string(0), url: row.string(1), destination: Destination(stored: row.string(2)), session: row.string(3),

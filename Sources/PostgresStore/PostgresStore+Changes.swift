@@ -1,5 +1,4 @@
 import DownloadCore
-import Foundation
 import Persistence
 
 /// Transitions: compare-and-set on the expected states, with their attempt records and webhook
@@ -110,24 +109,32 @@ extension PostgresStore {
         }
     }
 
+    private static let attemptColumns = [
+        "download_id", "number", "started_at", "ended_at", "outcome", "error_code", "error_message", "http_status",
+        "bytes_transferred", "bytes_on_disk", "url",
+    ]
+
     /// Records attempts (again, if a transition ends one already recorded), in one statement; of
     /// two records of one attempt the later one is kept.
     static func record(_ db: PostgresConnection, attempts: [(attempt: AttemptRecord, id: String)]) throws {
         var latest: [String: Int] = [:]
         for (index, record) in attempts.enumerated() { latest["\(record.id) \(record.attempt.number)"] = index }
-        let rows = latest.values.sorted().map { AttemptRow(attempts[$0].attempt, of: attempts[$0].id) }
+        let rows = latest.values.sorted().map { index -> [PostgresValue] in
+            let (attempt, id) = attempts[index]
+            return [.text(id), .integer(Int64(attempt.number)), .integer(attempt.startedAt), .integer(attempt.endedAt),
+                    .text(attempt.outcome), .optional(attempt.error?.code), .optional(attempt.error?.message),
+                    .optional(attempt.httpStatus), .integer(attempt.bytesTransferred), .integer(attempt.bytesOnDisk),
+                    .optional(attempt.url)]
+        }
         guard !rows.isEmpty else { return }
         try db.run("""
-            INSERT INTO download_attempts (download_id, number, started_at, ended_at, outcome, error_code, error_message,
-            http_status, bytes_transferred, bytes_on_disk, url)
-            SELECT download_id, number, started_at, ended_at, outcome, error_code, error_message, http_status, bytes_transferred,
-            bytes_on_disk, url FROM jsonb_to_recordset($1::jsonb) AS a(download_id text, number int, started_at bigint, ended_at bigint,
-            outcome text, error_code text, error_message text, http_status int, bytes_transferred bigint, bytes_on_disk bigint, url text)
+            INSERT INTO download_attempts (\(Self.attemptColumns.joined(separator: ", ")))
+            SELECT \(Self.attemptColumns.joined(separator: ", ")) FROM jsonb_populate_recordset(NULL::download_attempts, $1::jsonb)
             ON CONFLICT (download_id, number) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
             outcome = EXCLUDED.outcome, error_code = EXCLUDED.error_code, error_message = EXCLUDED.error_message,
             http_status = EXCLUDED.http_status, bytes_transferred = EXCLUDED.bytes_transferred, bytes_on_disk = EXCLUDED.bytes_on_disk,
             url = EXCLUDED.url
-            """, [.text(try AttemptRow.json(rows))])
+            """, [.text(PostgresValue.json(rows, columns: Self.attemptColumns))])
     }
 
     /// The session's counts if it has no live job left, else nil. Two nodes finishing a session's
@@ -159,40 +166,4 @@ private struct SettledBatch {
     var events: [(events: [WebhookEvent], now: Int64)] = []
     /// Sessions a job ended in, with what announces the session if it has finished.
     var ending: [String: (sessionFinished: (SessionSnapshot) -> [WebhookEvent], now: Int64)] = [:]
-}
-
-/// An attempt record as a row of `jsonb_to_recordset`, its keys in snake case (a key left out,
-/// as nil is, reads as NULL).
-private struct AttemptRow: Encodable {
-    let downloadId: String
-    let number: Int
-    let startedAt: Int64
-    let endedAt: Int64
-    let outcome: String
-    let errorCode: String?
-    let errorMessage: String?
-    let httpStatus: Int?
-    let bytesTransferred: Int64
-    let bytesOnDisk: Int64
-    let url: String?
-
-    init(_ attempt: AttemptRecord, of id: String) {
-        downloadId = id
-        number = attempt.number
-        startedAt = attempt.startedAt
-        endedAt = attempt.endedAt
-        outcome = attempt.outcome
-        errorCode = attempt.error?.code
-        errorMessage = attempt.error?.message
-        httpStatus = attempt.httpStatus
-        bytesTransferred = attempt.bytesTransferred
-        bytesOnDisk = attempt.bytesOnDisk
-        url = attempt.url
-    }
-
-    static func json(_ rows: [AttemptRow]) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        return String(decoding: try encoder.encode(rows), as: UTF8.self)
-    }
 }

@@ -46,7 +46,7 @@ extension PostgresStore {
             SELECT \(JobColumns.insertList), lane, fair_tag FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) WITH ORDINALITY AS job
             ORDER BY job.ordinality
             ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING RETURNING id
-            """, [.text(JobColumns.json(zip(downloads, planned).map { download, tag in
+            """, [.text(PostgresValue.json(zip(downloads, planned).map { download, tag in
                 JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)]
             }, columns: JobColumns.written + ["lane", "fair_tag"]))]) { $0.string(0) })
         if inserted.count < downloads.count {

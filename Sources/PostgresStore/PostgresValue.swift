@@ -45,6 +45,13 @@ enum PostgresValue {
         }
     }
 
+    /// Rows for `jsonb_populate_recordset`: a JSON array of objects, `columns[i]` holding `row[i]`.
+    static func json(_ rows: [[PostgresValue]], columns: [String]) -> String {
+        "[" + rows.map { row in
+            "{" + zip(columns, row).map { "\"\($0)\":\($1.json)" }.joined(separator: ",") + "}"
+        }.joined(separator: ",") + "]"
+    }
+
     private static func jsonString(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
