@@ -4,8 +4,8 @@ import Persistence
 /// Intake: each job honours its idempotency key and the one-live-job-per-destination rule
 /// atomically, across nodes. A failed statement would abort the whole PostgreSQL transaction
 /// (the batch), so conflicts are taken with `ON CONFLICT … DO NOTHING`, never caught as errors.
-/// A batch costs one statement per job, one per session it names and two more: the sessions'
-/// last tags and the event log are written once for all its jobs.
+/// A batch of jobs without keys costs one INSERT, a read per session it names, and two more
+/// statements: the sessions' last tags and the event log, written once for all its jobs.
 extension PostgresStore {
     public func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] {
         guard !jobs.isEmpty else { return [] }
@@ -22,10 +22,12 @@ extension PostgresStore {
             : jobs.map { try insert($0.download, idempotency: $0.idempotency, into: db, tags: &tags) }
         let created = outcomes.compactMap { if case .created(let download) = $0 { download } else { nil } }
         if !tags.lastTags.isEmpty {
+            // In the sessions' order, so that batches on two nodes lock their rows in one order.
+            let sessions = tags.lastTags.sorted { $0.key < $1.key }
             try db.run("""
                 INSERT INTO sessions (name, last_tag) SELECT * FROM unnest($1::text[], $2::bigint[])
                 ON CONFLICT (name) DO UPDATE SET last_tag = GREATEST(sessions.last_tag, EXCLUDED.last_tag)
-                """, [.textArray(Array(tags.lastTags.keys)), .textArray(tags.lastTags.values.map(String.init))])
+                """, [.textArray(sessions.map(\.key)), .textArray(sessions.map { String($0.value) })])
         }
         try stateLog.append(db, created)
         return outcomes
