@@ -33,7 +33,13 @@ enum JobColumns {
     /// `destination = $1, …, revision = revision + 1` for a state change: every column but the id
     /// and the client's; bind `stateValues`, then the id as `$\(stateCount + 1)`.
     static let stateAssignments = assignments { !clientOwned.contains($0) }
-    static let stateCount = written.dropFirst().filter { !clientOwned.contains($0) }.count
+    static let stateCount = stateColumns.count
+    /// The columns a state change writes, in `stateValues` order.
+    static let stateColumns = written.dropFirst().filter { !clientOwned.contains($0) }
+    /// `stateAssignments` from the same columns of the row `source` (an UPDATE … FROM many jobs).
+    static func stateAssignments(from source: String) -> String {
+        (stateColumns.map { "\($0) = \(source).\($0)" } + ["revision = downloads.revision + 1"]).joined(separator: ", ")
+    }
     /// The same for a client's change: the client's columns only, bound from `clientValues`.
     static let clientAssignments = assignments { clientOwned.contains($0) }
     static let clientCount = clientOwned.count

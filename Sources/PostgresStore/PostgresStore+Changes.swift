@@ -8,14 +8,20 @@ extension PostgresStore {
         guard !changes.isEmpty else { return [] }
         // A state change may queue a job or free a slot; progress alone does neither.
         let changesState = changes.contains { if case .update = $0 { true } else { false } }
-        let body = { (db: PostgresConnection) in try changes.map { try self.apply($0, db) } }
+        let body = { (db: PostgresConnection) in
+            var settled = SettledBatch()
+            let results = try changes.map { try self.apply($0, db, settled: &settled) }
+            try self.finish(settled, db)
+            return results
+        }
         return try changesState ? writeAnnouncingWork(body) : write(body)
     }
 
-    private func apply(_ change: StoreChange, _ db: PostgresConnection) throws -> Bool {
+    private func apply(_ change: StoreChange, _ db: PostgresConnection, settled: inout SettledBatch) throws -> Bool {
         switch change {
         case .update(let download, let expecting, let events, let attempt, let sessionFinished):
-            return try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
+            return try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished,
+                              settled: &settled)
         case .progress(let id, let bytesReceived, let bytesExpected, let validator):
             // Progress is not a state change: it is written only while the job is still live, and
             // of a running job only by the node whose lease it runs under.
@@ -26,7 +32,7 @@ extension PostgresStore {
                 """, [.text(id), .integer(bytesReceived), .optional(bytesExpected), .optional(validator), .text(membership.id)])
             return true
         case .attempt(let attempt, let id):
-            try Self.record(db, attempt: attempt, of: id)
+            settled.attempts.append((attempt, id))
             return true
         case .holdHost(let host, let until):
             try db.run("""
@@ -57,7 +63,7 @@ extension PostgresStore {
     /// asked for the events that announce it, in the same transaction.
     private func update(
         _ db: PostgresConnection, _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent], attempt: AttemptRecord?,
-        sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
+        sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?, settled: inout SettledBatch
     ) throws -> Bool {
         // A job (re)entering the queue is not due until the promotion step has seen its run_at.
         let due = download.state == .queued ? ", due = false" : ""
@@ -78,31 +84,57 @@ extension PostgresStore {
             throw DestinationBusy()
         }
         guard changed == 1 else { return false }
-        try stateLog.append(db, [download])
-        if let attempt { try Self.record(db, attempt: attempt, of: download.id) }
-        var allEvents = events
-        if download.state.isTerminal, let sessionFinished, let snapshot = try Self.finishedSession(db, session: download.session) {
-            allEvents += sessionFinished(snapshot)
+        settled.states.append(download)
+        if let attempt { settled.attempts.append((attempt, download.id)) }
+        let now = download.finishedAt ?? download.createdAt
+        settled.events.append((events, now))
+        if download.state.isTerminal, let sessionFinished {
+            settled.ending[download.session] = (sessionFinished, now)
         }
-        try Self.record(db, events: allEvents, now: download.finishedAt ?? download.createdAt)
         return true
     }
 
-    /// Records an attempt (again, if a transition ends one already recorded).
-    static func record(_ db: PostgresConnection, attempt: AttemptRecord, of id: String) throws {
+    /// Writes what a batch's changes left to write, once for all of them: the event log, the
+    /// attempt records, the webhook events, and `session.finished` for each session a job ended in
+    /// (checked once per session, after every change of the batch, so a session whose last jobs end
+    /// in one batch is announced once).
+    private func finish(_ settled: SettledBatch, _ db: PostgresConnection) throws {
+        try stateLog.append(db, settled.states)
+        try Self.record(db, attempts: settled.attempts)
+        for (events, now) in settled.events { try Self.record(db, events: events, now: now) }
+        for session in settled.ending.keys.sorted() {
+            guard let (sessionFinished, now) = settled.ending[session],
+                  let snapshot = try Self.finishedSession(db, session: session) else { continue }
+            try Self.record(db, events: sessionFinished(snapshot), now: now)
+        }
+    }
+
+    private static let attemptColumns = [
+        "download_id", "number", "started_at", "ended_at", "outcome", "error_code", "error_message", "http_status",
+        "bytes_transferred", "bytes_on_disk", "url",
+    ]
+
+    /// Records attempts (again, if a transition ends one already recorded), in one statement; of
+    /// two records of one attempt the later one is kept.
+    static func record(_ db: PostgresConnection, attempts: [(attempt: AttemptRecord, id: String)]) throws {
+        var latest: [String: Int] = [:]
+        for (index, record) in attempts.enumerated() { latest["\(record.id) \(record.attempt.number)"] = index }
+        let rows = latest.values.sorted().map { index -> [PostgresValue] in
+            let (attempt, id) = attempts[index]
+            return [.text(id), .integer(Int64(attempt.number)), .integer(attempt.startedAt), .integer(attempt.endedAt),
+                    .text(attempt.outcome), .optional(attempt.error?.code), .optional(attempt.error?.message),
+                    .optional(attempt.httpStatus), .integer(attempt.bytesTransferred), .integer(attempt.bytesOnDisk),
+                    .optional(attempt.url)]
+        }
+        guard !rows.isEmpty else { return }
         try db.run("""
-            INSERT INTO download_attempts (download_id, number, started_at, ended_at, outcome, error_code, error_message,
-            http_status, bytes_transferred, bytes_on_disk, url) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+            INSERT INTO download_attempts (\(Self.attemptColumns.joined(separator: ", ")))
+            SELECT \(Self.attemptColumns.joined(separator: ", ")) FROM jsonb_populate_recordset(NULL::download_attempts, $1::jsonb)
             ON CONFLICT (download_id, number) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
             outcome = EXCLUDED.outcome, error_code = EXCLUDED.error_code, error_message = EXCLUDED.error_message,
             http_status = EXCLUDED.http_status, bytes_transferred = EXCLUDED.bytes_transferred, bytes_on_disk = EXCLUDED.bytes_on_disk,
             url = EXCLUDED.url
-            """, [
-            .text(id), .integer(Int64(attempt.number)), .integer(attempt.startedAt), .integer(attempt.endedAt),
-            .text(attempt.outcome), .optional(attempt.error?.code), .optional(attempt.error?.message),
-            .optional(attempt.httpStatus), .integer(attempt.bytesTransferred), .integer(attempt.bytesOnDisk),
-            .optional(attempt.url),
-        ])
+            """, [.text(PostgresValue.json(rows, columns: Self.attemptColumns))])
     }
 
     /// The session's counts if it has no live job left, else nil. Two nodes finishing a session's
@@ -125,4 +157,13 @@ extension PostgresStore {
     public func interruptedJobs() throws -> [Download] {
         try takeOverAbandonedJobs()
     }
+}
+
+/// What the changes of one `apply` batch leave to be written at its end, in the order they came.
+private struct SettledBatch {
+    var states: [Download] = []
+    var attempts: [(attempt: AttemptRecord, id: String)] = []
+    var events: [(events: [WebhookEvent], now: Int64)] = []
+    /// Sessions a job ended in, with what announces the session if it has finished.
+    var ending: [String: (sessionFinished: (SessionSnapshot) -> [WebhookEvent], now: Int64)] = [:]
 }

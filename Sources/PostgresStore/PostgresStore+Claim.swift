@@ -14,9 +14,14 @@ extension PostgresStore {
             guard try Self.isRegistered(db, membership.id) else { return ClaimResult(claimed: [], nextQueueChange: nil) }
             pass.otherNodesRunning(try Self.otherNodesRunning(db, membership.id))
             try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
-            let claimed = try pass.claimLaneByLane(
+            // The candidates are locked for this transaction, so every job the pass chooses is
+            // still queued: they are claimed together at the end of the pass.
+            var chosen: [Download] = []
+            _ = try pass.claimLaneByLane(
                 dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
-                claim: { try self.claim(db, $0) })
+                claim: { chosen.append($0); return true })
+            let claimed = try claim(db, chosen)
+            try stateLog.append(db, claimed)
             return ClaimResult(claimed: claimed, nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
         }
     }
@@ -42,16 +47,23 @@ extension PostgresStore {
         return try db.query(queries.byHost, [hosts, .integer(Int64(limit)), .integer(Int64(limit))], JobColumns.download)
     }
 
-    /// Compare-and-set to `running`, leased to this node; the virtual time of fair queueing moves
-    /// up to the job's tag.
-    private func claim(_ db: PostgresConnection, _ job: Download) throws -> Bool {
-        let claimed = try !db.query("""
-            WITH started AS (UPDATE downloads SET \(JobColumns.stateAssignments), lease_owner = $\(JobColumns.stateCount + 2)
-                WHERE id = $\(JobColumns.stateCount + 1) AND state = 'queued' RETURNING fair_tag)
-            UPDATE scheduler_state SET value = GREATEST(value, started.fair_tag) FROM started WHERE key = 'virtual_time' RETURNING 1
-            """, JobColumns.stateValues(job) + [.text(job.id), .text(membership.id)]) { _ in true }.isEmpty
-        if claimed { try stateLog.append(db, [job]) }
-        return claimed
+    /// Compare-and-set to `running`, leased to this node, in one statement; the jobs claimed. The
+    /// virtual time of fair queueing moves up to the latest tag among them.
+    private func claim(_ db: PostgresConnection, _ jobs: [Download]) throws -> [Download] {
+        guard !jobs.isEmpty else { return [] }
+        let rows = jobs.map { [.text($0.id)] + JobColumns.stateValues($0) }
+        let started = try db.query("""
+            UPDATE downloads SET \(JobColumns.stateAssignments(from: "job")), lease_owner = $2
+            FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) AS job
+            WHERE downloads.id = job.id AND downloads.state = 'queued' RETURNING downloads.id, downloads.fair_tag
+            """, [.text(PostgresValue.json(rows, columns: ["id"] + JobColumns.stateColumns)), .text(membership.id)]) {
+            ($0.string(0), $0.int64(1))
+        }
+        if let latestTag = started.map(\.1).max() {
+            try db.run("UPDATE scheduler_state SET value = GREATEST(value, $1) WHERE key = 'virtual_time'", [.integer(latestTag)])
+        }
+        let ids = Set(started.map(\.0))
+        return jobs.filter { ids.contains($0.id) }
     }
 
     /// The next time a queued job becomes due or a discretionary job ages into the normal lane.

@@ -4,13 +4,70 @@ import Persistence
 /// Intake: each job honours its idempotency key and the one-live-job-per-destination rule
 /// atomically, across nodes. A failed statement would abort the whole PostgreSQL transaction
 /// (the batch), so conflicts are taken with `ON CONFLICT … DO NOTHING`, never caught as errors.
+/// A batch of jobs without keys costs one INSERT, a read per session it names, and two more
+/// statements: the sessions' last tags and the event log, written once for all its jobs.
 extension PostgresStore {
     public func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] {
         guard !jobs.isEmpty else { return [] }
-        return try writeAnnouncingWork { db in try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) } }
+        return try writeAnnouncingWork { db in try insert(jobs, into: db) }
     }
 
-    func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: PostgresConnection) throws -> InsertOutcome {
+    /// Inserts `jobs` in the caller's transaction. Jobs without an idempotency key (the usual
+    /// batch of concurrent POSTs) go in as one statement; a batch with keys goes job by job, as
+    /// each key is taken before its job.
+    func insert(_ jobs: [NewJob], into db: PostgresConnection) throws -> [InsertOutcome] {
+        var tags = FairTags()
+        let outcomes = try jobs.allSatisfy({ $0.idempotency == nil })
+            ? insertAtOnce(jobs.map(\.download), into: db, tags: &tags)
+            : jobs.map { try insert($0.download, idempotency: $0.idempotency, into: db, tags: &tags) }
+        let created = outcomes.compactMap { if case .created(let download) = $0 { download } else { nil } }
+        if !tags.lastTags.isEmpty {
+            // In the sessions' order, so that batches on two nodes lock their rows in one order.
+            let sessions = tags.lastTags.sorted { $0.key < $1.key }
+            try db.run("""
+                INSERT INTO sessions (name, last_tag) SELECT * FROM unnest($1::text[], $2::bigint[])
+                ON CONFLICT (name) DO UPDATE SET last_tag = GREATEST(sessions.last_tag, EXCLUDED.last_tag)
+                """, [.textArray(sessions.map(\.key)), .textArray(sessions.map { String($0.value) })])
+        }
+        try stateLog.append(db, created)
+        return outcomes
+    }
+
+    /// Jobs without keys in one INSERT, in order: a job whose destination a live job holds (one
+    /// stored, or one earlier in the batch) is left out. Tags are given as if every job went in;
+    /// if some did not, the ones that did are tagged again, so a session's tags have no gaps.
+    private func insertAtOnce(_ downloads: [Download], into db: PostgresConnection, tags: inout FairTags) throws -> [InsertOutcome] {
+        let sessionsBefore = tags.lastTags
+        var planned: [Int64] = []
+        for download in downloads {
+            planned.append(try tags.next(db, session: download.session))
+            tags.lastTags[download.session] = planned.last
+        }
+        let inserted = Set(try db.query("""
+            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag)
+            SELECT \(JobColumns.insertList), lane, fair_tag FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) WITH ORDINALITY AS job
+            ORDER BY job.ordinality
+            ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING RETURNING id
+            """, [.text(PostgresValue.json(zip(downloads, planned).map { download, tag in
+                JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)]
+            }, columns: JobColumns.written + ["lane", "fair_tag"]))]) { $0.string(0) })
+        if inserted.count < downloads.count {
+            tags.lastTags = sessionsBefore
+            let went = downloads.filter { inserted.contains($0.id) }
+            let retagged = try went.map { download -> Int64 in
+                let tag = try tags.next(db, session: download.session)
+                tags.lastTags[download.session] = tag
+                return tag
+            }
+            try db.run("""
+                UPDATE downloads SET fair_tag = job.tag FROM unnest($1::text[], $2::bigint[]) AS job(id, tag) WHERE downloads.id = job.id
+                """, [.textArray(went.map(\.id)), .textArray(retagged.map(String.init))])
+        }
+        return downloads.map { inserted.contains($0.id) ? .created($0) : .destinationBusy }
+    }
+
+    private func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: PostgresConnection,
+                        tags: inout FairTags) throws -> InsertOutcome {
         var keyIsNew = false
         if let idempotency {
             // The key first: a node inserting the same key meanwhile waits here for this
@@ -25,7 +82,7 @@ extension PostgresStore {
                 if let original = try Self.fetch(db, id: id) { return .replayed(original) }
             }
         }
-        let tag = try Self.nextFairTag(db, session: download.session)
+        let tag = try tags.next(db, session: download.session)
         let inserted = try db.query("""
             INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag)
             VALUES (\(JobColumns.placeholders), $\(JobColumns.written.count + 1), $\(JobColumns.written.count + 2))
@@ -37,11 +94,7 @@ extension PostgresStore {
             }
             return .destinationBusy
         }
-        try db.run("""
-            INSERT INTO sessions (name, last_tag) VALUES ($1, $2)
-            ON CONFLICT (name) DO UPDATE SET last_tag = GREATEST(sessions.last_tag, EXCLUDED.last_tag)
-            """, [.text(download.session), .integer(tag)])
-        try stateLog.append(db, [download])
+        tags.lastTags[download.session] = tag
         if !keyIsNew, let idempotency {
             // The key's job has been pruned: the key now names the new one, as if it were new.
             try db.run("""
@@ -65,13 +118,26 @@ extension PostgresStore {
             return (digest, download)
         }
     }
+}
 
-    /// A session's next fair-queueing tag (`FairQueue.tag`), from its last tag and the virtual time.
-    static func nextFairTag(_ db: PostgresConnection, session: String) throws -> Int64 {
-        let (last, virtualTime) = try db.query("""
+/// Fair-queueing tags (`FairQueue.tag`) for one intake transaction: each session's last tag and
+/// the virtual time are read once, at the session's first job, and the batch's later jobs count
+/// on from them. (A claim another node commits meanwhile may move the virtual time on; the batch
+/// then tags as if it had come a moment earlier, which it did.)
+private struct FairTags {
+    /// The last tag this batch gave each session, written back to `sessions` at its end.
+    var lastTags: [String: Int64] = [:]
+    private var virtualTime: Int64?
+
+    mutating func next(_ db: PostgresConnection, session: String) throws -> Int64 {
+        if let last = lastTags[session], let virtualTime {
+            return FairQueue.tag(sessionLastTag: last, virtualTime: virtualTime)
+        }
+        let (last, time) = try db.query("""
             SELECT COALESCE((SELECT last_tag FROM sessions WHERE name = $1), 0),
                    (SELECT value FROM scheduler_state WHERE key = 'virtual_time')
             """, [.text(session)]) { ($0.int64(0), $0.int64(1)) }.first ?? (0, 0)
-        return FairQueue.tag(sessionLastTag: last, virtualTime: virtualTime)
+        virtualTime = virtualTime ?? time
+        return FairQueue.tag(sessionLastTag: last, virtualTime: virtualTime ?? time)
     }
 }

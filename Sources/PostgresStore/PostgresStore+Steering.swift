@@ -21,7 +21,7 @@ extension PostgresStore {
                     return digest == idempotency.bodySHA256 ? .replayed(kept) : .keyMismatch
                 }
             }
-            let outcomes = try jobs.map { try self.insert($0.download, idempotency: $0.idempotency, into: db) }
+            let outcomes = try insert(jobs, into: db)
             if let idempotency {
                 // An upsert: a prune between the key's insert and its read may have taken the row.
                 try db.run("""

@@ -1,4 +1,5 @@
 import CPostgres
+import DownloadCore
 import Foundation
 
 /// A statement parameter. Every parameter but `bytes` goes in PostgreSQL's text format and takes
@@ -29,6 +30,39 @@ enum PostgresValue {
         case .bytes(let v): return v
         case .textArray(let v): return Array(Self.arrayLiteral(v).utf8)
         }
+    }
+
+    /// The value as a JSON member for `jsonb_populate_recordset`, which reads a JSON string with
+    /// the column type's text input, as it reads a text-format parameter.
+    var json: String {
+        switch self {
+        case .null: return "null"
+        case .integer(let v): return String(v)
+        case .double(let v) where v.isFinite: return "\(v)"
+        case .bool(let v): return v ? "true" : "false"
+        case .bytes(let v): return Self.jsonString("\\x" + v.hex)
+        default: return Self.jsonString(String(decoding: wireBytes ?? [], as: UTF8.self))
+        }
+    }
+
+    /// Rows for `jsonb_populate_recordset`: a JSON array of objects, `columns[i]` holding `row[i]`.
+    static func json(_ rows: [[PostgresValue]], columns: [String]) -> String {
+        "[" + rows.map { row in
+            "{" + zip(columns, row).map { "\"\($0)\":\($1.json)" }.joined(separator: ",") + "}"
+        }.joined(separator: ",") + "]"
+    }
+
+    private static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 
     var isBinary: Bool {

@@ -139,4 +139,18 @@ import Testing
         let finished = try db.store.dueDeliveries(now: 10, limit: 1000, excluding: []).filter { $0.type == "session.finished" }
         #expect(finished.count == rounds)
     }
+
+    /// A job of a batch that is not created (its destination is busy) takes no turn of its session:
+    /// the session's next job comes where it would have without it.
+    @Test(arguments: StoreBackend.all) func aJobLeftOutOfABatchTakesNoTurnOfItsSession(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        _ = try db.store.insert(makeDownload("01X", destination: "taken", session: "other"), idempotency: nil)
+        let batch = [makeDownload("01A0", session: "big"), makeDownload("01A1", destination: "taken", session: "big"),
+                     makeDownload("01A2", session: "big")]
+        let outcomes = try db.store.insert(batch.map { NewJob(download: $0, idempotency: nil) })
+        #expect(outcomes == [.created(batch[0]), .destinationBusy, .created(batch[2])])
+        _ = try db.store.insert([makeDownload("01B0", session: "small"), makeDownload("01B1", session: "small")]
+            .map { NewJob(download: $0, idempotency: nil) })
+        #expect(try db.candidates(now: 0, limit: 5) == ["01A0", "01B0", "01X", "01A2", "01B1"])
+    }
 }
