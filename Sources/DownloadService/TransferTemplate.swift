@@ -47,6 +47,7 @@ struct TransferTemplate: Sendable {
     /// destination, whose name is not known yet).
     static func extraDigest(for job: Download, digestFile: DigestFile?) -> DigestAlgorithm? {
         let checksum = job.checksum
+            // No line for the name (a directory destination's name is not known yet): the first line's.
             ?? digestFile.flatMap { try? $0.checksum(for: job.destination.fileName).get() }
             ?? digestFile?.entries.first?.checksum
         return checksum?.algorithm

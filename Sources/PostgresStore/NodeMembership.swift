@@ -72,6 +72,7 @@ final class NodeMembership: Sendable {
 
     func close() {
         session.withLock { session in
+            // Leaving politely at shutdown; a row left behind (the database gone) ages out as a dead node.
             _ = try? session.db.run("DELETE FROM nodes WHERE id = $1", [.text(id)])
             session.db.close()
         }
