@@ -56,26 +56,55 @@ public enum RFC3339 {
     /// (Swift's `ISO8601DateFormatter` rejects fractional seconds unless told to expect them);
     /// nothing is ordered by them, ids and event ids carry the order.
     public static func format(_ millis: Int64) -> String {
-        let (date, _) = formatParts(millis)
-        return date + "Z"
+        formatted(millis, withMilliseconds: false)
     }
 
     /// Formats as `2026-11-21T10:00:00.250Z` (UTC, millisecond precision), for log lines.
     public static func formatWithMilliseconds(_ millis: Int64) -> String {
-        let (date, ms) = formatParts(millis)
-        return date + "." + pad(ms, 3) + "Z"
+        formatted(millis, withMilliseconds: true)
     }
 
-    /// `2026-11-21T10:00:00` and the milliseconds past that second.
-    private static func formatParts(_ millis: Int64) -> (String, Int) {
+    /// Written digit by digit into the string's own storage: every job a response or webhook shows
+    /// carries several date-times, so this runs many times per request.
+    private static func formatted(_ millis: Int64, withMilliseconds: Bool) -> String {
         let totalSeconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
         let ms = Int(millis - totalSeconds * 1000)
         let days = totalSeconds >= 0 ? totalSeconds / 86400 : (totalSeconds - 86399) / 86400
         let secondOfDay = Int(totalSeconds - days * 86400)
         let (year, month, day) = civilFromDays(Int(days))
-        let date = "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-            + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
-        return (date, ms)
+        // Years outside 0...9999 are not RFC 3339; they are written with as many digits as they need.
+        guard (0...9999).contains(year) else {
+            let date = "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
+                + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
+            return withMilliseconds ? date + "." + pad(ms, 3) + "Z" : date + "Z"
+        }
+        let length = withMilliseconds ? 24 : 20
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            func put(_ value: Int, _ width: Int, at offset: Int) {
+                var value = value
+                for index in stride(from: offset + width - 1, through: offset, by: -1) {
+                    buffer[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+            }
+            put(year, 4, at: 0)
+            buffer[4] = UInt8(ascii: "-")
+            put(month, 2, at: 5)
+            buffer[7] = UInt8(ascii: "-")
+            put(day, 2, at: 8)
+            buffer[10] = UInt8(ascii: "T")
+            put(secondOfDay / 3600, 2, at: 11)
+            buffer[13] = UInt8(ascii: ":")
+            put(secondOfDay / 60 % 60, 2, at: 14)
+            buffer[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, 2, at: 17)
+            if withMilliseconds {
+                buffer[19] = UInt8(ascii: ".")
+                put(ms, 3, at: 20)
+            }
+            buffer[length - 1] = UInt8(ascii: "Z")
+            return length
+        }
     }
 
     private static func pad(_ value: Int, _ width: Int) -> String {

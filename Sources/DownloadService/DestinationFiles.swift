@@ -19,34 +19,32 @@ struct DestinationFiles: Sendable {
         Checker(self).check(destination)
     }
 
-    /// Checks destinations one after another at submit, keeping the last directory chain open for
-    /// the next one: a batch's items mostly share theirs, and opening a chain costs a syscall per
-    /// directory. Used by one request at a time; closes what it holds when dropped.
+    /// Checks destinations one after another at submit, remembering the last directory chain for
+    /// the next one: a batch's items mostly share theirs. The chain is looked at with `lstat`, not
+    /// opened: a check at submit changes nothing, and the write opens the chain with O_NOFOLLOW
+    /// again. Used by one request at a time.
     final class Checker {
         private let files: DestinationFiles
-        private var last: (directories: ArraySlice<String>, walk: Result<Int32?, Problem>)?
+        private var last: (directories: ArraySlice<String>, walk: Result<String?, Problem>)?
 
         init(_ files: DestinationFiles) { self.files = files }
-
-        deinit { if case .success(let dir?)? = last?.walk { close(dir) } }
 
         func check(_ destination: Destination) -> Result<Bool, Problem> {
             guard destination.isValid else { return .failure(.invalid(DestinationFiles.notAPath)) }
             if last?.directories != destination.directories {
-                if case .success(let dir?)? = last?.walk { close(dir) }
-                last = (destination.directories, files.openDirectories(destination.directories, create: false))
+                last = (destination.directories, files.existingDirectory(destination.directories))
             }
             switch last?.walk {
-            case .success(let dir?)?: return files.inspect(destination.fileName, in: dir)
+            case .success(let path?)?: return files.inspect(path + "/" + destination.fileName)
             case .failure(let problem)?: return .failure(problem)
             case .success(nil)?, nil: return .success(false)  // a directory on the way does not exist yet
             }
         }
     }
 
-    private func inspect(_ fileName: String, in dir: Int32) -> Result<Bool, Problem> {
+    private func inspect(_ path: String) -> Result<Bool, Problem> {
         var info = stat()
-        guard fstatat(dir, fileName, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+        guard lstat(path, &info) == 0 else {
             return errno == ENOENT ? .success(false) : .failure(.io(describeErrno("cannot inspect the destination")))
         }
         switch info.st_mode & S_IFMT {
@@ -55,6 +53,26 @@ struct DestinationFiles: Sendable {
         case S_IFDIR: return .failure(.invalid("is a directory"))
         default: return .failure(.invalid("is not a regular file"))
         }
+    }
+
+    /// The path of the directory `names` lead to under the root, when each on the way exists and
+    /// is a directory, not a link; nil when one does not exist yet.
+    private func existingDirectory(_ names: ArraySlice<String>) -> Result<String?, Problem> {
+        var info = stat()
+        guard stat(root, &info) == 0 else { return .failure(.io(describeErrno("cannot open the download root"))) }
+        guard info.st_mode & S_IFMT == S_IFDIR else { return .failure(.io("cannot open the download root: not a directory")) }
+        var path = root
+        for name in names {
+            path += "/" + name
+            guard lstat(path, &info) == 0 else {
+                if errno == ENOENT { return .success(nil) }
+                return .failure(problem(from: errno, "cannot open directory '\(name)'"))
+            }
+            guard info.st_mode & S_IFMT == S_IFDIR else {
+                return .failure(.invalid("'\(name)' on the way is a symbolic link or not a directory"))
+            }
+        }
+        return .success(path)
     }
 
     /// Puts the finished partial file at its destination atomically: hard-link it in under a temporary

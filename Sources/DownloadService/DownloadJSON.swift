@@ -2,14 +2,42 @@ import DownloadCore
 
 /// The Download resource as the API and webhooks show it. Origin request headers are never shown.
 enum DownloadJSON {
-    static func write(_ d: Download, waitingFor: WaitingFor?, liveBytes: Int64? = nil, into json: inout JSONWriter) {
+    /// A job's JSON showing no `waitingFor`, and where its `null` is, so that the same bytes can
+    /// show the scheduler's reason: a POST's 201 is the event log's copy with the reason put in.
+    struct Unplanned: Sendable {
+        let bytes: [UInt8]
+        /// The offset of the `null` of `"waitingFor":null` in `bytes`.
+        let waitingForAt: Int
+
+        init(_ d: Download) {
+            var json = JSONWriter()
+            waitingForAt = DownloadJSON.write(d, waitingFor: nil, into: &json)
+            bytes = json.bytes
+        }
+
+        func showing(_ waitingFor: WaitingFor?) -> [UInt8] {
+            guard let waitingFor else { return bytes }
+            var shown: [UInt8] = []
+            shown.reserveCapacity(bytes.count + 16)
+            shown += bytes[..<waitingForAt]
+            JSONString.append(waitingFor.rawValue, to: &shown)
+            shown += bytes[(waitingForAt + 4)...]
+            return shown
+        }
+    }
+
+    /// Writes the job; returns the offset in `json.bytes` where its `waitingFor` value begins.
+    @discardableResult
+    static func write(_ d: Download, waitingFor: WaitingFor?, liveBytes: Int64? = nil, into json: inout JSONWriter) -> Int {
         json.beginObject()
         json.field("id", d.id)
         json.field("url", d.url)
         json.field("destination", d.destination.path)
         json.field("session", d.session)
         json.field("state", d.state.rawValue)
-        json.field("waitingFor", waitingFor?.rawValue)
+        json.key("waitingFor")
+        let waitingForAt = json.bytes.count
+        json.value(waitingFor?.rawValue)
         json.field("earliestBeginDate", d.earliestBeginDate.map(RFC3339.format))
         json.field("discretionary", d.discretionary)
         json.field("priority", d.priority)
@@ -42,6 +70,7 @@ enum DownloadJSON {
         json.field("connections", d.connections)
         json.field("maxBytesPerSecond", d.maxBytesPerSecond)
         json.endObject()
+        return waitingForAt
     }
 
     /// `"error": {"code", "message"}` or `"error": null`.

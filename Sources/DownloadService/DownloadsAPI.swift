@@ -38,11 +38,13 @@ struct DownloadsAPI: Sendable {
 
         let now = clock.now()
         let download = submission.makeDownload(id: ids.next(now: now), now: now)
-        // The event log's copy is encoded here, on the event loop, not by the store's one writer.
-        switch try await inserts.insert(NewJob(download: download, idempotency: idempotency, statePayload: DownloadJSON.logged(download))) {
+        // The event log's copy is encoded here, on the event loop, not by the store's one writer;
+        // the 201 shows the same bytes.
+        let encoded = DownloadJSON.Unplanned(download)
+        switch try await inserts.insert(NewJob(download: download, idempotency: idempotency, statePayload: encoded.bytes)) {
         case .created(let created):
             scheduler.jobStored(runAt: created.runAt)
-            return created201(created)
+            return created201(created, encoded: created == download ? encoded : nil)
         case .replayed(let original):
             return created201(original)
         case .keyMismatch:
@@ -115,10 +117,12 @@ struct DownloadsAPI: Sendable {
         }
     }
 
-    private func created201(_ download: Download) -> HTTPResponse {
+    /// `encoded`: the job's bytes already written (it is queued, so no live byte count differs).
+    private func created201(_ download: Download, encoded: DownloadJSON.Unplanned? = nil) -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.set("Location", "/downloads/\(download.id)")
-        return .json(201, encode(download), headers: headers)
+        let body = encoded.map { $0.showing(scheduler.waitingFor(download, load: scheduler.loadSnapshot(), now: clock.now())) }
+        return .json(201, body ?? encode(download), headers: headers)
     }
 
     /// The job, or `404` when the store says there is none.

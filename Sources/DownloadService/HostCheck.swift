@@ -38,9 +38,21 @@ struct HostCheck: Sendable {
     /// rebound: a page served from it is on loopback already).
     static func isLoopback(_ name: String) -> Bool {
         if name == "localhost" || name == "localhost." || name == "[::1]" { return true }
-        let octets = name.split(separator: ".", omittingEmptySubsequences: false)
-        return octets.count == 4 && octets[0] == "127"
-            && octets.allSatisfy { $0.count <= 3 && UInt8($0) != nil }
+        // Byte by byte: this runs for every request. Four octets of 1–3 digits, each ≤ 255, the first 127.
+        var octets: [Int] = [0]
+        var digits = 0
+        for byte in name.utf8 {
+            if byte == UInt8(ascii: "."), digits > 0, octets.count < 4 {
+                octets.append(0)
+                digits = 0
+            } else if (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), digits < 3 {
+                octets[octets.count - 1] = octets[octets.count - 1] * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+            } else {
+                return false
+            }
+        }
+        return octets.count == 4 && digits > 0 && octets[0] == 127 && octets.allSatisfy { $0 <= 255 }
     }
 
     /// Whether a FETCHD_ALLOWED_HOSTS item is a host name or address as `Host` carries it

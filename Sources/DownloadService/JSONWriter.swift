@@ -13,11 +13,21 @@ struct JSONWriter {
     mutating func beginArray() { separator(); bytes.append(UInt8(ascii: "[")); needsComma.append(false) }
     mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma.removeLast() }
 
-    mutating func key(_ name: String) {
+    /// A key written in the source: copied as it is, since no key this writer is given needs escaping.
+    mutating func key(_ name: StaticString) {
+        separator()
+        bytes.append(UInt8(ascii: "\""))
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        // The value that follows must not write another comma.
+        needsComma[needsComma.count - 1] = false
+    }
+
+    /// A key made at run time (a state's name), escaped.
+    mutating func key(text name: String) {
         separator()
         string(name)
         bytes.append(UInt8(ascii: ":"))
-        // The value that follows must not write another comma.
         needsComma[needsComma.count - 1] = false
     }
 
@@ -28,11 +38,11 @@ struct JSONWriter {
     mutating func value(_ flag: Bool) { separator(); bytes.append(contentsOf: (flag ? "true" : "false").utf8) }
     mutating func raw(_ json: [UInt8]) { separator(); bytes.append(contentsOf: json) }
 
-    mutating func field(_ name: String, _ text: String?) { key(name); value(text) }
-    mutating func field(_ name: String, _ number: Int64?) { key(name); value(number) }
-    mutating func field(_ name: String, _ number: Int?) { key(name); value(number) }
-    mutating func field(_ name: String, _ number: Double) { key(name); value(number) }
-    mutating func field(_ name: String, _ flag: Bool) { key(name); value(flag) }
+    mutating func field(_ name: StaticString, _ text: String?) { key(name); value(text) }
+    mutating func field(_ name: StaticString, _ number: Int64?) { key(name); value(number) }
+    mutating func field(_ name: StaticString, _ number: Int?) { key(name); value(number) }
+    mutating func field(_ name: StaticString, _ number: Double) { key(name); value(number) }
+    mutating func field(_ name: StaticString, _ flag: Bool) { key(name); value(flag) }
 
     private mutating func null() { bytes.append(contentsOf: "null".utf8) }
 

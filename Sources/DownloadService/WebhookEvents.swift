@@ -59,7 +59,10 @@ struct WebhookEvents: Sendable {
 enum CountsJSON {
     static func write(_ counts: [DownloadState: Int], into json: inout JSONWriter) {
         json.beginObject()
-        for state in DownloadState.allCases { json.field(state.rawValue, counts[state, default: 0]) }
+        for state in DownloadState.allCases {
+            json.key(text: state.rawValue)
+            json.value(counts[state, default: 0])
+        }
         json.endObject()
     }
 }

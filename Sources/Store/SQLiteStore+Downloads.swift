@@ -32,12 +32,14 @@ extension SQLiteStore {
 
     private func insert(_ jobs: [NewJob], into db: SQLiteConnection) throws -> [InsertOutcome] {
         var tags = FairTags()
-        let outcomes = try jobs.map { try self.insert($0, tags: &tags, into: db) }
+        // Looked up once per transaction, not per job (the cache hashes the statement's text).
+        let insertDownload = try db.prepare(Self.insertDownloadSQL)
+        let outcomes = try jobs.map { try self.insert($0, with: insertDownload, tags: &tags, into: db) }
         try tags.save(db)
         return outcomes
     }
 
-    private func insert(_ job: NewJob, tags: inout FairTags, into db: SQLiteConnection) throws -> InsertOutcome {
+    private func insert(_ job: NewJob, with insertDownload: Statement, tags: inout FairTags, into db: SQLiteConnection) throws -> InsertOutcome {
         let (download, idempotency) = (job.download, job.idempotency)
         if let idempotency {
             let existing = try db.prepare(
@@ -51,9 +53,7 @@ extension SQLiteStore {
         let tag = try tags.next(db, session: download.session)
         do {
             // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
-            try db.prepare(
-                "INSERT INTO downloads (\(DownloadColumns.insertList), lane, fair_tag) VALUES (\(DownloadColumns.placeholders), ?, ?)"
-            ).run(DownloadColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)])
+            try insertDownload.run(DownloadColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)])
         } catch let error as StoreError where error.isConstraintViolation {
             return .destinationBusy
         }
@@ -67,6 +67,10 @@ extension SQLiteStore {
         }
         return .created(download)
     }
+
+    /// Built once: the statement cache is keyed by the SQL text, and this one is long.
+    private static let insertDownloadSQL =
+        "INSERT INTO downloads (\(DownloadColumns.insertList), lane, fair_tag) VALUES (\(DownloadColumns.placeholders), ?, ?)"
 
     public func download(id: String) throws -> Download? {
         try withReader { db in try Self.fetch(db, id: id) }

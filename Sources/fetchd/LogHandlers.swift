@@ -26,9 +26,17 @@ struct LineLogHandler: LogHandler {
         line.reserveCapacity(256)
         switch format {
         case .text:
-            line += "\(time) \(event.level) \(event.message)".utf8
-            for key in all.keys.sorted() {
-                line += " \(key)=\(all[key].map { "\($0)" } ?? "")".utf8
+            // Appended piece by piece rather than interpolated: a line per request is on its hot path.
+            line += time.utf8
+            line.append(UInt8(ascii: " "))
+            line += event.level.rawValue.utf8
+            line.append(UInt8(ascii: " "))
+            line += event.message.description.utf8
+            for (key, value) in all.sorted(by: { $0.key < $1.key }) {
+                line.append(UInt8(ascii: " "))
+                line += key.utf8
+                line.append(UInt8(ascii: "="))
+                if case .string(let text) = value { line += text.utf8 } else { line += value.description.utf8 }
             }
         case .json:
             var fields: [(String, String)] = [("time", time), ("level", "\(event.level)"), ("message", "\(event.message)"), ("logger", label)]
