@@ -1,4 +1,5 @@
 import Dispatch
+import HTTPServer
 import Persistence
 import Synchronization
 
@@ -17,6 +18,8 @@ final class InsertBatcher: Sendable {
         var waiting: [Waiting] = []
         /// Whether a drain is queued or running; only it takes from `waiting`.
         var draining = false
+        /// Whether a request is letting the others of its turn join before it starts a drain.
+        var gathering = false
     }
 
     private let store: any JobStore
@@ -31,14 +34,27 @@ final class InsertBatcher: Sendable {
     }
 
     /// Commits `job` with whatever else is waiting; returns once it is durable (or failed).
+    ///
+    /// A request that finds the writer idle does not wake it at once: the drain starts after the
+    /// other requests its event loop runs in the same turn (those one `epoll_wait` returned) have
+    /// added theirs, so that they commit together. Woken by the first, the writer would commit one
+    /// or two jobs at a time, and every commit writes the same dozen pages.
     func insert(_ job: NewJob) async throws -> InsertOutcome {
         let result = await withCheckedContinuation { continuation in
-            let startDrain = pending.withLock { pending in
+            let leads = pending.withLock { pending in
                 pending.waiting.append(Waiting(job: job, continuation: continuation))
-                defer { pending.draining = true }
-                return !pending.draining
+                guard !pending.draining, !pending.gathering else { return false }
+                pending.gathering = true
+                return true
             }
-            if startDrain { queue.async { self.drain() } }
+            guard leads else { return }
+            HTTPServer.afterLoopTurn {
+                self.pending.withLock { pending in
+                    pending.gathering = false
+                    pending.draining = true
+                }
+                self.queue.async { self.drain() }
+            }
         }
         return try result.get()
     }

@@ -152,7 +152,23 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
 
     // MARK: The loop
 
+    /// The loop whose thread this is, if any (set once by `run`, never cleared: the thread ends with it).
+    private static let current: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// Runs `job` on the calling thread's loop once the jobs already queued there have run (the
+    /// handlers started by its last `epoll_wait`), or at once off a loop. See `HTTPServer.afterLoopTurn`.
+    static func afterTurn(_ job: @escaping @Sendable () -> Void) {
+        guard let loop = pthread_getspecific(current) else { return job() }
+        Unmanaged<EventLoop>.fromOpaque(loop).takeUnretainedValue().execute(job)
+    }
+
     private func run() {
+        // Unretained: `start` holds the loop for as long as this thread runs.
+        pthread_setspecific(Self.current, Unmanaged.passUnretained(self).toOpaque())
         let events = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * Epoll.eventSize, alignment: 8)
         defer { events.deallocate() }
         var nextTick = DispatchTime.now().uptimeNanoseconds + nanoseconds(tickInterval)

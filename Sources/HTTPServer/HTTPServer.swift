@@ -130,6 +130,13 @@ public final class HTTPServer: Sendable {
 
     /// One loop per core.
     /// One epoll loop per online core.
+    /// Runs `job` after the requests the calling event loop is handling in this turn (those one
+    /// `epoll_wait` returned) have run as far as they can without waiting; off an event loop, at
+    /// once. For gathering the work of concurrent requests into one batch.
+    public static func afterLoopTurn(_ job: @escaping @Sendable () -> Void) {
+        EventLoop.afterTurn(job)
+    }
+
     public static var eventLoopCount: Int { max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) }
 
     private func startLoops() throws -> [EventLoop] {
