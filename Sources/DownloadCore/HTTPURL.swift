@@ -20,45 +20,51 @@ public struct HTTPURL: Sendable, Equatable {
 
     public static let maxLength = 8192
 
+    /// On bytes: every submission's URL goes through here. Past the first check every byte is
+    /// printable ASCII, so bytes and characters are the same thing.
     public static func parse(_ text: String) -> Result<HTTPURL, Problem> {
-        guard text.utf8.count <= maxLength else { return .failure(.tooLong) }
-        guard !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0.value > 0x7E }) else {
-            return .failure(.invalidCharacter)
-        }
-        guard let colon = text.firstIndex(of: ":") else { return .failure(.notAbsolute) }
-        let scheme = text[..<colon].lowercased()
-        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
-              scheme.first?.isLetter == true else { return .failure(.notAbsolute) }
+        let bytes = Array(text.utf8)
+        guard bytes.count <= maxLength else { return .failure(.tooLong) }
+        guard !bytes.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) else { return .failure(.invalidCharacter) }
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return .failure(.notAbsolute) }
+        let schemeBytes = bytes[..<colon].map(lowercased)
+        let scheme = String(decoding: schemeBytes, as: UTF8.self)
+        guard let first = schemeBytes.first, isLetter(first),
+              schemeBytes.allSatisfy({ isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") })
+        else { return .failure(.notAbsolute) }
         guard scheme == "http" || scheme == "https" else { return .failure(.unsupportedScheme(scheme)) }
-        let rest = text[text.index(after: colon)...]
-        guard rest.hasPrefix("//") else { return .failure(.notAbsolute) }
-        let authorityAndPath = rest.dropFirst(2)
-        let authority = authorityAndPath.prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
-        let hostPort = authority.split(separator: "@", omittingEmptySubsequences: false).last ?? ""
-        var host: Substring
-        var portText: Substring?
-        if hostPort.hasPrefix("[") {
-            guard let close = hostPort.firstIndex(of: "]") else { return .failure(.missingHost) }
-            host = hostPort[hostPort.index(after: hostPort.startIndex)..<close]
-            let after = hostPort[hostPort.index(after: close)...]
+        let rest = bytes[(colon + 1)...]
+        guard rest.starts(with: [UInt8(ascii: "/"), UInt8(ascii: "/")]) else { return .failure(.notAbsolute) }
+        let authority = rest.dropFirst(2).prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        let hostPort = authority.lastIndex(of: UInt8(ascii: "@")).map { authority[($0 + 1)...] } ?? authority
+        var host: ArraySlice<UInt8>
+        var portText: ArraySlice<UInt8>?
+        if hostPort.first == UInt8(ascii: "[") {
+            guard let close = hostPort.firstIndex(of: UInt8(ascii: "]")) else { return .failure(.missingHost) }
+            host = hostPort[(hostPort.startIndex + 1)..<close]
+            let after = hostPort[(close + 1)...]
             if !after.isEmpty {
-                guard after.hasPrefix(":") else { return .failure(.invalidPort) }
+                guard after.first == UInt8(ascii: ":") else { return .failure(.invalidPort) }
                 portText = after.dropFirst()
             }
-        } else if let portColon = hostPort.lastIndex(of: ":") {
+        } else if let portColon = hostPort.lastIndex(of: UInt8(ascii: ":")) {
             host = hostPort[..<portColon]
-            portText = hostPort[hostPort.index(after: portColon)...]
+            portText = hostPort[(portColon + 1)...]
         } else {
             host = hostPort
         }
         guard !host.isEmpty else { return .failure(.missingHost) }
         var port = scheme == "https" ? 443 : 80
         if let portText, !portText.isEmpty {
-            guard portText.count <= 5, let value = Int(portText), (1...65535).contains(value) else {
+            guard portText.count <= 5, let value = Int(String(decoding: portText, as: UTF8.self)), (1...65535).contains(value) else {
                 return .failure(.invalidPort)
             }
             port = value
         }
-        return .success(HTTPURL(scheme: scheme, host: host.lowercased(), port: port))
+        return .success(HTTPURL(scheme: scheme, host: String(decoding: host.map(lowercased), as: UTF8.self), port: port))
     }
+
+    private static func isLetter(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
+    private static func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
+    private static func lowercased(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
 }

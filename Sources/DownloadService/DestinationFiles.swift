@@ -1,11 +1,18 @@
 import DownloadCore
 import Glibc
+import Synchronization
 
 /// Where a destination lands under the download root, checked without following symbolic links:
 /// every directory on the way is opened with O_NOFOLLOW relative to the one before it, so a link
 /// planted after submit cannot redirect the write outside the root.
 struct DestinationFiles: Sendable {
     let root: String
+    private let openRoot: OpenRoot
+
+    init(root: String) {
+        self.root = root
+        openRoot = OpenRoot(path: root)
+    }
 
     enum Problem: Error, Equatable {
         case invalid(String)
@@ -20,7 +27,7 @@ struct DestinationFiles: Sendable {
     }
 
     /// Checks destinations one after another at submit, remembering the last directory chain for
-    /// the next one: a batch's items mostly share theirs. The chain is looked at with `lstat`, not
+    /// the next one: a batch's items mostly share theirs. The chain is looked at with `fstatat`, not
     /// opened: a check at submit changes nothing, and the write opens the chain with O_NOFOLLOW
     /// again. Used by one request at a time.
     final class Checker {
@@ -42,9 +49,11 @@ struct DestinationFiles: Sendable {
         }
     }
 
+    /// `path` is relative to the root.
     private func inspect(_ path: String) -> Result<Bool, Problem> {
         var info = stat()
-        guard lstat(path, &info) == 0 else {
+        guard let rootFD = openRoot.descriptor() else { return .failure(.io(describeErrno("cannot open the download root"))) }
+        guard fstatat(rootFD, path, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
             return errno == ENOENT ? .success(false) : .failure(.io(describeErrno("cannot inspect the destination")))
         }
         switch info.st_mode & S_IFMT {
@@ -55,16 +64,15 @@ struct DestinationFiles: Sendable {
         }
     }
 
-    /// The path of the directory `names` lead to under the root, when each on the way exists and
-    /// is a directory, not a link; nil when one does not exist yet.
+    /// The path relative to the root of the directory `names` lead to, when each on the way
+    /// exists and is a directory, not a link; nil when one does not exist yet.
     private func existingDirectory(_ names: ArraySlice<String>) -> Result<String?, Problem> {
+        guard let rootFD = openRoot.descriptor() else { return .failure(.io(describeErrno("cannot open the download root"))) }
         var info = stat()
-        guard stat(root, &info) == 0 else { return .failure(.io(describeErrno("cannot open the download root"))) }
-        guard info.st_mode & S_IFMT == S_IFDIR else { return .failure(.io("cannot open the download root: not a directory")) }
-        var path = root
+        var path = "."
         for name in names {
             path += "/" + name
-            guard lstat(path, &info) == 0 else {
+            guard fstatat(rootFD, path, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
                 if errno == ENOENT { return .success(nil) }
                 return .failure(problem(from: errno, "cannot open directory '\(name)'"))
             }
@@ -225,4 +233,23 @@ final class PlacedDirectory {
 
 func describeErrno(_ message: String) -> String {
     "\(message): \(String(cString: strerror(errno)))"
+}
+
+/// The download root, opened at its first use and kept open, so that a check at submit looks its
+/// path up relative to it (`fstatat`) rather than walking the root's own path again each time.
+/// A root that could not be opened is tried again next time.
+private final class OpenRoot: Sendable {
+    private let path: String
+    private let fd = Mutex<Int32>(-1)
+
+    init(path: String) { self.path = path }
+
+    deinit { fd.withLock { if $0 >= 0 { close($0) } } }
+
+    func descriptor() -> Int32? {
+        fd.withLock { fd in
+            if fd < 0 { fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+            return fd >= 0 ? fd : nil
+        }
+    }
 }

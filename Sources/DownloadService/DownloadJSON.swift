@@ -10,7 +10,7 @@ enum DownloadJSON {
         let waitingForAt: Int
 
         init(_ d: Download) {
-            var json = JSONWriter()
+            var json = JSONWriter(capacity: 1024)
             waitingForAt = DownloadJSON.write(d, waitingFor: nil, into: &json)
             bytes = json.bytes
         }
@@ -87,7 +87,7 @@ enum DownloadJSON {
     @Sendable static func logged(_ d: Download) -> [UInt8] { encode(d, waitingFor: nil) }
 
     static func encode(_ d: Download, waitingFor: WaitingFor?, liveBytes: Int64? = nil) -> [UInt8] {
-        var json = JSONWriter()
+        var json = JSONWriter(capacity: 1024)
         write(d, waitingFor: waitingFor, liveBytes: liveBytes, into: &json)
         return json.bytes
     }

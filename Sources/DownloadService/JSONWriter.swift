@@ -17,8 +17,13 @@ struct JSONWriter {
     mutating func key(_ name: StaticString) {
         separator()
         bytes.append(UInt8(ascii: "\""))
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        if name.hasPointerRepresentation {
+            bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        } else {
+            name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
         // The value that follows must not write another comma.
         needsComma[needsComma.count - 1] = false
     }
