@@ -3,7 +3,7 @@ import Dispatch
 import Logging
 
 /// Drives one curl multi handle from one serial queue: sockets through `SocketRegistry`, curl's
-/// timeout through one DispatchSourceTimer, and finished transfers through curl_multi_info_read.
+/// timeout through `CurlTimer`, and finished transfers through curl_multi_info_read.
 /// Nothing runs while nothing is in flight: no polling, the timer is parked.
 final class MultiDriver: @unchecked Sendable {
     // @unchecked: apart from the two `let`s below, which are thread-safe, every property is used
@@ -14,7 +14,7 @@ final class MultiDriver: @unchecked Sendable {
 
     private let logger: Logger
     private let multi: UnsafeMutableRawPointer
-    private let timer: DispatchSourceTimer
+    private var timer: CurlTimer?
     /// Hands held chunks to their writers once `WriteStaging.holdTime` is up.
     private let flushTimer: DispatchSourceTimer
     private var isFlushDue = false
@@ -37,7 +37,6 @@ final class MultiDriver: @unchecked Sendable {
         self.multi = multi
         self.staging = staging
         self.network = network
-        timer = DispatchSource.makeTimerSource(queue: queue)
         flushTimer = DispatchSource.makeTimerSource(queue: queue)
         sockets = SocketRegistry(queue: queue, liveSourcesGroup: pendingWork, logger: logger) {
             [weak self] socket, events in self?.socketAction(socket, events)
@@ -53,16 +52,14 @@ final class MultiDriver: @unchecked Sendable {
         fetchd_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, unmanagedSelf)
         fetchd_multi_setopt_timerfn(multi, CURLMOPT_TIMERFUNCTION) { _, milliseconds, userdata in
             guard let userdata else { return -1 }
-            Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().armTimer(milliseconds)
+            Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().timer?.set(milliseconds: milliseconds)
             return 0
         }
         // The caller limits concurrency; curl must not queue transfers behind a connection cap.
         fetchd_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0)
 
         governor = BandwidthGovernor(queue: queue) { [weak self] id in self?.resumeReceiving(id) }
-        timer.setEventHandler { [weak self] in self?.socketAction(CURL_SOCKET_TIMEOUT, 0) }
-        timer.schedule(deadline: .distantFuture)
-        timer.resume()
+        timer = CurlTimer(queue: queue) { [weak self] in self?.socketAction(CURL_SOCKET_TIMEOUT, 0) }
         flushTimer.setEventHandler { [weak self] in
             guard let self else { return }
             isFlushDue = false
@@ -190,22 +187,12 @@ final class MultiDriver: @unchecked Sendable {
         for id in Array(transfers.keys) + Array(routing.keys) { cancel(id) }
         // Closes cached connections through CURLOPT_CLOSESOCKETFUNCTION, so the registry is still needed.
         curl_multi_cleanup(multi)
-        timer.cancel()
+        timer?.cancel()
         flushTimer.cancel()
         governor?.stop()
         governor = nil
         sockets?.shutdown()
         sockets = nil
-    }
-
-    /// CURLMOPT_TIMERFUNCTION: -1 parks the timer, anything else arms it. curl must not be called
-    /// from inside its callbacks, so even 0 goes through the timer.
-    private func armTimer(_ milliseconds: Int) {
-        if milliseconds < 0 {
-            timer.schedule(deadline: .distantFuture)
-        } else {
-            timer.schedule(deadline: .now() + .milliseconds(milliseconds), leeway: .milliseconds(1))
-        }
     }
 
     /// How often one read event may go back to curl while its socket has more bytes waiting.
