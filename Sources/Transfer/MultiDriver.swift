@@ -44,9 +44,11 @@ final class MultiDriver: @unchecked Sendable {
 
         let unmanagedSelf = Unmanaged.passUnretained(self).toOpaque()
         fetchd_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, unmanagedSelf)
-        fetchd_multi_setopt_socketfn(multi, CURLMOPT_SOCKETFUNCTION) { _, socket, what, userdata, _ in
+        fetchd_multi_setopt_socketfn(multi, CURLMOPT_SOCKETFUNCTION) { easy, socket, what, userdata, _ in
             guard let userdata else { return -1 }
-            Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().sockets?.update(socket, what: what)
+            Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().sockets?.update(socket, what: what) {
+                easy.flatMap(EasyTransfer.owning)?.connectsOverTLS ?? true
+            }
             return 0
         }
         fetchd_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, unmanagedSelf)
