@@ -10,7 +10,7 @@ from benchlib.fetchd import Fetchd
 from benchlib.origin import make_file
 from benchlib.table import Row
 from benchlib.tls_origin import TLSOrigin
-from .common import aria2c, empty_dir, throughput_rounds
+from .common import aria2c, empty_dir, fetch_once, throughput_rounds
 
 
 def run(ctx) -> list[Row]:
@@ -37,15 +37,8 @@ def measure(ctx, origin, fetchd, url, target, out, size, http2) -> list[Row]:
     protocol = "HTTP/2" if http2 else "HTTP/1.1"
     label = f"6 https {protocol} {size >> 20} MiB"
 
-    def with_fetchd(r):
-        destination = f"https/{'h2' if http2 else 'h1'}-r{r}.bin"
-        job = fetchd.api.wait_terminal(fetchd.api.submit({"url": url, "destination": destination})["id"])
-        if job["state"] != "completed":
-            raise RuntimeError(f"https: fetchd job ended {job['state']}: {job.get('error')}")
-        os.remove(os.path.join(fetchd.root, destination))
-
     tools = {
-        "fetchd": with_fetchd,
+        "fetchd": lambda r: fetch_once(fetchd, "https", {"url": url, "destination": f"https/{'h2' if http2 else 'h1'}-r{r}.bin"}),
         "curl -o": lambda r: procs.run(["curl", "-sS", "--fail", "--cacert", origin.ca, "-o", target, url]),
         "aria2c": lambda r: procs.run(aria2c("--ca-certificate", origin.ca, "-d", out, "-o", "big.bin", url)),
     }

@@ -1,5 +1,6 @@
 import CCurl
 import Dispatch
+import Glibc
 import Logging
 
 /// One attempt: a curl easy handle set up from a `TransferRequest`, the C callbacks that feed its
@@ -109,6 +110,14 @@ final class EasyTransfer {
         var pointer: UnsafeMutableRawPointer?
         guard fetchd_easy_getinfo_ptr(handle, CURLINFO_PRIVATE, &pointer) == CURLE_OK, let pointer else { return nil }
         return Unmanaged<EasyTransfer>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// Whether the current hop's connection speaks TLS: to an https URL, or through an https proxy.
+    var connectsOverTLS: Bool {
+        if viaProxy, network.proxy?.kind == .https { return true }
+        var url: UnsafeMutablePointer<CChar>?
+        guard fetchd_easy_getinfo_cstr(handle, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url else { return true }
+        return strncasecmp(url, "https:", 6) == 0
     }
 
     // MARK: - Options

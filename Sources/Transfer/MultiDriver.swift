@@ -3,7 +3,7 @@ import Dispatch
 import Logging
 
 /// Drives one curl multi handle from one serial queue: sockets through `SocketRegistry`, curl's
-/// timeout through one DispatchSourceTimer, and finished transfers through curl_multi_info_read.
+/// timeout through `CurlTimer`, and finished transfers through curl_multi_info_read.
 /// Nothing runs while nothing is in flight: no polling, the timer is parked.
 final class MultiDriver: @unchecked Sendable {
     // @unchecked: apart from the two `let`s below, which are thread-safe, every property is used
@@ -14,7 +14,7 @@ final class MultiDriver: @unchecked Sendable {
 
     private let logger: Logger
     private let multi: UnsafeMutableRawPointer
-    private let timer: DispatchSourceTimer
+    private var timer: CurlTimer?
     /// Hands held chunks to their writers once `WriteStaging.holdTime` is up.
     private let flushTimer: DispatchSourceTimer
     private var isFlushDue = false
@@ -37,7 +37,6 @@ final class MultiDriver: @unchecked Sendable {
         self.multi = multi
         self.staging = staging
         self.network = network
-        timer = DispatchSource.makeTimerSource(queue: queue)
         flushTimer = DispatchSource.makeTimerSource(queue: queue)
         sockets = SocketRegistry(queue: queue, liveSourcesGroup: pendingWork, logger: logger) {
             [weak self] socket, events in self?.socketAction(socket, events)
@@ -45,24 +44,24 @@ final class MultiDriver: @unchecked Sendable {
 
         let unmanagedSelf = Unmanaged.passUnretained(self).toOpaque()
         fetchd_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, unmanagedSelf)
-        fetchd_multi_setopt_socketfn(multi, CURLMOPT_SOCKETFUNCTION) { _, socket, what, userdata, _ in
+        fetchd_multi_setopt_socketfn(multi, CURLMOPT_SOCKETFUNCTION) { easy, socket, what, userdata, _ in
             guard let userdata else { return -1 }
-            Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().sockets?.update(socket, what: what)
+            Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().sockets?.update(socket, what: what) {
+                easy.flatMap(EasyTransfer.owning)?.connectsOverTLS ?? true
+            }
             return 0
         }
         fetchd_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, unmanagedSelf)
         fetchd_multi_setopt_timerfn(multi, CURLMOPT_TIMERFUNCTION) { _, milliseconds, userdata in
             guard let userdata else { return -1 }
-            Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().armTimer(milliseconds)
+            Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().timer?.set(milliseconds: milliseconds)
             return 0
         }
         // The caller limits concurrency; curl must not queue transfers behind a connection cap.
         fetchd_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0)
 
         governor = BandwidthGovernor(queue: queue) { [weak self] id in self?.resumeReceiving(id) }
-        timer.setEventHandler { [weak self] in self?.socketAction(CURL_SOCKET_TIMEOUT, 0) }
-        timer.schedule(deadline: .distantFuture)
-        timer.resume()
+        timer = CurlTimer(queue: queue) { [weak self] in self?.socketAction(CURL_SOCKET_TIMEOUT, 0) }
         flushTimer.setEventHandler { [weak self] in
             guard let self else { return }
             isFlushDue = false
@@ -105,11 +104,12 @@ final class MultiDriver: @unchecked Sendable {
     }
 
     /// curl's receive buffer for a transfer starting beside `running` others: all transfers
-    /// together get about 4 MiB, each between curl's default (16 KiB) and the 256 KiB a fast
-    /// transfer uses. A buffer's pages stay resident once a read has filled them, and a
-    /// throttled origin sends in bursts: with 1,000 transfers, 256 KiB buffers cost ~50 KB each.
+    /// together get about 4 MiB, each between 8 KiB and the 256 KiB a fast transfer uses. A
+    /// buffer's pages stay resident once a read has filled them, and a throttled origin sends in
+    /// bursts: with 1,000 transfers, 256 KiB buffers cost ~50 KB each, and 8 KiB rather than
+    /// curl's default 16 KiB saves another ~5 KB each (curl reads a burst in more calls per event).
     static func receiveBufferShare(running: Int) -> Int {
-        min(256 << 10, max(16 << 10, (4 << 20) / (running + 1)))
+        min(256 << 10, max(8 << 10, (4 << 20) / (running + 1)))
     }
 
     /// Hands the transfer to curl; with a proxy, once its route to `url` is decided off the queue
@@ -190,22 +190,12 @@ final class MultiDriver: @unchecked Sendable {
         for id in Array(transfers.keys) + Array(routing.keys) { cancel(id) }
         // Closes cached connections through CURLOPT_CLOSESOCKETFUNCTION, so the registry is still needed.
         curl_multi_cleanup(multi)
-        timer.cancel()
+        timer?.cancel()
         flushTimer.cancel()
         governor?.stop()
         governor = nil
         sockets?.shutdown()
         sockets = nil
-    }
-
-    /// CURLMOPT_TIMERFUNCTION: -1 parks the timer, anything else arms it. curl must not be called
-    /// from inside its callbacks, so even 0 goes through the timer.
-    private func armTimer(_ milliseconds: Int) {
-        if milliseconds < 0 {
-            timer.schedule(deadline: .distantFuture)
-        } else {
-            timer.schedule(deadline: .now() + .milliseconds(milliseconds), leeway: .milliseconds(1))
-        }
     }
 
     /// How often one read event may go back to curl while its socket has more bytes waiting.

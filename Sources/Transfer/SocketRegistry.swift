@@ -22,12 +22,15 @@ final class SocketRegistry {
         /// The descriptor the sources watch: curl's socket, or our dup of it.
         let fd: Int32
         let isDuplicate: Bool
+        /// A TLS connection, where a read may leave bytes in the socket (`hasBytesWaiting`).
+        let isTLS: Bool
         var read: DispatchSourceRead?
         var write: DispatchSourceWrite?
 
-        init(fd: Int32, isDuplicate: Bool) {
+        init(fd: Int32, isDuplicate: Bool, isTLS: Bool) {
             self.fd = fd
             self.isDuplicate = isDuplicate
+            self.isTLS = isTLS
         }
     }
 
@@ -55,13 +58,14 @@ final class SocketRegistry {
         self.onReady = onReady
     }
 
-    /// CURLMOPT_SOCKETFUNCTION: watch `socket` for what curl wants (CURL_POLL_*).
-    func update(_ socket: curl_socket_t, what: Int32) {
+    /// CURLMOPT_SOCKETFUNCTION: watch `socket` for what curl wants (CURL_POLL_*). `isTLS` says,
+    /// when the socket is new, whether its connection speaks TLS.
+    func update(_ socket: curl_socket_t, what: Int32, isTLS: () -> Bool) {
         if what == CURL_POLL_REMOVE {
             if let watch = watches.removeValue(forKey: socket) { stop(watch) }
             return
         }
-        guard let watch = watches[socket] ?? makeWatch(for: socket) else { return }
+        guard let watch = watches[socket] ?? makeWatch(for: socket, isTLS: isTLS()) else { return }
         let wantsRead = what == CURL_POLL_IN || what == CURL_POLL_INOUT
         let wantsWrite = what == CURL_POLL_OUT || what == CURL_POLL_INOUT
 
@@ -85,8 +89,10 @@ final class SocketRegistry {
 
     /// Whether curl still watches `socket` for reading and bytes are waiting on it right now
     /// (poll with no timeout), so another read can go without waiting for the next event.
+    /// Asked only of TLS sockets: over plain HTTP curl reads until the socket is empty, so the
+    /// poll would find nothing (about 2 % of the CPU with 1,000 slow transfers).
     func hasBytesWaiting(_ socket: curl_socket_t) -> Bool {
-        guard let watch = watches[socket], watch.read != nil else { return false }
+        guard let watch = watches[socket], watch.isTLS, watch.read != nil else { return false }
         var ready = pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0)
         return poll(&ready, 1, 0) == 1 && ready.revents & Int16(POLLIN) != 0
     }
@@ -115,9 +121,9 @@ final class SocketRegistry {
         opened = []
     }
 
-    private func makeWatch(for socket: curl_socket_t) -> Watch? {
+    private func makeWatch(for socket: curl_socket_t, isTLS: Bool) -> Watch? {
         if opened.contains(socket) {
-            let watch = Watch(fd: socket, isDuplicate: false)
+            let watch = Watch(fd: socket, isDuplicate: false, isTLS: isTLS)
             watches[socket] = watch
             return watch
         }
@@ -126,7 +132,7 @@ final class SocketRegistry {
             logger.error("cannot watch a curl socket", metadata: ["errno": "\(errno)"])
             return nil
         }
-        let watch = Watch(fd: duplicate, isDuplicate: true)
+        let watch = Watch(fd: duplicate, isDuplicate: true, isTLS: false)
         watches[socket] = watch
         return watch
     }
