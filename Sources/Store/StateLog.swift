@@ -41,15 +41,14 @@ struct StateLog: Sendable {
 
     /// The log's events with the snapshots among them turned into payloads. A snapshot is a JSON
     /// array; a payload the encoder wrote is a JSON object.
-    func expand(_ db: SQLiteConnection, _ events: [LoggedEvent]) throws -> [LoggedEvent] {
-        guard events.contains(where: { $0.payload.first == UInt8(ascii: "[") }) else { return events }
-        let columns = DownloadColumns.list.split(separator: ",").indices.map { "json_extract(?1, '$[\($0)]')" }
-        let read = try db.prepare("SELECT " + columns.joined(separator: ", "))
-        return try events.map { event in
+    func expand(_ events: [LoggedEvent]) throws -> [LoggedEvent] {
+        try events.map { event in
             guard event.payload.first == UInt8(ascii: "[") else { return event }
+            guard let row = RowSnapshot(event.payload) else {
+                throw StoreError(code: 0, message: "event log entry \(event.sequence) is not a row snapshot")
+            }
             var expanded = event
-            guard let download = try read.query([.blob(event.payload)], DownloadColumns.download).first else { return event }
-            expanded.payload = payload(download)
+            expanded.payload = payload(try DownloadColumns.download(row))
             return expanded
         }
     }
