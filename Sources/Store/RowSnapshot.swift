@@ -114,8 +114,8 @@ struct RowSnapshot: ColumnValues {
                     case UInt8(ascii: "u"):
                         guard let unit = hex4() else { return nil }
                         var scalar = unit
-                        // A surrogate pair: SQLite writes characters outside the BMP as UTF-8, but
-                        // reading one costs nothing.
+                        // A surrogate pair, as JSON may spell a character outside the BMP (SQLite
+                        // itself writes those as UTF-8 and escapes only control characters).
                         if (0xD800..<0xDC00).contains(unit), next() == UInt8(ascii: "\\"), next() == UInt8(ascii: "u"),
                            let low = hex4(), (0xDC00..<0xE000).contains(low) {
                             scalar = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)

@@ -4,8 +4,8 @@ import Persistence
 extension SQLiteStore {
     /// One UPDATE over the session's jobs (through the session index), in one transaction with the
     /// count, the running jobs to stop, the event log and, for a cancel, the jobs' events. Pause,
-    /// resume and retry log each job's row as the UPDATE returns it (`StateLog.appendSnapshots`),
-    /// decoding and encoding no Download: a session of 100,000 jobs.
+    /// resume and retry take only the ids back and log each job's row as the UPDATE left it
+    /// (`StateLog.appendSnapshots`), decoding and encoding no Download: a session may hold 100,000.
     public func act(_ action: SessionAction) throws -> SessionActionResult {
         var states = action.kind.appliesTo
         if let narrowed = action.state { states = states.intersection([narrowed]) }
