@@ -48,7 +48,7 @@ enum DownloadColumns {
         ]
     }
 
-    static func download(_ row: Row) throws -> Download {
+    static func download(_ row: some ColumnValues) throws -> Download {
         let errorCode = row.optionalString(14)
         return Download(
             id: row.string(0), url: row.string(1), destination: Destination(stored: row.string(2)), session: row.string(3),

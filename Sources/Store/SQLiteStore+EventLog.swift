@@ -4,11 +4,11 @@ extension SQLiteStore {
     public func loggedEvents(after sequence: Int64, session: String?, limit: Int) throws -> [LoggedEvent] {
         try withReader { db in
             let filter = session == nil ? "" : "AND session = ?"
-            return try db.prepare("""
+            return try stateLog.expand(db.prepare("""
                 SELECT seq, download_id, session, payload FROM event_log WHERE seq > ? \(filter) ORDER BY seq LIMIT ?
                 """).query([.integer(sequence)] + (session.map { [.text($0)] } ?? []) + [.integer(Int64(limit))]) {
                 LoggedEvent(sequence: $0.int64(0), downloadID: $0.string(1), session: $0.string(2), payload: $0.blob(3))
-            }
+            })
         }
     }
 

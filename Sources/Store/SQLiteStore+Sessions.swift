@@ -3,7 +3,9 @@ import Persistence
 
 extension SQLiteStore {
     /// One UPDATE over the session's jobs (through the session index), in one transaction with the
-    /// count, the running jobs to stop and, for a cancel, the jobs' events.
+    /// count, the running jobs to stop, the event log and, for a cancel, the jobs' events. Pause,
+    /// resume and retry take only the ids back and log each job's row as the UPDATE left it
+    /// (`StateLog.appendSnapshots`), decoding and encoding no Download: a session may hold 100,000.
     public func act(_ action: SessionAction) throws -> SessionActionResult {
         var states = action.kind.appliesTo
         if let narrowed = action.state { states = states.intersection([narrowed]) }
@@ -42,18 +44,22 @@ extension SQLiteStore {
                 // OR IGNORE: a failed job whose destination another live job owns now stays failed.
                 let verb = action.kind == .retry ? "UPDATE OR IGNORE" : "UPDATE"
                 values.append(.text(action.session))
-                let jobs = try db.prepare("""
-                    \(verb) downloads SET \(set), revision = revision + 1 WHERE session = ? AND state IN (\(inStates))
-                    RETURNING \(DownloadColumns.list)
-                    """).query(values, DownloadColumns.download)
-                try stateLog.append(db, jobs)
+                let update = "\(verb) downloads SET \(set), revision = revision + 1 WHERE session = ? AND state IN (\(inStates))"
+                let changed: [String]
                 if action.kind == .cancel {
+                    // A cancel's webhook events need the jobs as Downloads anyway.
+                    let jobs = try db.prepare(update + " RETURNING \(DownloadColumns.list)").query(values, DownloadColumns.download)
+                    try stateLog.append(db, jobs)
                     try Self.record(db, events: jobs.flatMap(action.events), now: action.now)
                     if !jobs.isEmpty, let snapshot = try Self.finishedSession(db, session: action.session) {
                         try Self.record(db, events: action.sessionFinished(snapshot), now: action.now)
                     }
+                    changed = jobs.map(\.id)
+                } else {
+                    changed = try db.prepare(update + " RETURNING id").query(values) { $0.string(0) }
+                    try stateLog.appendSnapshots(db, ids: changed)
                 }
-                return SessionActionResult(matched: matched, changed: jobs.map(\.id), wereRunning: jobs.isEmpty ? [] : wereRunning)
+                return SessionActionResult(matched: matched, changed: changed, wereRunning: changed.isEmpty ? [] : wereRunning)
             }
         }
     }

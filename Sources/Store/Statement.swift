@@ -71,8 +71,20 @@ final class Statement {
     }
 }
 
+/// A row's values by column, as `DownloadColumns.download` reads them.
+protocol ColumnValues {
+    func isNull(_ column: Int32) -> Bool
+    func int64(_ column: Int32) -> Int64
+    func int(_ column: Int32) -> Int
+    func double(_ column: Int32) -> Double
+    func optionalInt64(_ column: Int32) -> Int64?
+    func optionalInt(_ column: Int32) -> Int?
+    func string(_ column: Int32) -> String
+    func optionalString(_ column: Int32) -> String?
+}
+
 /// The current row of a stepping statement; valid only inside the `query` closure.
-struct Row {
+struct Row: ColumnValues {
     let raw: OpaquePointer
 
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }

@@ -1,4 +1,5 @@
 import DownloadCore
+import Foundation
 import Persistence
 import TestSupport
 import Testing
@@ -235,6 +236,28 @@ import Testing
         #expect(try db.store.loggedEvents(after: all[1].sequence, session: "a", limit: 100).map(\.sequence) == [all[2].sequence, all[3].sequence])
         #expect(try db.store.loggedEvents(after: 0, session: nil, limit: 2).count == 2)
         #expect(try db.store.eventLogSpan() == EventLogSpan(oldest: all[0].sequence, newest: all[4].sequence))
+    }
+
+    @Test(arguments: StoreBackend.all) func aSessionActionLogsEachChangedJobAsItLeftIt(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        for id in ["01A", "01B"] { _ = try db.store.insert(makeDownload(id, session: "a"), idempotency: nil) }
+        _ = try db.store.insert(makeDownload("01C", session: "b"), idempotency: nil)
+        let inserted = try db.store.eventLogSpan().newest
+        for kind in [SessionActionKind.pause, .resume] {
+            _ = try db.store.act(SessionAction(kind: kind, session: "a", state: nil, now: 2, events: { _ in [] }, sessionFinished: { _ in [] }))
+        }
+
+        let logged = try db.store.loggedEvents(after: inserted, session: nil, limit: 100)
+        let states = try logged.map { event -> [String] in
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(event.payload)) as? [String: Any])
+            return [event.downloadID, event.session, json["id"] as? String ?? "", json["state"] as? String ?? ""]
+        }
+        // Each action's jobs together, in the order the action wrote them.
+        #expect(states.count == 4)
+        #expect(states.prefix(2).sorted { $0[0] < $1[0] } == [["01A", "a", "01A", "paused"], ["01B", "a", "01B", "paused"]])
+        #expect(states.suffix(2).sorted { $0[0] < $1[0] } == [["01A", "a", "01A", "queued"], ["01B", "a", "01B", "queued"]])
+        // Read a page at a time, as a stream follows.
+        #expect(try db.store.loggedEvents(after: logged[1].sequence, session: "a", limit: 1) == [logged[2]])
     }
 
     @Test(arguments: StoreBackend.all) func pruningKeepsTheNewestAndTheRecent(_ backend: StoreBackend) throws {

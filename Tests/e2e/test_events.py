@@ -155,6 +155,52 @@ def test_last_event_id_replays_what_was_missed_and_a_bad_one_resets(fetchd, orig
     assert fd.api.get("/events?session=bad%20name").status == 400
 
 
+def test_a_session_action_logs_every_job_as_the_action_left_it(fetchd):
+    """Pause and resume of a session log a state event per changed job; replay shows each job as
+    it was right after that action, not as it is now."""
+    fd = fetchd()
+    never = {"url": "http://127.0.0.1:9/never.bin", "earliestBeginDate": "2099-01-01T00:00:00Z"}
+    jobs = [fd.api.submit({**never, "destination": f"s/{i}", "session": "s", "priority": 0.25,
+                           "metadata": {"n": i, "note": "ünïcode \"quoted\""},
+                           "headers": {"X-Token": f"t{i}"}}) for i in range(3)]
+    fd.api.submit({**never, "destination": "t/0", "session": "t"})
+    live = EventStream(fd)
+
+    def visible(job_id: str) -> dict:
+        job = fd.api.job(job_id)
+        job.pop("waitingFor")  # worked out when asked, not logged
+        return job
+
+    try:
+        wait_for(lambda: live.status_line, message="the stream open")
+        assert fd.api.post("/sessions/s/pause").json() == {"session": "s", "matched": 3, "changed": 3}
+        paused = {j["id"]: visible(j["id"]) for j in jobs}
+        assert {j["state"] for j in paused.values()} == {"paused"}
+        r = fd.api.request("PATCH", f"/downloads/{jobs[0]['id']}", {"priority": 0.75, "metadata": {"n": 9}},
+                           content_type="application/merge-patch+json")
+        assert r.status == 200, r
+        assert fd.api.post("/sessions/s/resume").json() == {"session": "s", "matched": 3, "changed": 3}
+        queued = {j["id"]: visible(j["id"]) for j in jobs}
+        wait_for(lambda: len(live.states()) >= 6, message="six state events on the live stream")
+    finally:
+        live.close()
+
+    seen = live.states()
+    expected = [paused[j["id"]] for j in sorted(jobs, key=lambda j: j["id"])] + \
+               [queued[j["id"]] for j in sorted(jobs, key=lambda j: j["id"])]
+    got = [{k: v for k, v in d.items() if k != "waitingFor"} for _, d in seen]
+    assert sorted(got[:3], key=lambda d: d["id"]) == expected[:3], "each job as the pause left it"
+    assert sorted(got[3:], key=lambda d: d["id"]) == expected[3:], "each job as the resume left it"
+    assert paused[jobs[0]["id"]]["priority"] == 0.25 and queued[jobs[0]["id"]]["priority"] == 0.75
+
+    replay = EventStream(fd, last_event_id=str(seen[0][0] - 1))
+    try:
+        wait_for(lambda: len(replay.states()) >= 6, message="the session's events replayed")
+        assert replay.states() == seen, "replay gives the same events, with the same ids"
+    finally:
+        replay.close()
+
+
 def test_progress_events_name_the_job_and_its_rate(fetchd, origin):
     fd = fetchd()
     stream = EventStream(fd)

@@ -1,0 +1,148 @@
+/// A downloads row as the event log keeps it for a session action: the JSON array SQLite's
+/// `json_array` wrote (numbers, strings and nulls only), read back column by column like a `Row`,
+/// so `DownloadColumns.download` decodes it without a statement.
+struct RowSnapshot: ColumnValues {
+    private let values: [SQLValue]
+
+    /// nil when `bytes` is not such an array.
+    init?(_ bytes: [UInt8]) {
+        var parser = Parser(bytes: bytes)
+        guard let values = parser.array() else { return nil }
+        self.values = values
+    }
+
+    func isNull(_ column: Int32) -> Bool {
+        if case .null = value(column) { return true }
+        return false
+    }
+
+    func int64(_ column: Int32) -> Int64 {
+        switch value(column) {
+        case .integer(let v): return v
+        case .real(let v): return Int64(exactly: v.rounded(.towardZero)) ?? 0
+        default: return 0
+        }
+    }
+
+    func int(_ column: Int32) -> Int { Int(int64(column)) }
+
+    func double(_ column: Int32) -> Double {
+        switch value(column) {
+        case .integer(let v): return Double(v)
+        case .real(let v): return v
+        default: return 0
+        }
+    }
+
+    func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
+    func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : int(column) }
+
+    func string(_ column: Int32) -> String {
+        switch value(column) {
+        case .text(let v): return v
+        case .integer(let v): return String(v)
+        case .real(let v): return String(v)
+        default: return ""
+        }
+    }
+
+    func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
+
+    private func value(_ column: Int32) -> SQLValue {
+        Int(column) < values.count ? values[Int(column)] : .null
+    }
+
+    /// The JSON SQLite writes: no whitespace, strings escaped with `\"`, `\\`, `\/`, `\b`, `\f`,
+    /// `\n`, `\r`, `\t` and `\uXXXX`; anything else is refused.
+    private struct Parser {
+        let bytes: [UInt8]
+        var at = 0
+
+        mutating func array() -> [SQLValue]? {
+            guard next() == UInt8(ascii: "[") else { return nil }
+            var values: [SQLValue] = []
+            if peek() == UInt8(ascii: "]") { at += 1; return at == bytes.count ? values : nil }
+            while true {
+                guard let value = scalar() else { return nil }
+                values.append(value)
+                switch next() {
+                case UInt8(ascii: ","): continue
+                case UInt8(ascii: "]"): return at == bytes.count ? values : nil
+                default: return nil
+                }
+            }
+        }
+
+        private mutating func scalar() -> SQLValue? {
+            switch peek() {
+            case UInt8(ascii: "\""): return string().map(SQLValue.text)
+            case UInt8(ascii: "n"):
+                guard bytes[at...].starts(with: "null".utf8) else { return nil }
+                at += 4
+                return .null
+            default: return number()
+            }
+        }
+
+        private mutating func number() -> SQLValue? {
+            let start = at
+            var isInteger = true
+            while let byte = peek(), byte != UInt8(ascii: ","), byte != UInt8(ascii: "]") {
+                if !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), byte != UInt8(ascii: "-") { isInteger = false }
+                at += 1
+            }
+            let text = String(decoding: bytes[start..<at], as: UTF8.self)
+            if isInteger, let value = Int64(text) { return .integer(value) }
+            return Double(text).map(SQLValue.real)
+        }
+
+        private mutating func string() -> String? {
+            at += 1
+            var out: [UInt8] = []
+            while let byte = next() {
+                switch byte {
+                case UInt8(ascii: "\""): return String(decoding: out, as: UTF8.self)
+                case UInt8(ascii: "\\"):
+                    guard let escaped = next() else { return nil }
+                    switch escaped {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escaped)
+                    case UInt8(ascii: "b"): out.append(0x08)
+                    case UInt8(ascii: "f"): out.append(0x0C)
+                    case UInt8(ascii: "n"): out.append(0x0A)
+                    case UInt8(ascii: "r"): out.append(0x0D)
+                    case UInt8(ascii: "t"): out.append(0x09)
+                    case UInt8(ascii: "u"):
+                        guard let unit = hex4() else { return nil }
+                        var scalar = unit
+                        // A surrogate pair, as JSON may spell a character outside the BMP (SQLite
+                        // itself writes those as UTF-8 and escapes only control characters).
+                        if (0xD800..<0xDC00).contains(unit), next() == UInt8(ascii: "\\"), next() == UInt8(ascii: "u"),
+                           let low = hex4(), (0xDC00..<0xE000).contains(low) {
+                            scalar = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                        }
+                        guard let character = Unicode.Scalar(scalar) else { return nil }
+                        out += Array(String(Character(character)).utf8)
+                    default: return nil
+                    }
+                default: out.append(byte)
+                }
+            }
+            return nil
+        }
+
+        private mutating func hex4() -> UInt32? {
+            guard at + 4 <= bytes.count, let value = UInt32(String(decoding: bytes[at..<at + 4], as: UTF8.self), radix: 16) else {
+                return nil
+            }
+            at += 4
+            return value
+        }
+
+        private func peek() -> UInt8? { at < bytes.count ? bytes[at] : nil }
+
+        private mutating func next() -> UInt8? {
+            defer { at += 1 }
+            return peek()
+        }
+    }
+}
