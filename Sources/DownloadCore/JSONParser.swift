@@ -129,13 +129,11 @@ public struct JSONParser {
         guard position < bytes.count else { throw failure("unterminated string") }
         let byte = bytes[position]
         position += 1
+        if let plain = JSONString.unescaped(byte) {
+            output.append(plain)
+            return
+        }
         switch byte {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): output.append(byte)
-        case UInt8(ascii: "b"): output.append(0x08)
-        case UInt8(ascii: "f"): output.append(0x0C)
-        case UInt8(ascii: "n"): output.append(0x0A)
-        case UInt8(ascii: "r"): output.append(0x0D)
-        case UInt8(ascii: "t"): output.append(0x09)
         case UInt8(ascii: "u"):
             var scalar = UInt32(try hex4())
             if (0xD800..<0xDC00).contains(scalar) {

@@ -18,6 +18,20 @@ public enum JSONString {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// The byte a one-character escape (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`) stands
+    /// for; nil for `\u` and for what is not an escape. Shared by the JSON parsers.
+    public static func unescaped(_ escaped: UInt8) -> UInt8? {
+        switch escaped {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): escaped
+        case UInt8(ascii: "b"): 0x08
+        case UInt8(ascii: "f"): 0x0C
+        case UInt8(ascii: "n"): 0x0A
+        case UInt8(ascii: "r"): 0x0D
+        case UInt8(ascii: "t"): 0x09
+        default: nil
+        }
+    }
+
     private static func appendEscape(_ byte: UInt8, to bytes: inout [UInt8]) {
         let backslash = UInt8(ascii: "\\")
         switch byte {

@@ -1,3 +1,5 @@
+import DownloadCore
+
 /// A downloads row as the event log keeps it for a session action: the JSON array SQLite's
 /// `json_array` wrote (numbers, strings and nulls only), read back column by column like a `Row`,
 /// so `DownloadColumns.download` decodes it without a statement.
@@ -104,26 +106,20 @@ struct RowSnapshot: ColumnValues {
                 case UInt8(ascii: "\""): return String(decoding: out, as: UTF8.self)
                 case UInt8(ascii: "\\"):
                     guard let escaped = next() else { return nil }
-                    switch escaped {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escaped)
-                    case UInt8(ascii: "b"): out.append(0x08)
-                    case UInt8(ascii: "f"): out.append(0x0C)
-                    case UInt8(ascii: "n"): out.append(0x0A)
-                    case UInt8(ascii: "r"): out.append(0x0D)
-                    case UInt8(ascii: "t"): out.append(0x09)
-                    case UInt8(ascii: "u"):
-                        guard let unit = hex4() else { return nil }
-                        var scalar = unit
-                        // A surrogate pair, as JSON may spell a character outside the BMP (SQLite
-                        // itself writes those as UTF-8 and escapes only control characters).
-                        if (0xD800..<0xDC00).contains(unit), next() == UInt8(ascii: "\\"), next() == UInt8(ascii: "u"),
-                           let low = hex4(), (0xDC00..<0xE000).contains(low) {
-                            scalar = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
-                        }
-                        guard let character = Unicode.Scalar(scalar) else { return nil }
-                        out += Array(String(Character(character)).utf8)
-                    default: return nil
+                    if let plain = JSONString.unescaped(escaped) {
+                        out.append(plain)
+                        continue
                     }
+                    guard escaped == UInt8(ascii: "u"), let unit = hex4() else { return nil }
+                    var scalar = unit
+                    // A surrogate pair, as JSON may spell a character outside the BMP (SQLite
+                    // itself writes those as UTF-8 and escapes only control characters).
+                    if (0xD800..<0xDC00).contains(unit), next() == UInt8(ascii: "\\"), next() == UInt8(ascii: "u"),
+                       let low = hex4(), (0xDC00..<0xE000).contains(low) {
+                        scalar = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let character = Unicode.Scalar(scalar) else { return nil }
+                    out += Array(String(Character(character)).utf8)
                 default: out.append(byte)
                 }
             }
