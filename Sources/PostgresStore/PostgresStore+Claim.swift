@@ -52,10 +52,13 @@ extension PostgresStore {
     private func claim(_ db: PostgresConnection, _ jobs: [Download]) throws -> [Download] {
         guard !jobs.isEmpty else { return [] }
         let rows = jobs.map { [.text($0.id)] + JobColumns.stateValues($0) }
+        // `IS TRUE` keeps the state test out of the plan's index conditions: the planner would
+        // otherwise read every entry `downloads_state` still holds for 'queued' (one per job
+        // that ever waited, until vacuum) instead of one primary-key probe per job.
         let started = try db.query("""
             UPDATE downloads SET \(JobColumns.stateAssignments(from: "job")), lease_owner = $2
             FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) AS job
-            WHERE downloads.id = job.id AND downloads.state = 'queued' RETURNING downloads.id, downloads.fair_tag
+            WHERE downloads.id = job.id AND (downloads.state = 'queued') IS TRUE RETURNING downloads.id, downloads.fair_tag
             """, [.text(PostgresValue.json(rows, columns: ["id"] + JobColumns.stateColumns)), .text(membership.id)]) {
             ($0.string(0), $0.int64(1))
         }
