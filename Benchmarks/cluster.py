@@ -211,8 +211,9 @@ def soak(store_binary: str, pg: Postgres, minutes: int, rate: int) -> int:
     proc = subprocess.Popen([store_binary, url, "--nodes", "3", "--soak", str(minutes * 60), "--rate", str(rate)],
                             stdout=subprocess.PIPE, text=True)
     rows = []
-    print("| minute | submitted | claim passes | claim p50 (ms) | claim p99 (ms) | settle p99 (ms) | downloads dead/live | event_log dead/live |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| minute | submitted | settled | claim passes | claim p50 (ms) | claim p99 (ms) | settle p99 (ms) "
+          "| downloads dead/live | event_log dead/live |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for line in proc.stdout:
         stats = json.loads(line)
         if "minute" not in stats:
@@ -223,7 +224,7 @@ def soak(store_binary: str, pg: Postgres, minutes: int, rate: int) -> int:
         ratios = {name: dead / max(1, live) for name, (live, dead) in tuples.items()}
         stats.update(downloads=ratios.get("downloads", 0.0), event_log=ratios.get("event_log", 0.0))
         rows.append(stats)
-        print(f"| {stats['minute']} | {stats['submitted']} | {stats['claims']} | {stats['claim_p50_ms']:.2f} | "
+        print(f"| {stats['minute']} | {stats['submitted']} | {stats['settled']} | {stats['claims']} | {stats['claim_p50_ms']:.2f} | "
               f"{stats['claim_p99_ms']:.2f} | {stats['settle_p99_ms']:.2f} | {stats['downloads']:.3f} | {stats['event_log']:.3f} |",
               flush=True)
     if proc.wait() != 0 or not rows:
