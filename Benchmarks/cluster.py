@@ -22,8 +22,8 @@ staging directory. Prints, for 1 and 3 nodes:
   fsync and placement included;
 - due latency (`due`): jobs with `earliestBeginDate` spread over 3 s, free slots on every node;
   a Python origin records when each request arrives: p50/p99 of arrival − earliestBeginDate;
-- intake (`intake`): `POST /downloads` per second and p99 with wrk (64 connections per node,
-  far-future jobs), all nodes at once.
+- intake (`intake`): `POST /downloads` per second and p99 with wrk (64 connections in all,
+  split over the nodes; `--intake-connections`), far-future jobs, all nodes at once.
 
 `--soak MINUTES`: three store-bench nodes drain jobs submitted at 1,000 a second for MINUTES;
 each minute the claim pass's p50/p99 and `n_dead_tup / n_live_tup` of `downloads` and
@@ -40,7 +40,7 @@ import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,6 +49,7 @@ from benchlib.fetchd import Fetchd  # noqa: E402
 from benchlib.origin import Origin, make_small_files  # noqa: E402
 from benchlib.standalone import log, scratch  # noqa: E402
 from benchlib.times import rfc3339  # noqa: E402
+from start_latency import TinyOrigin  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PORTS = 30
@@ -134,11 +135,13 @@ def workload(binary, workdir, pg, ports, count, jobs, path, slots, per_host) -> 
     return seconds
 
 
-def intake(binary, workdir, pg, count, seconds):
+def intake(binary, workdir, pg, count, seconds, connections):
+    """wrk on every node at once, `connections` in all split over the nodes (wrk keeps each busy,
+    so its latency is about connections ÷ throughput: the same clients, spread, compare fairly)."""
     nodes = cluster(binary, workdir, pg.schema(), count)
     origin_url = "http://127.0.0.1:9/x"
     def post(n):
-        return wrk.run(nodes[n].base + "/downloads", 64, duration=seconds, script=wrk.lua("post_downloads.lua"),
+        return wrk.run(nodes[n].base + "/downloads", max(1, connections // count), duration=seconds, script=wrk.lua("post_downloads.lua"),
                        script_args=[origin_url, f"n{n}", "intake", "2999-01-01T00:00:00Z"], latency=True)
 
     with ThreadPoolExecutor(count) as pool:
@@ -160,20 +163,13 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-class ArrivalOrigin(BaseHTTPRequestHandler):
+class ArrivalOrigin(TinyOrigin):
     """Records when each request arrives (path → seconds since the epoch) and answers 2 bytes."""
-    protocol_version = "HTTP/1.1"
     arrivals: dict[str, float] = {}
 
     def do_GET(self):
         self.arrivals.setdefault(self.path, time.time())
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args):
-        pass
+        super().do_GET()
 
 
 def due_latency(binary, workdir, pg, count, jobs=300, spread=3.0) -> tuple[float, float, int]:
@@ -205,8 +201,14 @@ def due_latency(binary, workdir, pg, count, jobs=300, spread=3.0) -> tuple[float
     return percentile(delays, 50), percentile(delays, 99), sum(d < 0 for d in delays)
 
 
-def soak(store_binary: str, pg: Postgres, minutes: int, rate: int) -> int:
+def soak(store_binary: str, pg: Postgres, minutes: int, rate: int, naptime: str) -> int:
     """Three store-level nodes drain `rate` jobs a second for `minutes`; a row a minute."""
+    # Each job leaves two dead row versions (claim, settlement) that no page pruning can take
+    # (both change indexed columns), 2,000 a second here; autovacuum looks once per naptime
+    # (default 1 min), so the server is run as README "Many nodes" advises for such churn.
+    pg.query(f"ALTER SYSTEM SET autovacuum_naptime = '{naptime}'")
+    pg.query("SELECT pg_reload_conf()")
+    print(f"autovacuum_naptime = {naptime}")
     schema, url = pg.schema_named()
     proc = subprocess.Popen([store_binary, url, "--nodes", "3", "--soak", str(minutes * 60), "--rate", str(rate)],
                             stdout=subprocess.PIPE, text=True)
@@ -243,8 +245,11 @@ def main() -> int:
     parser.add_argument("--store-bench", help="fetchd-store-bench (default: beside --fetchd)")
     parser.add_argument("--quick", action="store_true", help="fewer jobs, shorter intake")
     parser.add_argument("--only", default="slot,store,tiny,due,intake", help="comma-separated parts to run")
+    parser.add_argument("--intake-connections", type=int, default=64,
+                        help="wrk connections in all for intake, split over the nodes (64: 64 per node before)")
     parser.add_argument("--soak", type=int, metavar="MINUTES", help="run only the soak, for MINUTES")
     parser.add_argument("--rate", type=int, default=1000, help="jobs a second submitted in the soak")
+    parser.add_argument("--autovacuum-naptime", default="10s", help="the soak's PostgreSQL autovacuum_naptime (its default: 1min)")
     args = parser.parse_args()
     binary = os.path.abspath(args.fetchd)
     store_binary = os.path.abspath(args.store_bench or os.path.join(os.path.dirname(binary), "fetchd-store-bench"))
@@ -252,7 +257,7 @@ def main() -> int:
     if args.soak:
         pg = Postgres("")
         try:
-            return soak(store_binary, pg, args.soak, args.rate)
+            return soak(store_binary, pg, args.soak, args.rate, args.autovacuum_naptime)
         finally:
             pg.stop()
     with scratch("fetchd-cluster-bench-") as workdir:
@@ -282,7 +287,7 @@ def main() -> int:
                     row["due"] = due_latency(binary, workdir, pg, count)
                 if "intake" in parts:
                     log(f"{count} node(s): intake, wrk for {seconds} s per node")
-                    row["intake"] = intake(binary, workdir, pg, count, seconds)
+                    row["intake"] = intake(binary, workdir, pg, count, seconds, args.intake_connections)
                 rows.append(row)
         finally:
             pg.stop()
