@@ -254,6 +254,8 @@ def main() -> int:
     binary = os.path.abspath(args.fetchd)
     store_binary = os.path.abspath(args.store_bench or os.path.join(os.path.dirname(binary), "fetchd-store-bench"))
     parts = set(args.only.split(","))
+    if ("store" in parts or args.soak) and not os.access(store_binary, os.X_OK):
+        sys.exit(f"cluster.py: no {store_binary}: swift build -c release --product fetchd-store-bench (or --store-bench PATH)")
     if args.soak:
         pg = Postgres("")
         try:
