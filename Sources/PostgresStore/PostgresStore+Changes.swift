@@ -14,15 +14,17 @@ extension PostgresStore {
             // Jobs ending (completed, failed, cancelled) are written together, one statement for a
             // run of them; any other change first writes the run before it, so the order holds.
             var ending: [StateWrite] = []
+            var endingIDs: Set<String> = []
             for change in changes {
                 if case .update(let download, let expecting, let events, let attempt, let sessionFinished) = change,
-                   download.state.isTerminal, !ending.contains(where: { $0.download.id == download.id }) {
+                   download.state.isTerminal, endingIDs.insert(download.id).inserted {
                     ending.append(StateWrite(download: download, expecting: expecting, events: events, attempt: attempt,
                                          sessionFinished: sessionFinished))
                     continue
                 }
                 results += try self.end(ending, db, settled: &settled)
                 ending = []
+                endingIDs = []
                 results.append(try self.apply(change, db, settled: &settled))
             }
             results += try self.end(ending, db, settled: &settled)
