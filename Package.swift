@@ -5,7 +5,9 @@ let package = Package(
     name: "fetchd",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "fetchd", targets: ["fetchd"])
+        .executable(name: "fetchd", targets: ["fetchd"]),
+        // Claim + settle at the queue level on PostgreSQL, for Benchmarks/cluster.py.
+        .executable(name: "fetchd-store-bench", targets: ["StoreBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -39,6 +41,8 @@ let package = Package(
             "DownloadService", "DownloadCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
+
+        .executableTarget(name: "StoreBench", dependencies: ["PostgresStore", "Persistence", "DownloadCore"], path: "Benchmarks/StoreBench"),
 
         // `make fuzz`: libFuzzer over the request parser; built plainly, it replays a corpus.
         .executableTarget(name: "RequestParserFuzz", dependencies: ["HTTPServer"], path: "Fuzz/RequestParserFuzz"),

@@ -10,7 +10,24 @@ extension PostgresStore {
         let changesState = changes.contains { if case .update = $0 { true } else { false } }
         let body = { (db: PostgresConnection) in
             var settled = SettledBatch()
-            let results = try changes.map { try self.apply($0, db, settled: &settled) }
+            var results: [Bool] = []
+            // Jobs ending (completed, failed, cancelled) are written together, one statement for a
+            // run of them; any other change first writes the run before it, so the order holds.
+            var ending: [StateWrite] = []
+            var endingIDs: Set<String> = []
+            for change in changes {
+                if case .update(let download, let expecting, let events, let attempt, let sessionFinished) = change,
+                   download.state.isTerminal, endingIDs.insert(download.id).inserted {
+                    ending.append(StateWrite(download: download, expecting: expecting, events: events, attempt: attempt,
+                                         sessionFinished: sessionFinished))
+                    continue
+                }
+                results += try self.end(ending, db, settled: &settled)
+                ending = []
+                endingIDs = []
+                results.append(try self.apply(change, db, settled: &settled))
+            }
+            results += try self.end(ending, db, settled: &settled)
             try self.finish(settled, db)
             return results
         }
@@ -84,14 +101,30 @@ extension PostgresStore {
             throw DestinationBusy()
         }
         guard changed == 1 else { return false }
-        settled.states.append(download)
-        if let attempt { settled.attempts.append((attempt, download.id)) }
-        let now = download.finishedAt ?? download.createdAt
-        settled.events.append((events, now))
-        if download.state.isTerminal, let sessionFinished {
-            settled.ending[download.session] = (sessionFinished, now)
-        }
+        settled.add(StateWrite(download: download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished))
         return true
+    }
+
+    /// Writes jobs that end (a terminal state, so no live destination can clash) in one
+    /// compare-and-set statement, fenced as `update` fences one; whether each was written. (`IS
+    /// TRUE`: one primary-key probe per job, as in the claim's UPDATE.)
+    private func end(_ jobs: [StateWrite], _ db: PostgresConnection, settled: inout SettledBatch) throws -> [Bool] {
+        guard !jobs.isEmpty else { return [] }
+        let rows = jobs.map { [.text($0.download.id)] + JobColumns.stateValues($0.download) }
+        let changed = Set(try db.query("""
+            UPDATE downloads SET \(JobColumns.stateAssignments(from: "job"))
+            FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) AS job
+            JOIN unnest($2::text[], $3::text[]) AS expected(id, states) ON expected.id = job.id
+            WHERE downloads.id = job.id AND (downloads.state = ANY(string_to_array(expected.states, ','))) IS TRUE
+            AND (downloads.state <> 'running' OR downloads.attempts = job.attempts)
+            RETURNING downloads.id
+            """, [.text(PostgresValue.json(rows, columns: ["id"] + JobColumns.stateColumns)), .textArray(jobs.map(\.download.id)),
+                  .textArray(jobs.map { $0.expecting.map(\.rawValue).sorted().joined(separator: ",") })]) { $0.string(0) })
+        return jobs.map { job in
+            guard changed.contains(job.download.id) else { return false }
+            settled.add(job)
+            return true
+        }
     }
 
     /// Writes what a batch's changes left to write, once for all of them: the event log, the
@@ -166,4 +199,25 @@ private struct SettledBatch {
     var events: [(events: [WebhookEvent], now: Int64)] = []
     /// Sessions a job ended in, with what announces the session if it has finished.
     var ending: [String: (sessionFinished: (SessionSnapshot) -> [WebhookEvent], now: Int64)] = [:]
+
+    /// A state change that was written, with what it leaves to write.
+    mutating func add(_ change: StateWrite) {
+        let download = change.download
+        states.append(download)
+        if let attempt = change.attempt { attempts.append((attempt, download.id)) }
+        let now = download.finishedAt ?? download.createdAt
+        events.append((change.events, now))
+        if download.state.isTerminal, let sessionFinished = change.sessionFinished {
+            ending[download.session] = (sessionFinished, now)
+        }
+    }
+}
+
+/// One `.update` change, as `apply` writes it (those of jobs that end a run at a time).
+private struct StateWrite {
+    var download: Download
+    var expecting: Set<DownloadState>
+    var events: [WebhookEvent]
+    var attempt: AttemptRecord?
+    var sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
 }

@@ -8,11 +8,13 @@ import Persistence
 extension PostgresStore {
     public func claim(_ pass: ClaimPass) throws -> ClaimResult {
         try write { db in
+            // Every other node's claim pass waits for this lock, so the pass makes as few round
+            // trips as it can while holding it.
             try db.execute(AdvisoryLock.claims)
             // A node the others found dead claims nothing until it is registered again: its
             // claims would look abandoned and be taken over while it runs them.
-            guard try Self.isRegistered(db, membership.id) else { return ClaimResult(claimed: [], nextQueueChange: nil) }
-            pass.otherNodesRunning(try Self.otherNodesRunning(db, membership.id))
+            guard let elsewhere = try Self.otherNodesRunning(db, membership.id) else { return ClaimResult(claimed: [], nextQueueChange: nil) }
+            pass.otherNodesRunning(elsewhere)
             try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
             // The candidates are locked for this transaction, so every job the pass chooses is
             // still queued: they are claimed together at the end of the pass.
@@ -20,17 +22,21 @@ extension PostgresStore {
             _ = try pass.claimLaneByLane(
                 dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
                 claim: { chosen.append($0); return true })
-            let claimed = try claim(db, chosen)
+            let (claimed, queueChange) = try claim(db, chosen)
             try stateLog.append(db, claimed)
-            return ClaimResult(claimed: claimed, nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
+            let (due, aging) = try queueChange ?? Self.queueChange(db)
+            return ClaimResult(claimed: claimed, nextQueueChange: Self.nextQueueChange(due: due, aging: aging, after: pass.now,
+                                                                                         agingDelay: pass.agingDelay))
         }
     }
 
     /// Marks queued jobs whose run_at has passed as due, and moves discretionary jobs created at or
-    /// before `agedBefore` into the normal lane.
+    /// before `agedBefore` into the normal lane, in one statement (each row once, both changes).
     private static func promote(_ db: PostgresConnection, now: Int64, agedBefore: Int64) throws {
-        try db.run("UPDATE downloads SET due = true WHERE state = 'queued' AND NOT due AND run_at <= $1", [.integer(now)])
-        try db.run("UPDATE downloads SET lane = 0 WHERE state = 'queued' AND lane = 1 AND created_at <= $1", [.integer(agedBefore)])
+        try db.run("""
+            UPDATE downloads SET due = due OR run_at <= $1, lane = CASE WHEN lane = 1 AND created_at <= $2 THEN 0 ELSE lane END
+            WHERE (state = 'queued' AND NOT due AND run_at <= $1) OR (state = 'queued' AND lane = 1 AND created_at <= $2)
+            """, [.integer(now), .integer(agedBefore)])
     }
 
     /// Due jobs of one lane, best first, leaving out hosts at their limit, locked for this pass.
@@ -48,31 +54,49 @@ extension PostgresStore {
     }
 
     /// Compare-and-set to `running`, leased to this node, in one statement; the jobs claimed. The
-    /// virtual time of fair queueing moves up to the latest tag among them.
-    private func claim(_ db: PostgresConnection, _ jobs: [Download]) throws -> [Download] {
-        guard !jobs.isEmpty else { return [] }
+    /// virtual time of fair queueing moves up to the latest tag among them. The same statement
+    /// reads what `queueChange` reads (the earliest run_at and created_at the queue has left),
+    /// nil if nothing was claimed.
+    private func claim(_ db: PostgresConnection, _ jobs: [Download]) throws -> ([Download], (Int64?, Int64?)?) {
+        guard !jobs.isEmpty else { return ([], nil) }
         let rows = jobs.map { [.text($0.id)] + JobColumns.stateValues($0) }
+        // `IS TRUE` keeps the state test out of the plan's index conditions: the planner would
+        // otherwise read every entry `downloads_state` still holds for 'queued' (one per job
+        // that ever waited, until vacuum) instead of one primary-key probe per job. The final
+        // SELECT sees the table as the statement began, so the jobs it claims are left out by hand.
         let started = try db.query("""
-            UPDATE downloads SET \(JobColumns.stateAssignments(from: "job")), lease_owner = $2
-            FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) AS job
-            WHERE downloads.id = job.id AND downloads.state = 'queued' RETURNING downloads.id, downloads.fair_tag
+            WITH started AS (
+                UPDATE downloads SET \(JobColumns.stateAssignments(from: "job")), lease_owner = $2
+                FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) AS job
+                WHERE downloads.id = job.id AND (downloads.state = 'queued') IS TRUE RETURNING downloads.id, downloads.fair_tag
+            ), virtual_time AS (
+                UPDATE scheduler_state SET value = GREATEST(value, (SELECT MAX(fair_tag) FROM started))
+                WHERE key = 'virtual_time' AND EXISTS (SELECT 1 FROM started)
+            )
+            SELECT id, \(Self.queueChangeColumns("AND id NOT IN (SELECT id FROM started)")) FROM started
             """, [.text(PostgresValue.json(rows, columns: ["id"] + JobColumns.stateColumns)), .text(membership.id)]) {
-            ($0.string(0), $0.int64(1))
-        }
-        if let latestTag = started.map(\.1).max() {
-            try db.run("UPDATE scheduler_state SET value = GREATEST(value, $1) WHERE key = 'virtual_time'", [.integer(latestTag)])
+            ($0.string(0), $0.optionalInt64(1), $0.optionalInt64(2))
         }
         let ids = Set(started.map(\.0))
-        return jobs.filter { ids.contains($0.id) }
+        return (jobs.filter { ids.contains($0.id) }, started.first.map { ($0.1, $0.2) })
+    }
+
+    /// The earliest run_at of a job not yet due, and the earliest created_at in the discretionary
+    /// lane; `excluding` narrows the second.
+    private static func queueChangeColumns(_ excluding: String = "") -> String {
+        """
+        (SELECT MIN(run_at) FROM downloads WHERE state = 'queued' AND NOT due),
+        (SELECT MIN(created_at) FROM downloads WHERE state = 'queued' AND lane = 1 \(excluding))
+        """
+    }
+
+    private static func queueChange(_ db: PostgresConnection) throws -> (Int64?, Int64?) {
+        try db.query("SELECT \(queueChangeColumns())") { ($0.optionalInt64(0), $0.optionalInt64(1)) }.first ?? (nil, nil)
     }
 
     /// The next time a queued job becomes due or a discretionary job ages into the normal lane.
-    private static func nextQueueChange(_ db: PostgresConnection, after now: Int64, agingDelay: Int64) throws -> Int64? {
-        let (due, aging) = try db.query("""
-            SELECT (SELECT MIN(run_at) FROM downloads WHERE state = 'queued' AND NOT due),
-                   (SELECT MIN(created_at) FROM downloads WHERE state = 'queued' AND lane = 1)
-            """) { ($0.optionalInt64(0), $0.optionalInt64(1)) }.first ?? (nil, nil)
-        return [due, aging.map { $0 + agingDelay }].compactMap { $0 }.map { max($0, now + 1) }.min()
+    private static func nextQueueChange(due: Int64?, aging: Int64?, after now: Int64, agingDelay: Int64) -> Int64? {
+        [due, aging.map { $0 + agingDelay }].compactMap { $0 }.map { max($0, now + 1) }.min()
     }
 }
 

@@ -9,8 +9,23 @@ import Persistence
 extension PostgresStore {
     public func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] {
         guard !jobs.isEmpty else { return [] }
-        return try writeAnnouncingWork { db in try insert(jobs, into: db) }
+        return try write { db in
+            let outcomes = try insert(jobs, into: db)
+            if outcomes.contains(where: Self.isDueSoon) { try announcer.announce(db) }
+            return outcomes
+        }
     }
+
+    /// Other nodes are woken only for jobs due within two of their polls (every node runs a claim
+    /// pass each 0.5 s heartbeat, which reads when the queue next changes), so a job due later
+    /// is on their timers before it is due. (Waking them for every far-future POST cost each
+    /// node a claim pass per announcement.)
+    private static func isDueSoon(_ outcome: InsertOutcome) -> Bool {
+        guard case .created(let download) = outcome else { return false }
+        return download.runAt <= download.createdAt + dueSoon
+    }
+
+    static let dueSoon: Int64 = 1_000
 
     /// Inserts `jobs` in the caller's transaction. Jobs without an idempotency key (the usual
     /// batch of concurrent POSTs) go in as one statement; a batch with keys goes job by job, as

@@ -28,7 +28,7 @@ enum PostgresValue {
         case .text(let v): return Array(v.utf8)
         case .bool(let v): return Array((v ? "t" : "f").utf8)
         case .bytes(let v): return v
-        case .textArray(let v): return Array(Self.arrayLiteral(v).utf8)
+        case .textArray(let v): return Self.arrayLiteral(v)
         }
     }
 
@@ -53,6 +53,10 @@ enum PostgresValue {
     }
 
     private static func jsonString(_ text: String) -> String {
+        // Most values need no escape: copied whole.
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) else {
+            return "\"" + text + "\""
+        }
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -70,12 +74,23 @@ enum PostgresValue {
         return false
     }
 
-    /// `{"a","b"}` with quotes and backslashes escaped.
-    private static func arrayLiteral(_ items: [String]) -> String {
-        let quoted = items.map { item in
-            "\"" + item.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    /// `{"a","b"}` with quotes and backslashes escaped, byte by byte (the event log's payloads
+    /// make these long).
+    private static func arrayLiteral(_ items: [String]) -> [UInt8] {
+        let (quote, backslash) = (UInt8(ascii: "\""), UInt8(ascii: "\\"))
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(items.reduce(2) { $0 + $1.utf8.count + 3 })
+        for (index, item) in items.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(quote)
+            for byte in item.utf8 {
+                if byte == quote || byte == backslash { out.append(backslash) }
+                out.append(byte)
+            }
+            out.append(quote)
         }
-        return "{" + quoted.joined(separator: ",") + "}"
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 }
 
