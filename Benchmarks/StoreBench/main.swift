@@ -115,13 +115,7 @@ func drive(_ store: PostgresStore, slots: Int, perHost: Int, durations: Duration
                 guard running < slots, byHost[candidate.hostKey, default: 0] + elsewhere[candidate.hostKey, default: 0] < perHost else { return nil }
                 running += 1
                 byHost[candidate.hostKey, default: 0] += 1
-                var job = candidate
-                job.state = .running
-                job.attempts += 1
-                job.startedAt = job.startedAt ?? now
-                job.progressAt = job.progressAt ?? now
-                job.nextAttemptAt = nil
-                return job
+                return candidate.startingAttempt(now: now)
             })
         pass.otherNodesRunning = { elsewhere = $0 }
         let claimStart = DispatchTime.now().uptimeNanoseconds

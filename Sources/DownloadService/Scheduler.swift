@@ -347,12 +347,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// Counts a job the pass decided to start in the load, before its claim is committed, so the
     /// pass's later decisions see it.
     private func reserve(_ candidate: Download, now: Int64, partialBytes: Int64) -> Active {
-        var job = candidate
-        job.state = .running
-        job.attempts += 1
-        job.startedAt = job.startedAt ?? now
-        job.progressAt = job.progressAt ?? now
-        job.nextAttemptAt = nil
+        let job = candidate.startingAttempt(now: now)
         if policy.capacity.hostMinInterval > .zero {
             load.hostSpacing[job.hostKey] = now + policy.capacity.hostMinInterval.wholeMilliseconds
         }
