@@ -13,6 +13,19 @@ struct RowSnapshot: ColumnValues {
         self.values = values
     }
 
+    private init(values: [SQLValue]) {
+        self.values = values
+    }
+
+    /// The snapshot of a `DownloadColumns.list` row with as many values as that list has now. One
+    /// logged before an upgrade added columns has fewer; since new columns go at the end of the
+    /// written ones and `revision` always comes last, the missing ones go in before it, as nulls.
+    func withColumnsAddedSince() -> RowSnapshot {
+        let expected = DownloadColumns.written.count + 1
+        guard values.count < expected, let revision = values.last else { return self }
+        return RowSnapshot(values: values.dropLast() + Array(repeating: .null, count: expected - values.count) + [revision])
+    }
+
     func isNull(_ column: Int32) -> Bool {
         if case .null = value(column) { return true }
         return false

@@ -44,7 +44,7 @@ struct StateLog: Sendable {
     func expand(_ events: [LoggedEvent]) throws -> [LoggedEvent] {
         try events.map { event in
             guard event.payload.first == UInt8(ascii: "[") else { return event }
-            guard let row = RowSnapshot(event.payload) else {
+            guard let row = RowSnapshot(event.payload)?.withColumnsAddedSince() else {
                 throw StoreError(code: 0, message: "event log entry \(event.sequence) is not a row snapshot")
             }
             var expanded = event

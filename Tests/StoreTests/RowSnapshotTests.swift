@@ -32,6 +32,15 @@ import Testing
         #expect(try store.loggedEvents(after: inserted, session: "s", limit: 10).count == 2)
     }
 
+    @Test func aSnapshotFromBeforeAnAddedColumnReadsItAsNullAndKeepsItsRevision() throws {
+        let columns = DownloadColumns.written.count
+        // The values of a snapshot written when the table had one column fewer: columns - 1, then the revision.
+        let older = "[" + (0..<columns - 1).map { _ in "null" }.joined(separator: ",") + ",42]"
+        let row = try #require(RowSnapshot(Array(older.utf8))).withColumnsAddedSince()
+        #expect(row.isNull(Int32(columns - 1)))
+        #expect(row.int64(Int32(columns)) == 42)
+    }
+
     @Test func refusesWhatSQLiteDoesNotWrite() {
         for text in ["", "[", "[1,", "[1]x", "{\"a\":1}", "[\"\\q\"]", "[nul]", "[\"\\ud800\"]"] {
             #expect(RowSnapshot(Array(text.utf8)) == nil, "\(text)")
