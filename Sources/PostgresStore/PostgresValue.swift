@@ -83,9 +83,16 @@ enum PostgresValue {
         for (index, item) in items.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             out.append(quote)
-            for byte in item.utf8 {
-                if byte == quote || byte == backslash { out.append(backslash) }
-                out.append(byte)
+            var item = item
+            item.withUTF8 { utf8 in
+                // Runs between escapes copied whole (hex payloads have none).
+                var runStart = 0
+                for (offset, byte) in utf8.enumerated() where byte == quote || byte == backslash {
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<offset]))
+                    out.append(backslash)
+                    runStart = offset
+                }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
             }
             out.append(quote)
         }
