@@ -23,16 +23,19 @@ struct JSONWriter {
             name.withUTF8Buffer { bytes.append(contentsOf: $0) }
         }
         bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
-        // The value that follows must not write another comma.
-        needsComma[needsComma.count - 1] = false
+        endKey()
     }
 
     /// A key made at run time (a state's name), escaped.
     mutating func key(text name: String) {
         separator()
         string(name)
+        endKey()
+    }
+
+    private mutating func endKey() {
         bytes.append(UInt8(ascii: ":"))
+        // The value that follows must not write another comma.
         needsComma[needsComma.count - 1] = false
     }
 

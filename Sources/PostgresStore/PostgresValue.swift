@@ -53,20 +53,9 @@ enum PostgresValue {
     }
 
     private static func jsonString(_ text: String) -> String {
-        // Most values need no escape: copied whole.
-        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) else {
-            return "\"" + text + "\""
-        }
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        var out: [UInt8] = []
+        JSONString.append(text, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     var isBinary: Bool {
