@@ -236,6 +236,14 @@ enum Migrations {
         CREATE INDEX downloads_finished ON downloads(finished_at)
             WHERE state = 'completed' OR state = 'failed' OR state = 'cancelled';
         """,
+        // 18: event log rows of many events (`LogRow`): a batch or a session action writes a row
+        // per run of jobs, not a row and two index entries per job. The rows so far hold one each.
+        // And new jobs counted once per transaction by the one statement that inserts jobs
+        // (`SQLiteStore.insert`), not by a trigger once per job.
+        """
+        ALTER TABLE event_log ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+        DROP TRIGGER job_counts_insert;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -26,6 +26,9 @@ struct RowSnapshot: ColumnValues {
         return RowSnapshot(values: values.dropLast() + Array(repeating: .null, count: expected - values.count) + [revision])
     }
 
+    /// How many values it holds.
+    var count: Int { values.count }
+
     func isNull(_ column: Int32) -> Bool {
         if case .null = value(column) { return true }
         return false

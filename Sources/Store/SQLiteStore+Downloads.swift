@@ -34,12 +34,27 @@ extension SQLiteStore {
         var tags = FairTags()
         // Looked up once per transaction, not per job (the cache hashes the statement's text).
         let insertDownload = try db.prepare(Self.insertDownloadSQL)
-        let outcomes = try jobs.map { try self.insert($0, with: insertDownload, tags: &tags, into: db) }
+        var logged: [(download: Download, payload: [UInt8])] = []
+        let outcomes = try jobs.map { try self.insert($0, with: insertDownload, tags: &tags, logging: &logged, into: db) }
         try tags.save(db)
+        try stateLog.append(db, encoded: logged)
+        try Self.count(created: logged.map(\.download.state), in: db)
         return outcomes
     }
 
-    private func insert(_ job: NewJob, with insertDownload: Statement, tags: inout FairTags, into db: SQLiteConnection) throws -> InsertOutcome {
+    /// Adds new jobs to `job_counts` (which triggers keep for every other change; see migration 18).
+    private static func count(created states: [DownloadState], in db: SQLiteConnection) throws {
+        var added: [DownloadState: Int] = [:]
+        for state in states { added[state, default: 0] += 1 }
+        for (state, count) in added {
+            try db.prepare("INSERT INTO job_counts (state, count) VALUES (?, ?) ON CONFLICT (state) DO UPDATE SET count = count + excluded.count")
+                .run([.text(state.rawValue), .integer(Int64(count))])
+        }
+    }
+
+    /// `logged`: where a created job's event goes, for the log rows written after the batch.
+    private func insert(_ job: NewJob, with insertDownload: Statement, tags: inout FairTags,
+                        logging logged: inout [(download: Download, payload: [UInt8])], into db: SQLiteConnection) throws -> InsertOutcome {
         let (download, idempotency) = (job.download, job.idempotency)
         if let idempotency {
             let existing = try db.prepare(
@@ -58,7 +73,7 @@ extension SQLiteStore {
             return .destinationBusy
         }
         tags.take(tag, session: download.session)
-        try stateLog.append(db, download, encoded: job.statePayload)
+        logged.append((download, job.statePayload ?? stateLog.payload(download)))
         if let idempotency {
             try db.prepare(
                 "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"
