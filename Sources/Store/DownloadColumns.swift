@@ -14,16 +14,25 @@ enum DownloadColumns {
 
     /// `destination = ?, …, revision = revision + 1` for a state change: every column but the id
     /// and the client's; bind `stateValues` then the id.
-    static let stateAssignments = assignments { !clientOwned.contains($0) }
+    /// Also sets `live_destination`, which follows the state.
+    static let stateAssignments = assignments(["live_destination"]) { !clientOwned.contains($0) }
     /// The same for a client's change: the client's columns only.
-    static let clientAssignments = assignments { clientOwned.contains($0) }
+    static let clientAssignments = assignments([]) { clientOwned.contains($0) }
 
-    private static func assignments(_ include: (String) -> Bool) -> String {
-        (written.dropFirst().filter(include).map { "\($0) = ?" } + ["revision = revision + 1"]).joined(separator: ", ")
+    private static func assignments(_ kept: [String], _ include: (String) -> Bool) -> String {
+        (written.dropFirst().filter(include).map { "\($0) = ?" } + kept.map { "\($0) = ?" } + ["revision = revision + 1"])
+            .joined(separator: ", ")
     }
 
     static func stateValues(_ d: Download) -> [SQLValue] {
-        zip(written, values(d)).dropFirst().filter { !clientOwned.contains($0.0) }.map(\.1)
+        zip(written, values(d)).dropFirst().filter { !clientOwned.contains($0.0) }.map(\.1) + [liveDestination(d)]
+    }
+
+    /// The destination while the job is live and names a file (not a `dir/`), else NULL. The
+    /// one-live-job-per-destination index holds only these, so that a change between live states
+    /// (pause, resume, claim) leaves the index alone (migration 18).
+    static func liveDestination(_ d: Download) -> SQLValue {
+        d.state.isTerminal || d.destination.path.hasSuffix("/") ? .null : .text(d.destination.path)
     }
 
     static func clientValues(_ d: Download) -> [SQLValue] {

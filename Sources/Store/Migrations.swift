@@ -238,11 +238,19 @@ enum Migrations {
         """,
         // 18: event log rows of many events (`LogRow`): a batch or a session action writes a row
         // per run of jobs, not a row and two index entries per job. The rows so far hold one each.
-        // And new jobs counted once per transaction by the one statement that inserts jobs
-        // (`SQLiteStore.insert`), not by a trigger once per job.
+        // New jobs counted once per transaction by the one statement that inserts jobs
+        // (`SQLiteStore.insert`), not by a trigger once per job. And the one-live-job rule on a
+        // column the writes that start or end a job's life set (`DownloadColumns.liveDestination`):
+        // an index whose condition names the state is rewritten by every state change, so a pause
+        // of 100,000 jobs rewrote 100,000 entries to leave them as they were.
         """
         ALTER TABLE event_log ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
         DROP TRIGGER job_counts_insert;
+        ALTER TABLE downloads ADD COLUMN live_destination TEXT;
+        UPDATE downloads SET live_destination = destination
+            WHERE (state = 'queued' OR state = 'running' OR state = 'paused') AND destination NOT LIKE '%/';
+        DROP INDEX downloads_live_destination;
+        CREATE UNIQUE INDEX downloads_live_destination ON downloads(live_destination) WHERE live_destination IS NOT NULL;
         """,
     ]
 

@@ -68,7 +68,9 @@ extension SQLiteStore {
         let tag = try tags.next(db, session: download.session)
         do {
             // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
-            try insertDownload.run(DownloadColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)])
+            try insertDownload.run(DownloadColumns.values(download) + [
+                .integer(download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(download),
+            ])
         } catch let error as StoreError where error.isConstraintViolation {
             return .destinationBusy
         }
@@ -85,7 +87,7 @@ extension SQLiteStore {
 
     /// Built once: the statement cache is keyed by the SQL text, and this one is long.
     private static let insertDownloadSQL =
-        "INSERT INTO downloads (\(DownloadColumns.insertList), lane, fair_tag) VALUES (\(DownloadColumns.placeholders), ?, ?)"
+        "INSERT INTO downloads (\(DownloadColumns.insertList), lane, fair_tag, live_destination) VALUES (\(DownloadColumns.placeholders), ?, ?, ?)"
 
     public func download(id: String) throws -> Download? {
         try withReader { db in try Self.fetch(db, id: id) }

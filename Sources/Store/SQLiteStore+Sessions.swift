@@ -34,11 +34,12 @@ extension SQLiteStore {
                     set = """
                         state = 'queued', due = 0, run_at = MAX(?, COALESCE(earliest_begin_at, ?)), error_code = NULL,
                         error_message = NULL, finished_at = NULL, next_attempt_at = NULL, sha256 = NULL, attempts_before_retry = attempts,
-                        outage_attempts = 0, disk_full_since = NULL, progress_at = NULL
+                        outage_attempts = 0, disk_full_since = NULL, progress_at = NULL,
+                        live_destination = CASE WHEN destination NOT LIKE '%/' THEN destination END
                         """
                     values = [now, now]
                 case .cancel:
-                    set = "state = 'cancelled', finished_at = ?, next_attempt_at = NULL"
+                    set = "state = 'cancelled', finished_at = ?, next_attempt_at = NULL, live_destination = NULL"
                     values = [now]
                 }
                 // OR IGNORE: a failed job whose destination another live job owns now stays failed.

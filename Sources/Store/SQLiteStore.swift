@@ -37,9 +37,6 @@ public final class SQLiteStore: JobStore {
             // rewrites more pages than 2 MiB hold, which then go to the WAL and are read back in the
             // middle of the transaction.
             try db.execute("PRAGMA cache_size = -65536")
-            // Checkpoints every 40 MiB of WAL, not 4: the pages every transaction writes (the
-            // indexes' ends, the counts, the log's tail) are copied to the database once per checkpoint.
-            try db.execute("PRAGMA wal_autocheckpoint = 10000")
             try Migrations.run(on: db)
             for _ in 0..<max(1, readerCount) {
                 readers.append(try ReadConnection(path: path))

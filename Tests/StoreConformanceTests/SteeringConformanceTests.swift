@@ -260,6 +260,38 @@ import Testing
         #expect(try db.store.loggedEvents(after: logged[1].sequence, session: "a", limit: 1) == [logged[2]])
     }
 
+    /// A batch and a session action log many jobs at once (SQLite keeps a run of one session's jobs
+    /// in one row); each event still reads back alone, from any point, in any page size.
+    @Test(arguments: StoreBackend.all) func eventsWrittenTogetherReadBackOneByOne(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        let batch = zip(["01A", "01B", "01C", "01D", "01E", "01F"], ["a", "a", "a", "b", "a", "a"]).map { makeDownload($0, session: $1) }
+        _ = try db.store.insert(batch.map { NewJob(download: $0, idempotency: nil) })
+        let action = try db.store.act(SessionAction(kind: .pause, session: "a", state: nil, now: 2, events: { _ in [] }, sessionFinished: { _ in [] }))
+        #expect(action.changed.count == 5)
+
+        let all = try db.store.loggedEvents(after: 0, session: nil, limit: 100)
+        #expect(all.prefix(6).map(\.downloadID) == batch.map(\.id))
+        #expect(all.suffix(5).map(\.downloadID).sorted() == ["01A", "01B", "01C", "01E", "01F"])
+        #expect(all.map(\.session) == batch.map(\.session) + Array(repeating: "a", count: 5))
+        #expect(zip(all, all.dropFirst()).allSatisfy { $0.sequence < $1.sequence })
+        for (index, event) in all.enumerated() {
+            #expect(try db.store.loggedEvents(after: event.sequence, session: nil, limit: 2) == Array(all.dropFirst(index + 1).prefix(2)))
+            #expect(try db.store.loggedEvents(after: event.sequence, session: "a", limit: 3)
+                == Array(all.dropFirst(index + 1).filter { $0.session == "a" }.prefix(3)))
+        }
+        #expect(try db.store.loggedEvents(after: 0, session: "b", limit: 100) == [all[3]])
+        #expect(try db.store.eventLogSpan() == EventLogSpan(oldest: all[0].sequence, newest: all[10].sequence))
+
+        // Pruning keeps at least the newest asked for, and what it keeps reads as before.
+        let pruned = try db.store.pruneEventLog(before: .max, keepingLast: 3)
+        let kept = try db.store.loggedEvents(after: 0, session: nil, limit: 100)
+        #expect(pruned == all.count - kept.count && kept.count >= 3)
+        #expect(kept == Array(all.suffix(kept.count)))
+        #expect(try db.store.eventLogSpan() == EventLogSpan(oldest: kept[0].sequence, newest: all[10].sequence))
+        _ = try db.store.insert(makeDownload("01Z", session: "c"), idempotency: nil)
+        #expect(try db.store.loggedEvents(after: all[10].sequence, session: nil, limit: 100).map(\.downloadID) == ["01Z"])
+    }
+
     @Test(arguments: StoreBackend.all) func pruningKeepsTheNewestAndTheRecent(_ backend: StoreBackend) throws {
         let db = try backend.scratch()
         for index in 0..<6 { _ = try db.store.insert(makeDownload("01\(index)"), idempotency: nil) }

@@ -47,6 +47,38 @@ extension SQLiteStore {
 
 /// What only the SQLite backend has: its schema's checks and its migrations.
 @Suite struct SQLiteStoreTests {
+    /// Migration 18 on a database of 17: live jobs keep their destinations, a finished job's is
+    /// free, the counts go on, and the log's rows from before read back as they were.
+    @Test func migration18KeepsTheLiveDestinationsCountsAndLog() throws {
+        let directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/fetchd.sqlite"
+        let old = try SQLiteConnection(path: path)
+        try old.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (17)")
+        for migration in Migrations.all.prefix(17) { try old.execute(migration) }
+        var done = makeDownload("01B", destination: "done")
+        done.state = .completed
+        done.finishedAt = 1
+        for job in [makeDownload("01A", destination: "live"), done, makeDownload("01C", destination: "shared/")] {
+            try old.prepare("INSERT INTO downloads (\(DownloadColumns.insertList)) VALUES (\(DownloadColumns.placeholders))")
+                .run(DownloadColumns.values(job))
+        }
+        try old.execute("INSERT INTO event_log (session, download_id, created_at, payload) VALUES ('default', '01A', 1, '{\"id\":\"01A\"}')")
+        old.close()
+
+        let store = try SQLiteStore(path: path)
+        defer { store.close() }
+        let outcomes = try store.insert(["live", "done", "shared/"].enumerated().map {
+            NewJob(download: makeDownload("01D\($0.offset)", destination: $0.element), idempotency: nil)
+        })
+        #expect(outcomes.map { if case .created = $0 { "created" } else { "\($0)" } } == ["destinationBusy", "created", "created"])
+        #expect(try store.counts()[.queued] == 4 && store.counts()[.completed] == 1)
+        let logged = try store.loggedEvents(after: 0, session: nil, limit: 10)
+        #expect(logged.first == LoggedEvent(sequence: 1, downloadID: "01A", session: "default", payload: Array(#"{"id":"01A"}"#.utf8)))
+        #expect(logged.dropFirst().map(\.downloadID) == ["01D1", "01D2"])
+    }
+
     @Test func theStateColumnRejectsUnknownStates() throws {
         let db = try TemporaryStore()
         _ = try db.store.insert(makeDownload("01A"), idempotency: nil)
