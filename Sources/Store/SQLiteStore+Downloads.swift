@@ -34,11 +34,11 @@ extension SQLiteStore {
         var tags = FairTags()
         // Looked up once per transaction, not per job (the cache hashes the statement's text).
         let insertDownload = try db.prepare(Self.insertDownloadSQL)
-        var logged: [(download: Download, payload: [UInt8])] = []
+        var logged: [StateLog.Entry] = []
         let outcomes = try jobs.map { try self.insert($0, with: insertDownload, tags: &tags, logging: &logged, into: db) }
         try tags.save(db)
-        try stateLog.append(db, encoded: logged)
-        try Self.count(created: logged.map(\.download.state), in: db)
+        try stateLog.append(db, logged)
+        try Self.count(created: outcomes.compactMap { if case .created(let job) = $0 { job.state } else { nil } }, in: db)
         return outcomes
     }
 
@@ -54,7 +54,7 @@ extension SQLiteStore {
 
     /// `logged`: where a created job's event goes, for the log rows written after the batch.
     private func insert(_ job: NewJob, with insertDownload: Statement, tags: inout FairTags,
-                        logging logged: inout [(download: Download, payload: [UInt8])], into db: SQLiteConnection) throws -> InsertOutcome {
+                        logging logged: inout [StateLog.Entry], into db: SQLiteConnection) throws -> InsertOutcome {
         let (download, idempotency) = (job.download, job.idempotency)
         if let idempotency {
             let existing = try db.prepare(
@@ -75,7 +75,7 @@ extension SQLiteStore {
             return .destinationBusy
         }
         tags.take(tag, session: download.session)
-        logged.append((download, job.statePayload ?? stateLog.payload(download)))
+        logged.append(StateLog.Entry(id: download.id, session: download.session, payload: job.statePayload ?? stateLog.payload(download)))
         if let idempotency {
             try db.prepare(
                 "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"

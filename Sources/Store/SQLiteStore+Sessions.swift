@@ -4,8 +4,8 @@ import Persistence
 extension SQLiteStore {
     /// One UPDATE over the session's jobs (through the session index), in one transaction with the
     /// count, the running jobs to stop, the event log and, for a cancel, the jobs' events. Pause,
-    /// resume and retry take only the ids back and log each job's row as the UPDATE left it
-    /// (`StateLog.appendSnapshots`), decoding and encoding no Download: a session may hold 100,000.
+    /// resume and retry take back each job's row as the UPDATE left it, as JSON, for the log
+    /// (`StateLog.snapshotColumns`), decoding and encoding no Download: a session may hold 100,000.
     public func act(_ action: SessionAction) throws -> SessionActionResult {
         var states = action.kind.appliesTo
         if let narrowed = action.state { states = states.intersection([narrowed]) }
@@ -57,8 +57,9 @@ extension SQLiteStore {
                     }
                     changed = jobs.map(\.id)
                 } else {
-                    changed = try db.prepare(update + " RETURNING id").query(values) { $0.string(0) }
-                    try stateLog.appendSnapshots(db, ids: changed)
+                    let entries = try db.prepare(update + " RETURNING \(StateLog.snapshotColumns)").query(values, StateLog.entry)
+                    try stateLog.append(db, entries)
+                    changed = entries.map(\.id)
                 }
                 return SessionActionResult(matched: matched, changed: changed, wereRunning: changed.isEmpty ? [] : wereRunning)
             }

@@ -18,31 +18,40 @@ struct StateLog: Sendable {
         ])
     }
 
-    /// The new states of many jobs, in order, with one timestamp.
-    func append(_ db: SQLiteConnection, _ downloads: [Download]) throws {
-        try append(db, encoded: downloads.map { (download: $0, payload: payload($0)) })
+    /// One job's new state for the log: its payload, or the snapshot of its row (`snapshotColumns`).
+    struct Entry {
+        var id: String
+        var session: String
+        var payload: [UInt8]
     }
 
-    /// The new states of many jobs, in order, each with its payload: one row per run of jobs of
-    /// one session (up to `eventsPerRow`).
-    func append(_ db: SQLiteConnection, encoded events: [(download: Download, payload: [UInt8])]) throws {
+    /// The new states of many jobs, in order, with one timestamp.
+    func append(_ db: SQLiteConnection, _ downloads: [Download]) throws {
+        try append(db, downloads.map { Entry(id: $0.id, session: $0.session, payload: payload($0)) })
+    }
+
+    /// The new states of many jobs, in order: one row per run of jobs of one session (up to
+    /// `eventsPerRow`). A session action's entries are its jobs' rows as the action left them, as
+    /// the JSON arrays `snapshotColumns` makes, turned into the API's Download only when the log is
+    /// read (`expand`): so the action decodes and encodes no Download and writes less than half the bytes.
+    func append(_ db: SQLiteConnection, _ entries: [Entry]) throws {
         let now = SQLValue.integer(Self.now())
         var start = 0
-        while start < events.count {
-            let session = events[start].download.session
+        while start < entries.count {
+            let session = entries[start].session
             var end = start + 1
-            while end < events.count, end - start < Self.eventsPerRow, events[end].download.session == session { end += 1 }
-            let run = events[start..<end]
+            while end < entries.count, end - start < Self.eventsPerRow, entries[end].session == session { end += 1 }
+            let run = entries[start..<end]
             if run.count == 1 {
-                try insert(db).run([.text(session), .text(events[start].download.id), now, .blob(events[start].payload)])
+                try insert(db).run([.text(session), .text(entries[start].id), now, .blob(entries[start].payload)])
             } else {
                 var ids: [UInt8] = [], payloads: [UInt8] = []
                 payloads.reserveCapacity(run.reduce(2) { $0 + $1.payload.count + 1 })
-                for event in run {
+                for entry in run {
                     ids.append(ids.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
-                    JSONString.append(event.download.id, to: &ids)
+                    JSONString.append(entry.id, to: &ids)
                     payloads.append(payloads.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
-                    payloads += event.payload
+                    payloads += entry.payload
                 }
                 ids.append(UInt8(ascii: "]"))
                 payloads.append(UInt8(ascii: "]"))
@@ -54,33 +63,11 @@ struct StateLog: Sendable {
         }
     }
 
-    /// A session action's new states: each changed job's row, as the action left it, as a JSON
-    /// array, a row of the log per `eventsPerRow` jobs, each in one statement; turned into the
-    /// API's Download only when the log is read (`expand`). So the action decodes and encodes no
-    /// Download and writes less than half the bytes.
-    func appendSnapshots(_ db: SQLiteConnection, ids: [String]) throws {
-        let now = SQLValue.integer(Self.now())
-        for start in stride(from: 0, to: ids.count, by: Self.eventsPerRow) {
-            let run = ids[start..<min(ids.count, start + Self.eventsPerRow)]
-            var list = [UInt8(ascii: "[")]
-            for id in run {
-                if list.count > 1 { list.append(UInt8(ascii: ",")) }
-                JSONString.append(id, to: &list)
-            }
-            list.append(UInt8(ascii: "]"))
-            // One job: a row of one event, as `append` writes it.
-            let sql = run.count == 1
-                ? """
-                    INSERT INTO event_log (session, download_id, created_at, payload)
-                    SELECT session, id, ?1, json_array(\(DownloadColumns.list)) FROM downloads WHERE id IN (SELECT value FROM json_each(?2))
-                    """
-                : """
-                    INSERT INTO event_log (seq, count, session, download_id, created_at, payload)
-                    SELECT \(Self.nextSeq) + COUNT(*), COUNT(*), session, json_group_array(id), ?1, json_group_array(json_array(\(DownloadColumns.list)))
-                    FROM downloads WHERE id IN (SELECT value FROM json_each(?2))
-                    """
-            try db.prepare(sql).run([now, .text(String(decoding: list, as: UTF8.self))])
-        }
+    /// A row's snapshot, for a statement's RETURNING: `id, session, snapshot`, read by `entry`.
+    static let snapshotColumns = "id, session, json_array(\(DownloadColumns.list))"
+
+    static func entry(_ row: Row) -> Entry {
+        Entry(id: row.string(0), session: row.string(1), payload: row.blob(2))
     }
 
     /// The events of `rows` after `sequence`, at most `limit`, with the snapshots among them turned
