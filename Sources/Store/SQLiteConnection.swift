@@ -26,6 +26,7 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
 final class SQLiteConnection {
     private var handle: OpaquePointer?
     private var statements: [String: Statement] = [:]
+    private var committed: ((Int32) -> Void)?
 
     /// Process-wide settings, made once before the first connection opens (SQLite refuses them after).
     private static let configured: Int32 = fetchd_sqlite3_disable_memstatus()
@@ -78,6 +79,17 @@ final class SQLiteConnection {
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Calls `hook` with the WAL's size in pages after each commit, in place of SQLite's automatic
+    /// checkpoints (`Checkpointer`).
+    func onCommit(_ hook: @escaping (Int32) -> Void) {
+        committed = hook
+        // SQLite hands this connection back as the context (it lives as long as its handle).
+        sqlite3_wal_hook(handle, { context, _, _, pages in
+            if let context { Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue().committed?(pages) }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
 
     func error(_ rc: Int32, in sql: String) -> StoreError {
         StoreError(code: rc, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "database closed", statement: sql)

@@ -217,7 +217,7 @@ extension SQLiteStore {
         }
     }
 
-    /// Jobs by state: of one session (counted), or of all (kept up to date by triggers, O(1)).
+    /// Jobs by state: of one session (counted), or of all (kept up to date by the insert and by triggers, O(1)).
     public func counts(session: String?) throws -> [DownloadState: Int] {
         try withReader { db in
             let rows: [(String, Int)]

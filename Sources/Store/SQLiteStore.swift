@@ -10,6 +10,7 @@ import Synchronization
 public final class SQLiteStore: JobStore {
     let connection: Mutex<SQLiteConnection>
     private let readers: [ReadConnection]
+    private let checkpointer: Checkpointer
     /// Where the next read starts looking for an idle reader, so reads spread over them.
     private let nextReader = Atomic<Int>(0)
 
@@ -25,6 +26,7 @@ public final class SQLiteStore: JobStore {
         stateLog = statePayload.map(StateLog.init) ?? .minimal
         let db = try SQLiteConnection(path: path)
         var readers: [ReadConnection] = []
+        let checkpointer: Checkpointer
         do {
             try db.execute("PRAGMA journal_mode = WAL")
             // In WAL mode NORMAL is durable across a crash of fetchd (kill -9); only a power loss can
@@ -41,18 +43,22 @@ public final class SQLiteStore: JobStore {
             for _ in 0..<max(1, readerCount) {
                 readers.append(try ReadConnection(path: path))
             }
+            checkpointer = try Checkpointer(path: path)
         } catch {
             for reader in readers { reader.connection.withLock { $0.close() } }
             db.close()
             throw error
         }
+        checkpointer.follow(db)
         connection = Mutex(db)
         self.readers = readers
+        self.checkpointer = checkpointer
     }
 
     public func close() {
         connection.withLock { $0.close() }
         for reader in readers { reader.connection.withLock { $0.close() } }
+        checkpointer.close()
     }
 
     /// Runs `body` on the writing connection: for writes, and for reads that must see what the
