@@ -12,8 +12,8 @@ struct LogRow {
     var session: String
     var payload: [UInt8]
 
-    /// Its events after `sequence`, in order, their payloads as stored (snapshots not yet expanded).
-    func events(after sequence: Int64) throws -> [LoggedEvent] {
+    /// Its first `limit` events after `sequence`, in order, their payloads as stored (snapshots not yet expanded).
+    func events(after sequence: Int64, limit: Int) throws -> [LoggedEvent] {
         let first = seq - Int64(count) + 1
         guard count > 1 else {
             return seq > sequence ? [LoggedEvent(sequence: seq, downloadID: downloadID, session: session, payload: payload)] : []
@@ -22,7 +22,9 @@ struct LogRow {
         guard let ids, ids.count == count, let payloads = JSONArrayElements.split(payload), payloads.count == count else {
             throw StoreError(code: 0, message: "event log row \(seq) does not hold \(count) events")
         }
-        return (max(0, Int(sequence - first) + 1)..<count).map { index in
+        let start = max(0, Int(sequence - first) + 1)
+        guard start < count, limit > 0 else { return [] }
+        return (start..<min(count, start + limit)).map { index in
             LoggedEvent(sequence: first + Int64(index), downloadID: ids.string(Int32(index)), session: session,
                         payload: Array(payloads[index]))
         }

@@ -75,7 +75,7 @@ struct StateLog: Sendable {
     func expand(_ rows: [LogRow], after sequence: Int64, limit: Int) throws -> [LoggedEvent] {
         var events: [LoggedEvent] = []
         for row in rows where events.count < limit {
-            events += try row.events(after: sequence).prefix(limit - events.count)
+            events += try row.events(after: sequence, limit: limit - events.count)
         }
         return try events.map { event in
             guard event.payload.first == UInt8(ascii: "[") else { return event }

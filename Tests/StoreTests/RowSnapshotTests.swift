@@ -50,4 +50,15 @@ import Testing
         #expect(row?.string(3) == "a\"\\/\u{8}\u{c}\n\r\té😀")
         #expect(row?.double(4) == 1e20)
     }
+
+    /// A log row of many events keeps their payloads as one JSON array; each comes back as it was
+    /// written, whatever brackets, commas and quotes its strings hold.
+    @Test func aRowOfManyEventsSplitsIntoEachPayload() {
+        let payloads = [#"{"id":"a","url":"http://h/x?a=[1,2]&b={}"}"#, #"["b","say \"hi\", ]",null,1.5]"#, #"{"n":{"m":[{}]}}"#]
+        let joined = Array(("[" + payloads.joined(separator: ",") + "]").utf8)
+        #expect(JSONArrayElements.split(joined)?.map { String(decoding: $0, as: UTF8.self) } == payloads)
+        #expect(JSONArrayElements.split(Array("[]".utf8))?.isEmpty == true)
+        #expect(JSONArrayElements.split(Array(#"["open]"#.utf8)) == nil)
+        #expect(JSONArrayElements.split(Array(#"{"a":1}"#.utf8)) == nil)
+    }
 }
