@@ -251,6 +251,14 @@ enum Migrations {
             WHERE (state = 'queued' OR state = 'running' OR state = 'paused') AND destination NOT LIKE '%/';
         DROP INDEX downloads_live_destination;
         CREATE UNIQUE INDEX downloads_live_destination ON downloads(live_destination) WHERE live_destination IS NOT NULL;
+        -- A net for a write that changes whether a job is live without setting the column: it
+        -- does what the write should have (fetchd's own writes set it, so this never runs for them).
+        CREATE TRIGGER downloads_live_destination_follows AFTER UPDATE OF state ON downloads
+            WHEN (NEW.live_destination IS NULL)
+                = ((NEW.state = 'queued' OR NEW.state = 'running' OR NEW.state = 'paused') AND NEW.destination NOT LIKE '%/')
+        BEGIN
+            UPDATE downloads SET live_destination = CASE WHEN NEW.live_destination IS NULL THEN NEW.destination END WHERE id = NEW.id;
+        END;
         """,
     ]
 

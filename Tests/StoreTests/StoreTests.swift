@@ -77,6 +77,18 @@ extension SQLiteStore {
         let logged = try store.loggedEvents(after: 0, session: nil, limit: 10)
         #expect(logged.first == LoggedEvent(sequence: 1, downloadID: "01A", session: "default", payload: Array(#"{"id":"01A"}"#.utf8)))
         #expect(logged.dropFirst().map(\.downloadID) == ["01D1", "01D2"])
+
+        // A write that ends or restarts a job's life without naming the column still frees or takes its destination.
+        var handle: OpaquePointer?
+        #expect(sqlite3_open(path, &handle) == SQLITE_OK)
+        defer { sqlite3_close(handle) }
+        #expect(sqlite3_exec(handle, "UPDATE downloads SET state = 'completed' WHERE id = '01A'", nil, nil, nil) == SQLITE_OK)
+        #expect(sqlite3_exec(handle, "UPDATE downloads SET state = 'paused' WHERE id = '01D1'", nil, nil, nil) == SQLITE_OK)
+        let after = try store.insert(["live", "done"].enumerated().map {
+            NewJob(download: makeDownload("01E\($0.offset)", destination: $0.element), idempotency: nil)
+        })
+        #expect(after.map { if case .created = $0 { "created" } else { "\($0)" } } == ["created", "destinationBusy"])
+        #expect(sqlite3_exec(handle, "UPDATE downloads SET state = 'queued' WHERE id = '01A'", nil, nil, nil) == SQLITE_CONSTRAINT)
     }
 
     @Test func theStateColumnRejectsUnknownStates() throws {
