@@ -3,11 +3,11 @@ connections, each file POSTed once) until every job is completed and its `downlo
 webhook delivered; vs curl --parallel --parallel-max 16 and aria2c -j 16.
 
 Two times for fetchd, both from the moment the driver starts wrk (`time.time()`, taken just
-before wrk is spawned): to the last completion — the latest `finishedAt` among the session's
-jobs (fetchd stamps it from the same system clock on the same machine, in milliseconds, when it
-settles the file: after the file's fsync and hash, before the directory fsync and the commit of
-that turn) — and to the last `download.completed` webhook as the receiver counted it (polled
-every 10 ms). curl's and aria2's times are their run time to exit.
+before wrk is spawned): to the last completion — the latest "download completed" line of fetchd's
+log, which it writes once the job's completed state is committed (its file synced, hashed and
+linked in), stamped from the same system clock on the same machine in milliseconds; `finishedAt`
+is earlier, taken when the settlement is decided — and to the last `download.completed` webhook as
+the receiver counted it (polled every 10 ms). curl's and aria2's times are their run time to exit.
 
 fetchd runs with 16 transfer slots, all usable for the one origin (FETCHD_MAX_TRANSFERS=16,
 FETCHD_MAX_TRANSFERS_PER_HOST=16), like the peers' 16; it still hashes, fsyncs, commits and
@@ -20,7 +20,6 @@ from benchlib import procs, wrk
 from benchlib.fetchd import Fetchd
 from benchlib.origin import Origin, make_small_files
 from benchlib.table import Row
-from benchlib.times import parse_rfc3339
 from benchlib.webhooks import WebhookReceiver
 from .common import alternating, aria2c, empty_dir, settle_disk
 
@@ -60,7 +59,7 @@ def run(ctx) -> list[Row]:
         counts = fetchd.api.session_counts(session)
         if counts["completed"] != count:
             raise RuntimeError(f"small: fetchd finished with {counts}")
-        to_completion.append(last_finished(fetchd.api, session) / 1000 - started[0])
+        to_completion.append(max(fetchd.logged_times("download completed")) / 1000 - started[0])
         fetchd.stop()
         return result
 
@@ -97,13 +96,3 @@ def run(ctx) -> list[Row]:
         Row(label, "CPU time (user + sys)", "s", cpu["fetchd"], "aria2c -j 16", cpu["aria2c"]),
     ]
 
-
-def last_finished(api, session: str) -> int:
-    """The latest `finishedAt` (milliseconds since the epoch) among the session's completed jobs."""
-    latest, cursor = 0, None
-    while True:
-        page = api.get(f"/downloads?session={session}&state=completed&limit=1000" + (f"&cursor={cursor}" if cursor else ""))
-        latest = max([latest] + [parse_rfc3339(job["finishedAt"]) for job in page["items"]])
-        cursor = page["nextCursor"]
-        if not cursor:
-            return latest
