@@ -542,14 +542,15 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         guard !batch.isEmpty || claiming else { return }
         PlacedDirectory.sync(batch.compactMap(\.placedIn))
         let changes = batch.flatMap(\.changes)
-        var results: [Bool] = []
         do {
             if !claiming {
-                results = try store.apply(changes)
+                committed(batch, try store.apply(changes))
             } else if !runPass({ pass in
                 guard !changes.isEmpty else { return try store.claim(pass) }
                 let turn = try store.applyAndClaim(changes, pass)
-                results = turn.applied
+                // Announced before the pass starts what it claimed: a job settled and claimed again
+                // in this turn is seen back in the queue before it is seen running.
+                committed(batch, turn.applied)
                 return turn.claim
             }) {
                 throw TurnFailed()
@@ -562,14 +563,18 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             unsavedWrites.keep(batch)
             return
         }
+        if stopping, attemptsEnded {
+            attemptsEnded = false
+            if active.isEmpty { resumeDrained() }
+        }
+    }
+
+    /// Runs what follows each write's commit, with its changes' results.
+    private func committed(_ batch: [JobWrite], _ results: [Bool]) {
         var offset = 0
         for write in batch {
             write.committed(Array(results[offset..<offset + write.changes.count]))
             offset += write.changes.count
-        }
-        if stopping, attemptsEnded {
-            attemptsEnded = false
-            if active.isEmpty { resumeDrained() }
         }
     }
 
