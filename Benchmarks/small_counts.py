@@ -27,7 +27,8 @@ from benchlib.fetchd import Fetchd  # noqa: E402
 from benchlib.origin import Origin, make_small_files  # noqa: E402
 from benchlib.webhooks import WebhookReceiver  # noqa: E402
 
-EVENTS = ["context-switches", "syscalls:sys_enter_fsync", "syscalls:sys_enter_pwrite64", "syscalls:sys_enter_futex"]
+EVENTS = ["context-switches", "syscalls:sys_enter_fsync", "syscalls:sys_enter_pwrite64", "syscalls:sys_enter_futex",
+          "syscalls:sys_enter_connect"]
 SIZE, PARALLEL, BATCH = 16 << 10, 16, 500
 
 

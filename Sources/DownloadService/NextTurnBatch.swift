@@ -16,15 +16,25 @@ final class NextTurnBatch<Item>: @unchecked Sendable {  // `items` and `queued` 
     /// Adds an item to the batch that the queue's next turn flushes; on the queue.
     func add(_ item: Item) {
         items.append(item)
+        wake()
+    }
+
+    /// Makes the queue's next turn flush, even with nothing added (the flush may have more to do); on the queue.
+    func wake() {
         guard !queued else { return }
         queued = true
         queue.async { self.flushNow() }
     }
 
+    /// The items added since the last flush, taken now (the next turn's flush finds none); on the queue.
+    func take() -> [Item] {
+        let taken = items
+        items = []
+        return taken
+    }
+
     private func flushNow() {
         queued = false
-        let batch = items
-        items = []
-        flush(batch)
+        flush(take())
     }
 }

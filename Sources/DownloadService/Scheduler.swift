@@ -85,6 +85,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         [unowned self] in self.commit([])
     }
     private var attemptsEnded = false
+    /// A transfer's body is in and its slot free: the next turn claims a job for it.
+    private var passWanted = false
     /// Whether the hosts held across a restart have been read from the store.
     private var backoffsRestored = false
     private var stopping = false
@@ -96,6 +98,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     static let diskRecheckInterval: Int64 = 2000
     /// How soon a failed commit or scheduling pass is tried again.
     static let storeRetryInterval: Int64 = 1000
+    /// A finished body up to this size is synced and hashed soon: the pass for its slot waits for its settlement.
+    static let quickSyncBytes: Int64 = 1 << 20
 
     init(store: any JobStore, transfers: any TransferRunning, template: TransferTemplate, settlement: SettlementContext,
          policy: SchedulingPolicy, disk: DiskSpace, hub: EventHub, clock: Clock, logger: Logger) {
@@ -242,18 +246,25 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     // MARK: - Claiming work
 
-    /// One scheduling pass: the store promotes, reads candidates and claims in one transaction,
-    /// asking the policy about each candidate with the load as it grows during the pass.
+    /// One scheduling pass, in one transaction with the writes waiting for the queue's next turn.
     func schedule() {
         passPending.store(false, ordering: .releasing)
-        guard !stopping else { return }
+        commit(pendingWrites.take(), claiming: true)
+    }
+
+    /// A scheduling pass: the store promotes, reads candidates and claims in one transaction (that
+    /// `claim` runs, alone or after a turn's writes), asking the policy about each candidate with
+    /// the load as it grows during the pass. False when the store failed: nothing was claimed,
+    /// and a pass is tried again later.
+    private func runPass(_ claim: (ClaimPass) throws -> ClaimResult) -> Bool {
         let now = clock.now()
         let capacity = policy.capacity
         do {
             try forgetPastHolds(now: now)
         } catch {
             logger.error("scheduling failed", metadata: ["error": "\(error)"])
-            return arm(at: now + Self.storeRetryInterval, now: now)
+            arm(at: now + Self.storeRetryInterval, now: now)
+            return false
         }
         let freeAtStart = disk.freeBytes(now: now)
         var waitsForDisk = false
@@ -291,7 +302,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             })
         pass.otherNodesRunning = { elsewhere = $0 }
         do {
-            let result = try store.claim(pass)
+            let result = try claim(pass)
             let claimed = Set(result.claimed.map(\.id))
             for (running, partialBytes) in reserved {
                 // A job a client changed meanwhile was not claimed: it leaves the load again.
@@ -313,10 +324,12 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 (Array(load.hostBackoffs.values) + Array(load.hostSpacing.values)).min(),
             ]
             arm(at: wakeUps.compactMap { $0 }.min(), now: now)
+            return true
         } catch {
             for (running, _) in reserved { release(running) }
             logger.error("scheduling failed", metadata: ["error": "\(error)"])
             arm(at: now + Self.storeRetryInterval, now: now)
+            return false
         }
     }
 
@@ -444,7 +457,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     }
 
     private func progressed(_ id: String, _ progress: TransferProgress) {
-        if progress.bodyComplete { return bodyReceived(id) }
+        if progress.bodyComplete { return bodyReceived(id, bytesOnDisk: progress.bytesOnDisk) }
         guard var running = active[id], running.stopReason == nil else { return }
         if let reason = switchOver(&running, progress) {
             running.stopReason = reason
@@ -471,12 +484,16 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     /// An attempt's whole body is in: its slot goes to the next job now, and it settles (sync,
     /// hash, place, commit) behind, still `running` in the store until its write is committed.
-    private func bodyReceived(_ id: String) {
+    private func bodyReceived(_ id: String, bytesOnDisk: Int64) {
         guard var running = active[id], running.stopReason == nil, !running.slotFreed, running.ranges == nil else { return }
         running.slotFreed = true
         active[id] = running
         track(running, starting: false)
-        poke()
+        // The pass for the freed slot goes with the next turn that writes, at the latest the one of
+        // this attempt's own settlement: one transaction settles and claims. A large file's sync
+        // may take a while, so its slot is filled at the queue's next turn.
+        passWanted = true
+        if bytesOnDisk > Self.quickSyncBytes { pendingWrites.wake() }
     }
 
     /// `atDigestFile`: the attempt ended fetching the digest file, before the job's URL was asked.
@@ -515,32 +532,52 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     // MARK: - Writing in batches
 
     /// One transaction for everything written since the last commit (and whatever an earlier
-    /// commit could not save), after one fsync per directory files were placed in; then one
-    /// scheduling pass for all the slots that attempts freed.
-    private func commit(_ writes: [JobWrite]) {
+    /// commit could not save), after one fsync per directory files were placed in; with a
+    /// scheduling pass in the same transaction when slots were freed or jobs may have come back
+    /// to the queue (or `claiming` asks for one).
+    private func commit(_ writes: [JobWrite], claiming: Bool = false) {
         let batch = unsavedWrites.take(adding: writes)
-        guard !batch.isEmpty else { return }
+        let claiming = (claiming || passWanted || attemptsEnded) && !stopping
+        if claiming { (passWanted, attemptsEnded) = (false, false) }
+        guard !batch.isEmpty || claiming else { return }
         PlacedDirectory.sync(batch.compactMap(\.placedIn))
+        let changes = batch.flatMap(\.changes)
         do {
-            let results = try store.apply(batch.flatMap(\.changes))
-            var offset = 0
-            for write in batch {
-                write.committed(Array(results[offset..<offset + write.changes.count]))
-                offset += write.changes.count
+            if !claiming {
+                committed(batch, try store.apply(changes))
+            } else if !runPass({ pass in
+                guard !changes.isEmpty else { return try store.claim(pass) }
+                let turn = try store.applyAndClaim(changes, pass)
+                // Announced before the pass starts what it claimed: a job settled and claimed again
+                // in this turn is seen back in the queue before it is seen running.
+                committed(batch, turn.applied)
+                return turn.claim
+            }) {
+                throw TurnFailed()
             }
         } catch {
+            guard !batch.isEmpty else { return }
             // Nothing of the batch is saved; the jobs stay `running` in the database, so nothing
             // else claims them, and their settlement is tried again until the store takes it.
             logger.error("job states not saved; trying again", metadata: ["jobs": "\(batch.count)", "error": "\(error)"])
             unsavedWrites.keep(batch)
             return
         }
-        guard attemptsEnded else { return }
-        attemptsEnded = false
-        if stopping {
+        if stopping, attemptsEnded {
+            attemptsEnded = false
             if active.isEmpty { resumeDrained() }
-        } else {
-            schedule()
         }
     }
+
+    /// Runs what follows each write's commit, with its changes' results.
+    private func committed(_ batch: [JobWrite], _ results: [Bool]) {
+        var offset = 0
+        for write in batch {
+            write.committed(Array(results[offset..<offset + write.changes.count]))
+            offset += write.changes.count
+        }
+    }
+
+    /// A turn's transaction failed in its scheduling pass (which logged why).
+    private struct TurnFailed: Error {}
 }

@@ -123,6 +123,13 @@ public protocol JobStore: Sendable {
     /// Calls `wake` (on a queue of the store's) when another node may have made work for this one;
     /// never, for a store only this process uses.
     func watchForWork(_ wake: @escaping @Sendable () -> Void)
+
+    // MARK: One turn of the scheduler
+
+    /// `apply(changes)` and then `claim(pass)`, in one transaction: a turn that settles the attempts
+    /// that ended and claims jobs for the slots they freed commits once. Results as the two calls
+    /// give them; nothing of either is stored if it throws.
+    func applyAndClaim(_ changes: [StoreChange], _ pass: ClaimPass) throws -> (applied: [Bool], claim: ClaimResult)
 }
 
 extension JobStore {

@@ -6,32 +6,38 @@ import Persistence
 extension PostgresStore {
     public func apply(_ changes: [StoreChange]) throws -> [Bool] {
         guard !changes.isEmpty else { return [] }
-        // A state change may queue a job or free a slot; progress alone does neither.
-        let changesState = changes.contains { if case .update = $0 { true } else { false } }
-        let body = { (db: PostgresConnection) in
-            var settled = SettledBatch()
-            var results: [Bool] = []
-            // Jobs ending (completed, failed, cancelled) are written together, one statement for a
-            // run of them; any other change first writes the run before it, so the order holds.
-            var ending: [StateWrite] = []
-            var endingIDs: Set<String> = []
-            for change in changes {
-                if case .update(let download, let expecting, let events, let attempt, let sessionFinished) = change,
-                   download.state.isTerminal, endingIDs.insert(download.id).inserted {
-                    ending.append(StateWrite(download: download, expecting: expecting, events: events, attempt: attempt,
-                                         sessionFinished: sessionFinished))
-                    continue
-                }
-                results += try self.end(ending, db, settled: &settled)
-                ending = []
-                endingIDs = []
-                results.append(try self.apply(change, db, settled: &settled))
+        let body = { (db: PostgresConnection) in try self.apply(changes, db) }
+        return try Self.changesState(changes) ? writeAnnouncingWork(body) : write(body)
+    }
+
+    /// A state change may queue a job or free a slot; progress alone does neither.
+    static func changesState(_ changes: [StoreChange]) -> Bool {
+        changes.contains { if case .update = $0 { true } else { false } }
+    }
+
+    /// `apply`'s changes in the caller's transaction.
+    func apply(_ changes: [StoreChange], _ db: PostgresConnection) throws -> [Bool] {
+        var settled = SettledBatch()
+        var results: [Bool] = []
+        // Jobs ending (completed, failed, cancelled) are written together, one statement for a
+        // run of them; any other change first writes the run before it, so the order holds.
+        var ending: [StateWrite] = []
+        var endingIDs: Set<String> = []
+        for change in changes {
+            if case .update(let download, let expecting, let events, let attempt, let sessionFinished) = change,
+               download.state.isTerminal, endingIDs.insert(download.id).inserted {
+                ending.append(StateWrite(download: download, expecting: expecting, events: events, attempt: attempt,
+                                     sessionFinished: sessionFinished))
+                continue
             }
             results += try self.end(ending, db, settled: &settled)
-            try self.finish(settled, db)
-            return results
+            ending = []
+            endingIDs = []
+            results.append(try self.apply(change, db, settled: &settled))
         }
-        return try changesState ? writeAnnouncingWork(body) : write(body)
+        results += try self.end(ending, db, settled: &settled)
+        try self.finish(settled, db)
+        return results
     }
 
     private func apply(_ change: StoreChange, _ db: PostgresConnection, settled: inout SettledBatch) throws -> Bool {

@@ -7,27 +7,30 @@ import Persistence
 /// not waited for. Each query touches only the rows it returns or changes, through partial indexes.
 extension PostgresStore {
     public func claim(_ pass: ClaimPass) throws -> ClaimResult {
-        try write { db in
-            // Every other node's claim pass waits for this lock, so the pass makes as few round
-            // trips as it can while holding it.
-            try db.execute(AdvisoryLock.claims)
-            // A node the others found dead claims nothing until it is registered again: its
-            // claims would look abandoned and be taken over while it runs them.
-            guard let elsewhere = try Self.otherNodesRunning(db, membership.id) else { return ClaimResult(claimed: [], nextQueueChange: nil) }
-            pass.otherNodesRunning(elsewhere)
-            try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
-            // The candidates are locked for this transaction, so every job the pass chooses is
-            // still queued: they are claimed together at the end of the pass.
-            var chosen: [Download] = []
-            _ = try pass.claimLaneByLane(
-                dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
-                claim: { chosen.append($0); return true })
-            let (claimed, queueChange) = try claim(db, chosen)
-            try stateLog.append(db, claimed)
-            let (due, aging) = try queueChange ?? Self.queueChange(db)
-            return ClaimResult(claimed: claimed, nextQueueChange: Self.nextQueueChange(due: due, aging: aging, after: pass.now,
-                                                                                         agingDelay: pass.agingDelay))
-        }
+        try write { db in try claim(db, pass) }
+    }
+
+    /// `claim`'s pass in the caller's transaction.
+    func claim(_ db: PostgresConnection, _ pass: ClaimPass) throws -> ClaimResult {
+        // Every other node's claim pass waits for this lock, so the pass makes as few round
+        // trips as it can while holding it.
+        try db.execute(AdvisoryLock.claims)
+        // A node the others found dead claims nothing until it is registered again: its
+        // claims would look abandoned and be taken over while it runs them.
+        guard let elsewhere = try Self.otherNodesRunning(db, membership.id) else { return ClaimResult(claimed: [], nextQueueChange: nil) }
+        pass.otherNodesRunning(elsewhere)
+        try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
+        // The candidates are locked for this transaction, so every job the pass chooses is
+        // still queued: they are claimed together at the end of the pass.
+        var chosen: [Download] = []
+        _ = try pass.claimLaneByLane(
+            dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
+            claim: { chosen.append($0); return true })
+        let (claimed, queueChange) = try claim(db, chosen)
+        try stateLog.append(db, claimed)
+        let (due, aging) = try queueChange ?? Self.queueChange(db)
+        return ClaimResult(claimed: claimed, nextQueueChange: Self.nextQueueChange(due: due, aging: aging, after: pass.now,
+                                                                                     agingDelay: pass.agingDelay))
     }
 
     /// Marks queued jobs whose run_at has passed as due, and moves discretionary jobs created at or

@@ -13,7 +13,7 @@ extension SQLiteStore {
         }
     }
 
-    private func apply(_ change: StoreChange, _ db: SQLiteConnection) throws -> Bool {
+    func apply(_ change: StoreChange, _ db: SQLiteConnection) throws -> Bool {
         switch change {
         case .update(let download, let expecting, let events, let attempt, let sessionFinished):
             return try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)

@@ -7,16 +7,21 @@ import Persistence
 extension SQLiteStore {
     /// One transaction: promote, then per lane read candidates, let the pass choose, claim the chosen.
     public func claim(_ pass: ClaimPass) throws -> ClaimResult {
+        try withConnection { db in try db.transaction { try claim(db, pass) } }
+    }
+
+    public func applyAndClaim(_ changes: [StoreChange], _ pass: ClaimPass) throws -> (applied: [Bool], claim: ClaimResult) {
         try withConnection { db in
-            try db.transaction {
-                try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
-                let claimed = try pass.claimLaneByLane(
-                    dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
-                    claim: { try self.claim(db, $0) })
-                return ClaimResult(claimed: claimed,
-                                   nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
-            }
+            try db.transaction { (applied: try changes.map { try self.apply($0, db) }, claim: try claim(db, pass)) }
         }
+    }
+
+    private func claim(_ db: SQLiteConnection, _ pass: ClaimPass) throws -> ClaimResult {
+        try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
+        let claimed = try pass.claimLaneByLane(
+            dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
+            claim: { try self.claim(db, $0) })
+        return ClaimResult(claimed: claimed, nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
     }
 
     /// Marks queued jobs whose run_at has passed as due, and moves discretionary jobs created at or

@@ -139,6 +139,10 @@ final class MultiDriver: @unchecked Sendable {
     }
 
     private func add(_ transfer: EasyTransfer) {
+        // curl's own cap on its connection cache is 4 per transfer running at that moment: when few
+        // run for a moment (between waves of small files or webhook deliveries) it closes the idle
+        // connections the next wave would reuse. The cap grows with the transfers, but not below a floor.
+        fetchd_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(Self.connectionCacheFloor, 4 * (transfers.count + 1)))
         let code = curl_multi_add_handle(multi, transfer.handle)
         guard code == CURLM_OK else {
             transfer.finish(.failed(.network(String(cString: curl_multi_strerror(code)))),
@@ -203,6 +207,8 @@ final class MultiDriver: @unchecked Sendable {
     /// waiting for the next event would cost two thread wake-ups (libdispatch's event thread, then
     /// the queue's).
     private static let readsPerEvent = 16
+    /// Idle connections kept for reuse however few transfers run (see `add`).
+    private static let connectionCacheFloor = 64
 
     private func socketAction(_ socket: curl_socket_t, _ events: Int32) {
         guard !isShutDown else { return }

@@ -138,6 +138,8 @@ def test_retry_completes_a_failed_job(browser, console, origin):
     open_console(browser, console)
     assert "http_status" in job_text(browser, job["id"])
     click_job_button(browser, job["id"], "Retry")
+    # The click's POST may still be on its way: the job reads failed until the retry is committed.
+    wait_for(lambda: console.api.job(job["id"])["attempts"] > 1, message="the retry's attempt")
     console.api.wait_state(job["id"], "completed")
     wait_page_state(browser, job["id"], "completed")
     assert console.dest("retry/flaky.bin").read_bytes() == b"x" * 4096

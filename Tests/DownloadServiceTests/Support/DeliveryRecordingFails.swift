@@ -39,6 +39,9 @@ final class DeliveryRecordingFails: JobStore {
     func webhookBacklog() throws -> WebhookBacklog { try store.webhookBacklog() }
     func apply(_ changes: [StoreChange]) throws -> [Bool] { try store.apply(changes) }
     func claim(_ pass: ClaimPass) throws -> ClaimResult { try store.claim(pass) }
+    func applyAndClaim(_ changes: [StoreChange], _ pass: ClaimPass) throws -> (applied: [Bool], claim: ClaimResult) {
+        try store.applyAndClaim(changes, pass)
+    }
     func interruptedJobs() throws -> [Download] { try store.interruptedJobs() }
     func hostBackoffs(after now: Int64) throws -> [String: Int64] { try store.hostBackoffs(after: now) }
     func dueDeliveries(now: Int64, limit: Int, excluding inFlight: Set<String>) throws -> [WebhookDelivery] {
