@@ -23,11 +23,20 @@ final class DirectWrite {
     private static let flag: Int32? = nil
     #endif
 
-    /// Opens `path` again for direct writes; if that fails, every write goes through the page cache.
-    init(path: String) {
+    /// Opens `path` again for direct writes, if it is still the file `file` has open; if that
+    /// fails, every write goes through the page cache.
+    init(path: String, sameAs file: Int32) {
         guard let flag = Self.flag else { return }
         let fd = Glibc.open(path, O_WRONLY | O_CLOEXEC | flag)
-        self.fd = fd >= 0 ? fd : nil
+        guard fd >= 0 else { return }
+        var opened = stat()
+        var original = stat()
+        guard fstat(fd, &opened) == 0, fstat(file, &original) == 0,
+              opened.st_dev == original.st_dev, opened.st_ino == original.st_ino else {
+            Glibc.close(fd)
+            return
+        }
+        self.fd = fd
     }
 
     /// Writes the longest page-aligned prefix of `chunk` directly, if it may; returns how many bytes

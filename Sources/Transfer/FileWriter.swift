@@ -47,7 +47,7 @@ final class FileWriter: @unchecked Sendable {
         backlog = WriteBacklog(limit: staging.backlogLimit, pool: staging.pool, onShrunk: onWritable)
         digest = hashing ? FileDigest(fd: fd, alreadyWritten: length, extra: extraDigest, backlog: backlog, pool: staging.pool) : nil
         writeBack = WriteBack(fd: fd)
-        directWrite = hashing ? DirectWrite(path: path) : nil
+        directWrite = hashing ? DirectWrite(path: path, sameAs: fd) : nil
         shared = Mutex(Shared(written: length))
         written = length
         writeBackFrom = length
