@@ -8,7 +8,8 @@ import Glibc
 /// Only large chunks that start on a page boundary of the file go this way (`WriteChunk` realigns
 /// after a chunk handed over early); the rest of a chunk, small chunks (slow transfers, where a
 /// direct write would wait for the disk for a few KiB) and a file system that refuses O_DIRECT go
-/// through the page cache as before. The file's fsync at the end covers both kinds of write.
+/// through the page cache as before, and so do chunks that find the writer behind (`FileWriter`).
+/// The file's fsync at the end covers both kinds of write.
 /// Used only on its `FileWriter`'s queue.
 final class DirectWrite {
     /// A second descriptor of the file, opened with O_DIRECT; nil once a direct write failed.

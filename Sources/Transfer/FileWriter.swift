@@ -163,7 +163,9 @@ final class FileWriter: @unchecked Sendable {
     /// Writes the whole chunk, retrying short writes; false (with the failure recorded) on an error.
     private func writeAll(_ chunk: WriteChunk) -> Bool {
         let bytes = chunk.bytes
-        var done = directWrite?.writePrefix(of: chunk) ?? 0
+        // A direct write waits for the disk: while chunks pile up (a disk busy with other work),
+        // they go to the page cache, which takes them at once.
+        var done = backlog.keepsUp() ? directWrite?.writePrefix(of: chunk) ?? 0 : 0
         if done > 0 { written = chunk.offset + Int64(done) }
         while done < bytes.count {
             let count = pwrite(fd, bytes.baseAddress?.advanced(by: done), bytes.count - done, off_t(chunk.offset) + off_t(done))
