@@ -1,6 +1,6 @@
 """An HTTPS origin: nginx on loopback with a CA and a server certificate made by openssl, one
 port offering HTTP/2 and HTTP/1.1 through ALPN and one offering HTTP/1.1 only. The access log
-records each request's protocol, so a run can show which one each tool spoke."""
+records each request's protocol and TLS cipher, so a run can show which ones each tool used."""
 import os
 import subprocess
 import time
@@ -15,7 +15,7 @@ pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
 events {{ worker_connections 1024; }}
 http {{
-    log_format proto '$server_port $request_uri $status $server_protocol';
+    log_format proto '$server_port $request_uri $status $server_protocol $ssl_protocol $ssl_cipher';
     access_log {prefix}/access.log proto;
     sendfile on;
     tcp_nopush on;
@@ -79,13 +79,15 @@ class TLSOrigin:
         return f"https://127.0.0.1:{self.h2_port if http2 else self.h1_port}/files/{name}"
 
     def protocols(self, name: str) -> dict[str, int]:
-        """How many requests for `name` each protocol carried, per port: {"<port> HTTP/2.0": n}."""
+        """How many requests for `name` each protocol and cipher carried, per port:
+        {"<port> HTTP/2.0 TLSv1.3 TLS_AES_128_GCM_SHA256": n}."""
         counts: dict[str, int] = {}
         with open(os.path.join(self.prefix, "access.log")) as log:
             for line in log:
-                port, uri, _, protocol = line.split()
+                port, uri, _, *protocol = line.split()
                 if uri.endswith("/" + name):
-                    counts[f"{port} {protocol}"] = counts.get(f"{port} {protocol}", 0) + 1
+                    key = " ".join([port, *protocol])
+                    counts[key] = counts.get(key, 0) + 1
         return counts
 
     def stop(self):
