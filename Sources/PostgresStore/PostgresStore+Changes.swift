@@ -106,8 +106,8 @@ extension PostgresStore {
     }
 
     /// Writes jobs that end (a terminal state, so no live destination can clash) in one
-    /// compare-and-set statement, fenced as `update` fences one; whether each was written. (`IS
-    /// TRUE`: one primary-key probe per job, as in the claim's UPDATE.)
+    /// compare-and-set statement, fenced as `update` fences one; whether each was written. (`id =
+    /// ANY` and `IS TRUE`: one primary-key probe per job, as in the claim's UPDATE.)
     private func end(_ jobs: [StateWrite], _ db: PostgresConnection, settled: inout SettledBatch) throws -> [Bool] {
         guard !jobs.isEmpty else { return [] }
         let rows = jobs.map { [.text($0.download.id)] + JobColumns.stateValues($0.download) }
@@ -115,7 +115,7 @@ extension PostgresStore {
             UPDATE downloads SET \(JobColumns.stateAssignments(from: "job"))
             FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) AS job
             JOIN unnest($2::text[], $3::text[]) AS expected(id, states) ON expected.id = job.id
-            WHERE downloads.id = job.id AND (downloads.state = ANY(string_to_array(expected.states, ','))) IS TRUE
+            WHERE downloads.id = ANY($2::text[]) AND downloads.id = job.id AND (downloads.state = ANY(string_to_array(expected.states, ','))) IS TRUE
             AND (downloads.state <> 'running' OR downloads.attempts = job.attempts)
             RETURNING downloads.id
             """, [.text(PostgresValue.json(rows, columns: ["id"] + JobColumns.stateColumns)), .textArray(jobs.map(\.download.id)),

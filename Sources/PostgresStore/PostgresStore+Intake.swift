@@ -27,6 +27,12 @@ extension PostgresStore {
 
     static let dueSoon: Int64 = 1_000
 
+    /// A job due when it is created goes in as due, as the claim's promotion step would mark it:
+    /// promoting it would write the row again (and every index it is in) for nothing.
+    private static func isDue(_ download: Download) -> Bool {
+        download.runAt <= download.createdAt
+    }
+
     /// Inserts `jobs` in the caller's transaction. Jobs without an idempotency key (the usual
     /// batch of concurrent POSTs) go in as one statement; a batch with keys goes job by job, as
     /// each key is taken before its job.
@@ -59,13 +65,13 @@ extension PostgresStore {
             tags.lastTags[download.session] = planned.last
         }
         let inserted = Set(try db.query("""
-            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag)
-            SELECT \(JobColumns.insertList), lane, fair_tag FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) WITH ORDINALITY AS job
+            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag, due)
+            SELECT \(JobColumns.insertList), lane, fair_tag, due FROM json_populate_recordset(NULL::downloads, $1::json) WITH ORDINALITY AS job
             ORDER BY job.ordinality
             ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING RETURNING id
             """, [.text(PostgresValue.json(zip(downloads, planned).map { download, tag in
-                JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)]
-            }, columns: JobColumns.written + ["lane", "fair_tag"]))]) { $0.string(0) })
+                JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag), .bool(Self.isDue(download))]
+            }, columns: JobColumns.written + ["lane", "fair_tag", "due"]))]) { $0.string(0) })
         if inserted.count < downloads.count {
             tags.lastTags = sessionsBefore
             let went = downloads.filter { inserted.contains($0.id) }
@@ -99,10 +105,10 @@ extension PostgresStore {
         }
         let tag = try tags.next(db, session: download.session)
         let inserted = try db.query("""
-            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag)
-            VALUES (\(JobColumns.placeholders), $\(JobColumns.written.count + 1), $\(JobColumns.written.count + 2))
+            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag, due)
+            VALUES (\(JobColumns.placeholders), $\(JobColumns.written.count + 1), $\(JobColumns.written.count + 2), $\(JobColumns.written.count + 3))
             ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING RETURNING 1
-            """, JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)]) { _ in true }
+            """, JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag), .bool(Self.isDue(download))]) { _ in true }
         guard !inserted.isEmpty else {
             if keyIsNew, let idempotency {
                 try db.run("DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2", [.text(idempotency.principal), .text(idempotency.key)])

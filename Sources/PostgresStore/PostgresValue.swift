@@ -4,7 +4,7 @@ import Foundation
 
 /// A statement parameter. Every parameter but `bytes` goes in PostgreSQL's text format and takes
 /// the type the statement gives its placeholder; `bytes` goes in binary format, for `bytea`.
-enum PostgresValue {
+enum PostgresValue: Equatable {
     case null
     case integer(Int64)
     case double(Double)
