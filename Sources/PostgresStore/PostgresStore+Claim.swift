@@ -15,9 +15,10 @@ extension PostgresStore {
             try db.execute(AdvisoryLock.claims)
             // A node the others found dead claims nothing until it is registered again: its
             // claims would look abandoned and be taken over while it runs them.
-            guard let elsewhere = try Self.otherNodesRunning(db, membership.id) else { return ClaimResult(claimed: [], nextQueueChange: nil) }
+            guard let elsewhere = try Self.promoteAndReadOtherNodes(db, membership.id, now: pass.now, agedBefore: pass.agedBefore) else {
+                return ClaimResult(claimed: [], nextQueueChange: nil)
+            }
             pass.otherNodesRunning(elsewhere)
-            try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
             // The jobs the pass chooses are claimed together at its end, each only if it is still
             // the row the pass read (its revision): no other claim runs meanwhile (the lock), and
             // a job changed since (cancelled, paused, patched) waits for the next pass.
@@ -38,13 +39,22 @@ extension PostgresStore {
         }
     }
 
-    /// Marks queued jobs whose run_at has passed as due, and moves discretionary jobs created at or
-    /// before `agedBefore` into the normal lane, in one statement (each row once, both changes).
-    private static func promote(_ db: PostgresConnection, now: Int64, agedBefore: Int64) throws {
-        try db.run("""
-            UPDATE downloads SET due = due OR run_at <= $1, lane = CASE WHEN lane = 1 AND created_at <= $2 THEN 0 ELSE lane END
-            WHERE (state = 'queued' AND NOT due AND run_at <= $1) OR (state = 'queued' AND lane = 1 AND created_at <= $2)
-            """, [.integer(now), .integer(agedBefore)])
+    /// In one statement: marks queued jobs whose run_at has passed as due, and moves discretionary
+    /// jobs created at or before `agedBefore` into the normal lane (each row once, both changes);
+    /// and reads the jobs other nodes run now, by host (kept by the triggers of downloads in
+    /// running_counts), nil if `node` is not registered (a row without a host says so).
+    private static func promoteAndReadOtherNodes(_ db: PostgresConnection, _ node: String, now: Int64, agedBefore: Int64) throws
+        -> [String: Int]? {
+        let rows = try db.query("""
+            WITH promoted AS (
+                UPDATE downloads SET due = due OR run_at <= $1, lane = CASE WHEN lane = 1 AND created_at <= $2 THEN 0 ELSE lane END
+                WHERE (state = 'queued' AND NOT due AND run_at <= $1) OR (state = 'queued' AND lane = 1 AND created_at <= $2)
+            )
+            SELECT host_key, SUM(count) FROM running_counts WHERE lease_owner <> $3 GROUP BY host_key HAVING SUM(count) > 0
+            UNION ALL SELECT NULL, 0 WHERE NOT EXISTS (SELECT 1 FROM nodes WHERE id = $3)
+            """, [.integer(now), .integer(agedBefore), .text(node)]) { ($0.optionalString(0), $0.int(1)) }
+        guard !rows.contains(where: { $0.0 == nil }) else { return nil }
+        return Dictionary(rows.compactMap { row in row.0.map { ($0, row.1) } }, uniquingKeysWith: +)
     }
 
     /// Due jobs of one lane, best first, leaving out hosts at their limit.

@@ -37,52 +37,71 @@ extension PostgresStore {
     /// batch of concurrent POSTs) go in as one statement; a batch with keys goes job by job, as
     /// each key is taken before its job.
     func insert(_ jobs: [NewJob], into db: PostgresConnection) throws -> [InsertOutcome] {
-        var tags = FairTags()
-        let outcomes = try jobs.allSatisfy({ $0.idempotency == nil })
-            ? insertAtOnce(jobs.map(\.download), into: db, tags: &tags)
-            : jobs.map { try insert($0.download, idempotency: $0.idempotency, into: db, tags: &tags) }
-        let created = outcomes.compactMap { if case .created(let download) = $0 { download } else { nil } }
-        if !tags.lastTags.isEmpty {
+        var tags = try FairTags(db, sessions: jobs.map(\.download.session))
+        let outcomes: [InsertOutcome]
+        if jobs.allSatisfy({ $0.idempotency == nil }) {
+            outcomes = try insertAtOnce(jobs.map(\.download), into: db, tags: &tags)
+        } else {
+            outcomes = try jobs.map { try insert($0.download, idempotency: $0.idempotency, into: db, tags: &tags) }
             // In the sessions' order, so that batches on two nodes lock their rows in one order.
-            let sessions = tags.lastTags.sorted { $0.key < $1.key }
-            try db.run("""
-                INSERT INTO sessions (name, last_tag) SELECT * FROM unnest($1::text[], $2::bigint[])
-                ON CONFLICT (name) DO UPDATE SET last_tag = GREATEST(sessions.last_tag, EXCLUDED.last_tag)
-                """, [.textArray(sessions.map(\.key)), .textArray(sessions.map { String($0.value) })])
+            let sessions = tags.moved
+            if !sessions.isEmpty {
+                try db.run("""
+                    INSERT INTO sessions (name, last_tag) SELECT * FROM unnest($1::text[], $2::bigint[])
+                    ON CONFLICT (name) DO UPDATE SET last_tag = GREATEST(sessions.last_tag, EXCLUDED.last_tag)
+                    """, [.textArray(sessions.map(\.key)), .textArray(sessions.map { String($0.value) })])
+            }
         }
+        let created = outcomes.compactMap { if case .created(let download) = $0 { download } else { nil } }
         try stateLog.append(db, created)
         return outcomes
     }
 
     /// Jobs without keys in one INSERT, in order: a job whose destination a live job holds (one
-    /// stored, or one earlier in the batch) is left out. Tags are given as if every job went in;
-    /// if some did not, the ones that did are tagged again, so a session's tags have no gaps.
+    /// stored, or one earlier in the batch) is left out. The same statement moves each session's
+    /// last tag to the latest of its jobs. Tags are given as if every job went in; if some did
+    /// not, the ones that did are tagged again (and their sessions' last tags set), so a
+    /// session's tags have no gaps.
     private func insertAtOnce(_ downloads: [Download], into db: PostgresConnection, tags: inout FairTags) throws -> [InsertOutcome] {
-        let sessionsBefore = tags.lastTags
-        var planned: [Int64] = []
-        for download in downloads {
-            planned.append(try tags.next(db, session: download.session))
-            tags.lastTags[download.session] = planned.last
+        let planned = downloads.map { download in
+            let tag = tags.next(session: download.session)
+            tags.lastTags[download.session] = tag
+            return tag
         }
         let inserted = Set(try db.query("""
-            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag, due)
-            SELECT \(JobColumns.insertList), lane, fair_tag, due FROM json_populate_recordset(NULL::downloads, $1::json) WITH ORDINALITY AS job
-            ORDER BY job.ordinality
-            ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING RETURNING id
+            WITH inserted AS (
+                INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag, due)
+                SELECT \(JobColumns.insertList), lane, fair_tag, due FROM json_populate_recordset(NULL::downloads, $1::json) WITH ORDINALITY AS job
+                ORDER BY job.ordinality
+                ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING
+                RETURNING id, session, fair_tag
+            ), tagged AS (
+                -- In the sessions' order, so that batches on two nodes lock their rows in one order.
+                INSERT INTO sessions (name, last_tag) SELECT session, MAX(fair_tag) FROM inserted GROUP BY session ORDER BY session
+                ON CONFLICT (name) DO UPDATE SET last_tag = GREATEST(sessions.last_tag, EXCLUDED.last_tag)
+            )
+            SELECT id FROM inserted
             """, [.text(PostgresValue.json(zip(downloads, planned).map { download, tag in
                 JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag), .bool(Self.isDue(download))]
             }, columns: JobColumns.written + ["lane", "fair_tag", "due"]))]) { $0.string(0) })
         if inserted.count < downloads.count {
-            tags.lastTags = sessionsBefore
+            tags.lastTags = tags.read
             let went = downloads.filter { inserted.contains($0.id) }
-            let retagged = try went.map { download -> Int64 in
-                let tag = try tags.next(db, session: download.session)
+            let retagged = went.map { download in
+                let tag = tags.next(session: download.session)
                 tags.lastTags[download.session] = tag
                 return tag
             }
+            // The sessions' rows are this transaction's since the INSERT: their last tags are set.
+            let sessions = tags.moved
             try db.run("""
-                UPDATE downloads SET fair_tag = job.tag FROM unnest($1::text[], $2::bigint[]) AS job(id, tag) WHERE downloads.id = job.id
-                """, [.textArray(went.map(\.id)), .textArray(retagged.map(String.init))])
+                WITH retagged AS (
+                    UPDATE downloads SET fair_tag = job.tag FROM unnest($1::text[], $2::bigint[]) AS job(id, tag) WHERE downloads.id = job.id
+                )
+                UPDATE sessions SET last_tag = session.tag FROM unnest($3::text[], $4::bigint[]) AS session(name, tag)
+                WHERE sessions.name = session.name
+                """, [.textArray(went.map(\.id)), .textArray(retagged.map(String.init)),
+                      .textArray(sessions.map(\.key)), .textArray(sessions.map { String($0.value) })])
         }
         return downloads.map { inserted.contains($0.id) ? .created($0) : .destinationBusy }
     }
@@ -103,7 +122,7 @@ extension PostgresStore {
                 if let original = try Self.fetch(db, id: id) { return .replayed(original) }
             }
         }
-        let tag = try tags.next(db, session: download.session)
+        let tag = tags.next(session: download.session)
         let inserted = try db.query("""
             INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag, due)
             VALUES (\(JobColumns.placeholders), $\(JobColumns.written.count + 1), $\(JobColumns.written.count + 2), $\(JobColumns.written.count + 3))
@@ -141,24 +160,34 @@ extension PostgresStore {
     }
 }
 
-/// Fair-queueing tags (`FairQueue.tag`) for one intake transaction: each session's last tag and
-/// the virtual time are read once, at the session's first job, and the batch's later jobs count
-/// on from them. (A claim another node commits meanwhile may move the virtual time on; the batch
-/// then tags as if it had come a moment earlier, which it did.)
+/// Fair-queueing tags (`FairQueue.tag`) for one intake transaction: the last tag of each session
+/// it names and the virtual time are read once, in one query, and the batch's jobs count on from
+/// them. (A claim another node commits meanwhile may move the virtual time on; the batch then
+/// tags as if it had come a moment earlier, which it did.)
 private struct FairTags {
+    /// Each session's last tag as read (0 for a session without a row).
+    let read: [String: Int64]
     /// The last tag this batch gave each session, written back to `sessions` at its end.
-    var lastTags: [String: Int64] = [:]
-    private var virtualTime: Int64?
+    var lastTags: [String: Int64]
+    private let virtualTime: Int64
 
-    mutating func next(_ db: PostgresConnection, session: String) throws -> Int64 {
-        if let last = lastTags[session], let virtualTime {
-            return FairQueue.tag(sessionLastTag: last, virtualTime: virtualTime)
-        }
-        let (last, time) = try db.query("""
-            SELECT COALESCE((SELECT last_tag FROM sessions WHERE name = $1), 0),
-                   (SELECT value FROM scheduler_state WHERE key = 'virtual_time')
-            """, [.text(session)]) { ($0.int64(0), $0.int64(1)) }.first ?? (0, 0)
-        virtualTime = virtualTime ?? time
-        return FairQueue.tag(sessionLastTag: last, virtualTime: virtualTime ?? time)
+    init(_ db: PostgresConnection, sessions: [String]) throws {
+        let rows = try db.query("""
+            SELECT (SELECT value FROM scheduler_state WHERE key = 'virtual_time'), name, COALESCE(last_tag, 0)
+            FROM unnest($1::text[]) AS batch(name) LEFT JOIN sessions USING (name)
+            """, [.textArray(Array(Set(sessions)))]) { ($0.int64(0), $0.string(1), $0.int64(2)) }
+        virtualTime = rows.first?.0 ?? 0
+        read = Dictionary(rows.map { ($0.1, $0.2) }, uniquingKeysWith: max)
+        lastTags = read
+    }
+
+    /// The sessions this batch tagged jobs of, with their last tags, in name order.
+    var moved: [(key: String, value: Int64)] {
+        lastTags.filter { read[$0.key] != $0.value }.sorted { $0.key < $1.key }
+    }
+
+    /// The tag of a session's next job.
+    func next(session: String) -> Int64 {
+        FairQueue.tag(sessionLastTag: lastTags[session] ?? 0, virtualTime: virtualTime)
     }
 }
