@@ -32,7 +32,8 @@ extension PostgresStore {
                 },
                 claim: { chosen.append($0); return true })
             let (claimed, queueChange) = try claim(db, chosen, readAs: candidates)
-            try stateLog.append(db, claimed)
+            // With the COMMIT, in one round trip: the claim lock is held until then.
+            try stateLog.append(db, claimed, atCommit: true)
             let (due, aging) = try queueChange ?? Self.queueChange(db)
             return ClaimResult(claimed: claimed, nextQueueChange: Self.nextQueueChange(due: due, aging: aging, after: pass.now,
                                                                                          agingDelay: pass.agingDelay))

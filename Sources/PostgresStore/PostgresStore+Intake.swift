@@ -43,25 +43,25 @@ extension PostgresStore {
             outcomes = try insertAtOnce(jobs.map(\.download), into: db, tags: &tags)
         } else {
             outcomes = try jobs.map { try insert($0.download, idempotency: $0.idempotency, into: db, tags: &tags) }
-            // In the sessions' order, so that batches on two nodes lock their rows in one order.
-            let sessions = tags.moved
-            if !sessions.isEmpty {
-                try db.run("""
-                    INSERT INTO sessions (name, last_tag) SELECT * FROM unnest($1::text[], $2::bigint[])
-                    ON CONFLICT (name) DO UPDATE SET last_tag = GREATEST(sessions.last_tag, EXCLUDED.last_tag)
-                    """, [.textArray(sessions.map(\.key)), .textArray(sessions.map { String($0.value) })])
-            }
         }
         let created = outcomes.compactMap { if case .created(let download) = $0 { download } else { nil } }
-        try stateLog.append(db, created)
+        try stateLog.append(db, created, atCommit: true)
+        // Every batch on every node that names a session waits for its row from here to the
+        // commit, so it is written last, with the COMMIT (in the sessions' order, so that
+        // batches on two nodes lock their rows in one order).
+        let sessions = tags.moved
+        if !sessions.isEmpty {
+            try db.atCommit("""
+                INSERT INTO sessions (name, last_tag) SELECT * FROM unnest($1::text[], $2::bigint[])
+                ON CONFLICT (name) DO UPDATE SET last_tag = GREATEST(sessions.last_tag, EXCLUDED.last_tag)
+                """, [.textArray(sessions.map(\.key)), .textArray(sessions.map { String($0.value) })])
+        }
         return outcomes
     }
 
     /// Jobs without keys in one INSERT, in order: a job whose destination a live job holds (one
-    /// stored, or one earlier in the batch) is left out. The same statement moves each session's
-    /// last tag to the latest of its jobs. Tags are given as if every job went in; if some did
-    /// not, the ones that did are tagged again (and their sessions' last tags set), so a
-    /// session's tags have no gaps.
+    /// stored, or one earlier in the batch) is left out. Tags are given as if every job went in;
+    /// if some did not, the ones that did are tagged again, so a session's tags have no gaps.
     private func insertAtOnce(_ downloads: [Download], into db: PostgresConnection, tags: inout FairTags) throws -> [InsertOutcome] {
         let planned = downloads.map { download in
             let tag = tags.next(session: download.session)
@@ -69,18 +69,10 @@ extension PostgresStore {
             return tag
         }
         let inserted = Set(try db.query("""
-            WITH inserted AS (
-                INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag, due)
-                SELECT \(JobColumns.insertList), lane, fair_tag, due FROM json_populate_recordset(NULL::downloads, $1::json) WITH ORDINALITY AS job
-                ORDER BY job.ordinality
-                ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING
-                RETURNING id, session, fair_tag
-            ), tagged AS (
-                -- In the sessions' order, so that batches on two nodes lock their rows in one order.
-                INSERT INTO sessions (name, last_tag) SELECT session, MAX(fair_tag) FROM inserted GROUP BY session ORDER BY session
-                ON CONFLICT (name) DO UPDATE SET last_tag = GREATEST(sessions.last_tag, EXCLUDED.last_tag)
-            )
-            SELECT id FROM inserted
+            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag, due)
+            SELECT \(JobColumns.insertList), lane, fair_tag, due FROM json_populate_recordset(NULL::downloads, $1::json) WITH ORDINALITY AS job
+            ORDER BY job.ordinality
+            ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING RETURNING id
             """, [.text(PostgresValue.json(zip(downloads, planned).map { download, tag in
                 JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag), .bool(Self.isDue(download))]
             }, columns: JobColumns.written + ["lane", "fair_tag", "due"]))]) { $0.string(0) })
@@ -92,16 +84,9 @@ extension PostgresStore {
                 tags.lastTags[download.session] = tag
                 return tag
             }
-            // The sessions' rows are this transaction's since the INSERT: their last tags are set.
-            let sessions = tags.moved
             try db.run("""
-                WITH retagged AS (
-                    UPDATE downloads SET fair_tag = job.tag FROM unnest($1::text[], $2::bigint[]) AS job(id, tag) WHERE downloads.id = job.id
-                )
-                UPDATE sessions SET last_tag = session.tag FROM unnest($3::text[], $4::bigint[]) AS session(name, tag)
-                WHERE sessions.name = session.name
-                """, [.textArray(went.map(\.id)), .textArray(retagged.map(String.init)),
-                      .textArray(sessions.map(\.key)), .textArray(sessions.map { String($0.value) })])
+                UPDATE downloads SET fair_tag = job.tag FROM unnest($1::text[], $2::bigint[]) AS job(id, tag) WHERE downloads.id = job.id
+                """, [.textArray(went.map(\.id)), .textArray(retagged.map(String.init))])
         }
         return downloads.map { inserted.contains($0.id) ? .created($0) : .destinationBusy }
     }
