@@ -157,10 +157,15 @@ private struct FairTags {
     private let virtualTime: Int64
 
     init(_ db: PostgresConnection, sessions: [String]) throws {
-        let rows = try db.query("""
+        let names = Array(Set(sessions))
+        // A batch of one session (the usual) by name: planned once for the connection, where the
+        // form for any number was planned again for each batch (its cost follows the array's length).
+        let rows = try db.query(names.count == 1 ? """
+            SELECT (SELECT value FROM scheduler_state WHERE key = 'virtual_time'), $1, COALESCE((SELECT last_tag FROM sessions WHERE name = $1), 0)
+            """ : """
             SELECT (SELECT value FROM scheduler_state WHERE key = 'virtual_time'), name, COALESCE(last_tag, 0)
             FROM unnest($1::text[]) AS batch(name) LEFT JOIN sessions USING (name)
-            """, [.textArray(Array(Set(sessions)))]) { ($0.int64(0), $0.string(1), $0.int64(2)) }
+            """, [names.count == 1 ? .text(names[0]) : .textArray(names)]) { ($0.int64(0), $0.string(1), $0.int64(2)) }
         virtualTime = rows.first?.0 ?? 0
         read = Dictionary(rows.map { ($0.1, $0.2) }, uniquingKeysWith: max)
         lastTags = read
