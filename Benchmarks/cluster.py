@@ -80,8 +80,35 @@ class Postgres:
                              capture_output=True, text=True).stdout
         return [line.split("\t") for line in out.splitlines() if line]
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU of the whole server so far: the postmaster, its live processes
+        (backends, autovacuum, WAL writer) and the ones that have exited (their time is the
+        postmaster's children's)."""
+        with open(os.path.join(self.env["FETCHD_TEST_PG_DIR"], "data", "postmaster.pid")) as f:
+            postmaster = int(f.readline())
+        while True:
+            own = sum(_stat(postmaster)[11:15])
+            total = own
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    try:
+                        fields = _stat(int(entry))
+                    except (OSError, ValueError):
+                        continue
+                    if fields[1] == postmaster:
+                        total += fields[11] + fields[12]
+            # A process reaped meanwhile moved its time into the postmaster's children's: again.
+            if sum(_stat(postmaster)[11:15]) == own:
+                return total / os.sysconf("SC_CLK_TCK")
+
     def stop(self):
         self._script("stop")
+
+
+def _stat(pid: int) -> list[int]:
+    """/proc/PID/stat after the command name, as numbers where they are (ppid at 1, times at 11–14)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return [int(field) if field.lstrip("-").isdigit() else 0 for field in f.read().rsplit(")", 1)[1].split()]
 
 
 def origin(workdir: str, root: str) -> list[int]:
@@ -144,18 +171,32 @@ def intake(binary, workdir, pg, count, seconds, connections):
         return wrk.run(nodes[n].base + "/downloads", max(1, connections // count), duration=seconds, script=wrk.lua("post_downloads.lua"),
                        script_args=[origin_url, f"n{n}", "intake", "2999-01-01T00:00:00Z"], latency=True)
 
+    pg_cpu, nodes_cpu = pg.cpu_seconds(), sum(procs.cpu_seconds(node.pid) for node in nodes)
     with ThreadPoolExecutor(count) as pool:
         results = list(pool.map(post, range(count)))
+    pg_cpu, nodes_cpu = pg.cpu_seconds() - pg_cpu, sum(procs.cpu_seconds(node.pid) for node in nodes) - nodes_cpu
     for node in nodes:
         node.kill()
-    return sum(r["rps"] for r in results), max(r.get("p99_ms", 0) for r in results), sum(r["failed"] for r in results)
+    posts = max(1, sum(r["requests"] for r in results))
+    return (sum(r["rps"] for r in results), max(r.get("p99_ms", 0) for r in results), sum(r["failed"] for r in results),
+            pg_cpu / posts * 1e6, nodes_cpu / posts * 1e6)
 
 
 def store_bench(binary: str, pg: Postgres, count: int, jobs: int) -> dict:
-    """Claim + settle of `jobs` queued jobs by `count` store-level nodes; the bench's JSON line."""
-    out = subprocess.run([binary, pg.schema(), "--nodes", str(count), "--jobs", str(jobs), "--slots", "32"],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    """Claim + settle of `jobs` queued jobs by `count` store-level nodes; the bench's JSON line, with
+    the server's CPU over the same time (`pg_cpu_s`: from the bench's "queued" line to its result)."""
+    proc = subprocess.Popen([binary, pg.schema(), "--nodes", str(count), "--jobs", str(jobs), "--slots", "32"],
+                            stdout=subprocess.PIPE, text=True)
+    result, started = None, None
+    for line in proc.stdout:
+        stats = json.loads(line)
+        if "queued" in stats:
+            started = pg.cpu_seconds()
+        elif "jobs_per_s" in stats:
+            result = dict(stats, pg_cpu_s=pg.cpu_seconds() - started if started is not None else 0.0)
+    if proc.wait() != 0 or result is None:
+        raise RuntimeError("the store bench failed")
+    return result
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -295,15 +336,18 @@ def main() -> int:
             pg.stop()
     def cell(row, key, show):
         return show(row[key]) if key in row else "-"
-    print("| nodes | slot-bound wall (s) | store claim + settle (jobs/s) | store claim p99 (ms) | tiny files end to end (jobs/s) "
-          "| due p50 / p99 (ms) | intake (POST/s) | intake p99 (ms) | intake failed |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| nodes | slot-bound wall (s) | store claim + settle (jobs/s) | store claim p99 (ms) | store CPU per job, bench / PostgreSQL (µs) "
+          "| tiny files end to end (jobs/s) | due p50 / p99 (ms) | intake (POST/s) | intake p99 (ms) | intake failed "
+          "| intake CPU per POST, fetchd / PostgreSQL (µs) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(f"| {row['nodes']} | {cell(row, 'slow', lambda v: f'{v:.1f}')} | {cell(row, 'store', lambda v: '%.0f' % v['jobs_per_s'])} "
-              f"| {cell(row, 'store', lambda v: '%.1f' % v['claim_p99_ms'])} | {cell(row, 'tiny', lambda v: f'{v:.0f}')} "
+              f"| {cell(row, 'store', lambda v: '%.1f' % v['claim_p99_ms'])} "
+              f"| {cell(row, 'store', lambda v: '%.0f / %.0f' % (v['cpu_s'] / v['jobs'] * 1e6, v['pg_cpu_s'] / v['jobs'] * 1e6))} "
+              f"| {cell(row, 'tiny', lambda v: f'{v:.0f}')} "
               f"| {cell(row, 'due', lambda v: f'{v[0]:.0f} / {v[1]:.0f}' + (f' ({v[2]} early)' if v[2] else ''))} "
               f"| {cell(row, 'intake', lambda v: f'{v[0]:.0f}')} | {cell(row, 'intake', lambda v: f'{v[1]:.1f}')} "
-              f"| {cell(row, 'intake', lambda v: str(v[2]))} |")
+              f"| {cell(row, 'intake', lambda v: str(v[2]))} | {cell(row, 'intake', lambda v: f'{v[4]:.0f} / {v[3]:.0f}')} |")
     if "slot" in parts:
         print(f"\nslot-bound speed-up with 3 nodes: {rows[0]['slow'] / rows[1]['slow']:.2f} x")
     return 0

@@ -21,9 +21,10 @@ enum JobColumns {
     static let stateCount = stateColumns.count
     /// The columns a state change writes, in `stateValues` order.
     static let stateColumns = written.dropFirst().filter { !clientOwned.contains($0) }
-    /// `stateAssignments` from the same columns of the row `source` (an UPDATE … FROM many jobs).
-    static func stateAssignments(from source: String) -> String {
-        (stateColumns.map { "\($0) = \(source).\($0)" } + ["revision = downloads.revision + 1"]).joined(separator: ", ")
+    /// `stateAssignments` from the same columns of the row `source` (an UPDATE … FROM many jobs),
+    /// or of those of them in `columns`.
+    static func stateAssignments(from source: String, columns: [String] = stateColumns) -> String {
+        (columns.map { "\($0) = \(source).\($0)" } + ["revision = downloads.revision + 1"]).joined(separator: ", ")
     }
     /// The same for a client's change: the client's columns only, bound from `clientValues`.
     static let clientAssignments = assignments { clientOwned.contains($0) }

@@ -71,6 +71,12 @@ final class PostgresConnection {
 
     /// Runs SQL without parameters, any number of statements (for migrations and transaction control).
     func execute(_ sql: String) throws {
+        if beginPending {
+            // The transaction's first statement: its BEGIN goes in the same round trip.
+            beginPending = false
+            try retryingIfLost { try execute("\(Self.begin); \(sql)") }
+            return
+        }
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result, sql: sql)
@@ -92,27 +98,112 @@ final class PostgresConnection {
     }
 
     /// Runs `body` in one transaction, rolling back on error. READ COMMITTED: each statement sees
-    /// what was committed before it began, which is what the advisory locks rely on.
-    /// A BEGIN that finds the connection dropped is sent again on a new one: nothing had been done.
+    /// what was committed before it began, which is what the advisory locks rely on. The BEGIN
+    /// goes with the transaction's first statement, and the COMMIT with the statements `atCommit`
+    /// gave, each in one round trip (libpq's pipeline mode). A first statement that finds the
+    /// connection dropped is sent again, with its BEGIN, on a new one: nothing had been done.
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        do {
-            try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-        } catch {
-            guard reconnectIfLost(by: error) else { throw error }
-            try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        beginPending = true
+        atCommitStatements = []
+        defer {
+            beginPending = false
+            atCommitStatements = []
         }
         do {
             let value = try body()
-            try execute("COMMIT")
+            if !atCommitStatements.isEmpty {
+                try pipelined(atCommitStatements, begin: beginPending, commit: true).forEach { PQclear($0) }
+            } else if !beginPending {
+                try execute("COMMIT")
+            }
             return value
         } catch {
-            try? execute("ROLLBACK")
+            if !beginPending { try? execute("ROLLBACK") }
             throw error
         }
     }
 
+    /// Runs `sql` at the end of the transaction, sent with its COMMIT (and any other statements
+    /// given so) in one round trip: for writes nothing in the transaction reads back, whose row
+    /// locks should be held as briefly as can be. Outside a transaction it runs now.
+    func atCommit(_ sql: String, _ values: [PostgresValue]) throws {
+        guard beginPending || inTransaction else {
+            try run(sql, values)
+            return
+        }
+        atCommitStatements.append((sql, values))
+    }
+
+    private var beginPending = false
+    private var atCommitStatements: [(sql: String, values: [PostgresValue])] = []
+    private var inTransaction: Bool { PQtransactionStatus(handle) == PQTRANS_INTRANS }
+    private static let begin = "BEGIN ISOLATION LEVEL READ COMMITTED"
+
+    /// `body`, and once more on a new connection if this one was found dropped.
+    private func retryingIfLost<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch {
+            guard reconnectIfLost(by: error) else { throw error }
+            return try body()
+        }
+    }
+
+    /// Sends the prepared `statements`, with a BEGIN before them and a COMMIT after them as
+    /// asked, in one round trip (pipeline mode); their results, which the caller clears. Every
+    /// command's results are read up to the pipeline's end, also after one failed (the server
+    /// then skips the rest), so the connection leaves pipeline mode idle.
+    private func pipelined(_ statements: [(sql: String, values: [PostgresValue])], begin: Bool, commit: Bool) throws -> [OpaquePointer] {
+        let names = try statements.map { try statementName($0.sql) }  // PQprepare waits for its answer: not in pipeline mode
+        let sql = statements.map(\.sql).joined(separator: "; ")
+        guard PQenterPipelineMode(handle) == 1 else { throw PostgresError(message: errorMessage, sqlState: nil, sql: sql) }
+        let control = { (command: String) in PQsendQueryParams(self.handle, command, 0, nil, nil, nil, nil, 0) == 1 }
+        var sent = !begin || control(Self.begin)
+        for (name, statement) in zip(names, statements) where sent {
+            let formats = statement.values.map { Int32($0.isBinary ? 1 : 0) }
+            sent = withParameterPointers(statement.values) {
+                PQsendQueryPrepared(handle, name, Int32(statement.values.count), $0, $1, formats, 0)
+            } == 1
+        }
+        sent = sent && (!commit || control("COMMIT")) && PQpipelineSync(handle) == 1
+        var results: [OpaquePointer] = []
+        var ended = 0
+        while sent, PQstatus(handle) == CONNECTION_OK {
+            guard let result = PQgetResult(handle) else {
+                ended += 1
+                continue
+            }
+            if PQresultStatus(result) == PGRES_PIPELINE_SYNC {
+                PQclear(result)
+                break
+            }
+            // One result per command (then a NULL); a command's first is the one kept.
+            if results.count == ended { results.append(result) } else { PQclear(result) }
+        }
+        let commands = (begin ? 1 : 0) + statements.count + (commit ? 1 : 0)
+        guard sent, PQexitPipelineMode(handle) == 1, results.count == commands else {
+            results.forEach { PQclear($0) }
+            let error = PostgresError(message: "pipeline failed: \(errorMessage)", sqlState: nil, sql: sql)
+            reconnect()
+            throw error
+        }
+        do {
+            let commandSQL = (begin ? [Self.begin] : []) + statements.map(\.sql) + (commit ? ["COMMIT"] : [])
+            for (result, sql) in zip(results, commandSQL) where PQresultStatus(result) != PGRES_PIPELINE_ABORTED { try check(result, sql: sql) }
+        } catch {
+            results.forEach { PQclear($0) }
+            throw error
+        }
+        let own = (begin ? 1 : 0)..<(results.count - (commit ? 1 : 0))
+        for index in results.indices where !own.contains(index) { PQclear(results[index]) }
+        return Array(results[own])
+    }
+
     /// The result of a statement that succeeded; the caller clears it.
     private func executePrepared(_ sql: String, _ values: [PostgresValue]) throws -> OpaquePointer {
+        if beginPending {
+            // The transaction's first statement: its BEGIN goes in the same round trip.
+            beginPending = false
+            return try retryingIfLost { try pipelined([(sql, values)], begin: true, commit: false)[0] }
+        }
         let name = try statementName(sql)
         let formats = values.map { Int32($0.isBinary ? 1 : 0) }
         let result = withParameterPointers(values) { pointers, lengths in

@@ -229,7 +229,67 @@ enum PostgresMigrations {
         CREATE INDEX downloads_running ON downloads (lease_owner, host_key) WHERE state = 'running';
         ALTER TABLE webhook_deliveries ADD COLUMN lease_owner text, ADD COLUMN leased_until bigint NOT NULL DEFAULT 0;
         """,
+        // 7 (after the steering helper's 6, if any): counts kept once per statement instead of
+        // once per row. A claim or settlement of 32 jobs ran 64 upserts of job_counts from a row
+        // trigger; now one, grouped by state from the statement's transition tables. (Transition
+        // tables allow neither a column list nor more than one event per trigger, so every UPDATE
+        // of downloads fires it; one that moves no state writes nothing.) The same triggers keep
+        // running jobs per node and host, which every claim pass reads: counted from the running
+        // rows, a pass read every index entry a settled job had left until vacuum (6 ms at 20,000).
+        """
+        CREATE TABLE running_counts (
+            lease_owner text NOT NULL,  -- '' for a running job without one
+            host_key text NOT NULL,
+            count bigint NOT NULL,
+            PRIMARY KEY (lease_owner, host_key)
+        );
+        INSERT INTO running_counts (lease_owner, host_key, count)
+        SELECT COALESCE(lease_owner, ''), host_key, COUNT(*) FROM downloads WHERE state = 'running' GROUP BY 1, 2;
+        DROP TRIGGER job_counts_insert_delete ON downloads;
+        DROP TRIGGER job_counts_update ON downloads;
+        DROP FUNCTION job_counts_follow();
+        CREATE FUNCTION job_counts_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE own_shard integer := pg_backend_pid() % 16;
+        BEGIN
+            -- Each branch names only the transition tables its trigger has.
+            IF TG_OP = 'INSERT' THEN
+                \(countChanges("SELECT state, lease_owner, host_key, 1 AS change FROM new_rows"))
+            ELSIF TG_OP = 'DELETE' THEN
+                \(countChanges("SELECT state, lease_owner, host_key, -1 AS change FROM old_rows"))
+            ELSE
+                \(countChanges("""
+                    SELECT state, lease_owner, host_key, -1 AS change FROM old_rows
+                    UNION ALL SELECT state, lease_owner, host_key, 1 FROM new_rows
+                    """))
+            END IF;
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER job_counts_insert AFTER INSERT ON downloads
+            REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION job_counts_follow();
+        CREATE TRIGGER job_counts_update AFTER UPDATE ON downloads
+            REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION job_counts_follow();
+        CREATE TRIGGER job_counts_delete AFTER DELETE ON downloads
+            REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION job_counts_follow();
+        """,
     ]
+
+    /// The statement of `job_counts_follow` that adds a statement's `changes` (rows of state,
+    /// lease_owner, host_key and -1 for a row that left or +1 for a row that came) to job_counts
+    /// (this backend's shard) and running_counts, writing only counts that moved, in key order.
+    private static func countChanges(_ changes: String) -> String {
+        """
+        WITH changes AS (\(changes)), states AS (
+            INSERT INTO job_counts (state, shard, count)
+            SELECT state, own_shard, SUM(change) FROM changes GROUP BY state HAVING SUM(change) <> 0 ORDER BY state
+            ON CONFLICT (state, shard) DO UPDATE SET count = job_counts.count + EXCLUDED.count
+        )
+        INSERT INTO running_counts (lease_owner, host_key, count)
+        SELECT COALESCE(lease_owner, ''), host_key, SUM(change) FROM changes WHERE state = 'running'
+        GROUP BY 1, 2 HAVING SUM(change) <> 0 ORDER BY 1, 2
+        ON CONFLICT (lease_owner, host_key) DO UPDATE SET count = running_counts.count + EXCLUDED.count;
+        """
+    }
 
     static func run(on connection: PostgresConnection) throws {
         try connection.transaction {

@@ -112,16 +112,16 @@ extension PostgresStore {
     }
 
     /// Writes jobs that end (a terminal state, so no live destination can clash) in one
-    /// compare-and-set statement, fenced as `update` fences one; whether each was written. (`IS
-    /// TRUE`: one primary-key probe per job, as in the claim's UPDATE.)
+    /// compare-and-set statement, fenced as `update` fences one; whether each was written. (`id =
+    /// ANY` and `IS TRUE`: one primary-key probe per job, as in the claim's UPDATE.)
     private func end(_ jobs: [StateWrite], _ db: PostgresConnection, settled: inout SettledBatch) throws -> [Bool] {
         guard !jobs.isEmpty else { return [] }
         let rows = jobs.map { [.text($0.download.id)] + JobColumns.stateValues($0.download) }
         let changed = Set(try db.query("""
             UPDATE downloads SET \(JobColumns.stateAssignments(from: "job"))
-            FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) AS job
+            FROM json_populate_recordset(NULL::downloads, $1::json) AS job
             JOIN unnest($2::text[], $3::text[]) AS expected(id, states) ON expected.id = job.id
-            WHERE downloads.id = job.id AND (downloads.state = ANY(string_to_array(expected.states, ','))) IS TRUE
+            WHERE downloads.id = ANY($2::text[]) AND downloads.id = job.id AND (downloads.state = ANY(string_to_array(expected.states, ','))) IS TRUE
             AND (downloads.state <> 'running' OR downloads.attempts = job.attempts)
             RETURNING downloads.id
             """, [.text(PostgresValue.json(rows, columns: ["id"] + JobColumns.stateColumns)), .textArray(jobs.map(\.download.id)),
@@ -138,7 +138,7 @@ extension PostgresStore {
     /// (checked once per session, after every change of the batch, so a session whose last jobs end
     /// in one batch is announced once).
     private func finish(_ settled: SettledBatch, _ db: PostgresConnection) throws {
-        try stateLog.append(db, settled.states)
+        try stateLog.append(db, settled.states, atCommit: true)
         try Self.record(db, attempts: settled.attempts)
         for (events, now) in settled.events { try Self.record(db, events: events, now: now) }
         for session in settled.ending.keys.sorted() {
@@ -168,7 +168,7 @@ extension PostgresStore {
         guard !rows.isEmpty else { return }
         try db.run("""
             INSERT INTO download_attempts (\(Self.attemptColumns.joined(separator: ", ")))
-            SELECT \(Self.attemptColumns.joined(separator: ", ")) FROM jsonb_populate_recordset(NULL::download_attempts, $1::jsonb)
+            SELECT \(Self.attemptColumns.joined(separator: ", ")) FROM json_populate_recordset(NULL::download_attempts, $1::json)
             ON CONFLICT (download_id, number) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
             outcome = EXCLUDED.outcome, error_code = EXCLUDED.error_code, error_message = EXCLUDED.error_message,
             http_status = EXCLUDED.http_status, bytes_transferred = EXCLUDED.bytes_transferred, bytes_on_disk = EXCLUDED.bytes_on_disk,

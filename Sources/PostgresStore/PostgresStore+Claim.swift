@@ -3,8 +3,10 @@ import Persistence
 
 /// The scheduler's step. Claims from every node are serialised by one advisory lock, so each
 /// pass sees the load the previous one left (per-host limits and the discretionary share hold
-/// across nodes); candidate rows another transaction holds (a cancel in progress) are skipped,
-/// not waited for. Each query touches only the rows it returns or changes, through partial indexes.
+/// across nodes). Candidates are read without row locks (a lock is a write of each row read);
+/// the claim is a compare-and-set on each chosen job's revision, so a job another transaction
+/// changes meanwhile (a cancel) is left for the next pass. Each query touches only the rows it
+/// returns or changes, through partial indexes.
 extension PostgresStore {
     public func claim(_ pass: ClaimPass) throws -> ClaimResult {
         try write { db in try claim(db, pass) }
@@ -17,67 +19,95 @@ extension PostgresStore {
         try db.execute(AdvisoryLock.claims)
         // A node the others found dead claims nothing until it is registered again: its
         // claims would look abandoned and be taken over while it runs them.
-        guard let elsewhere = try Self.otherNodesRunning(db, membership.id) else { return ClaimResult(claimed: [], nextQueueChange: nil) }
+        guard let elsewhere = try Self.promoteAndReadOtherNodes(db, membership.id, now: pass.now, agedBefore: pass.agedBefore) else {
+            return ClaimResult(claimed: [], nextQueueChange: nil)
+        }
         pass.otherNodesRunning(elsewhere)
-        try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
-        // The candidates are locked for this transaction, so every job the pass chooses is
-        // still queued: they are claimed together at the end of the pass.
+        // The jobs the pass chooses are claimed together at its end, each only if it is still
+        // the row the pass read (its revision): no other claim runs meanwhile (the lock), and
+        // a job changed since (cancelled, paused, patched) waits for the next pass.
+        var candidates: [String: Download] = [:]
         var chosen: [Download] = []
         _ = try pass.claimLaneByLane(
-            dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
+            dueJobs: { lane, excludingHosts, limit in
+                let jobs = try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit)
+                for job in jobs { candidates[job.id] = job }
+                return jobs
+            },
             claim: { chosen.append($0); return true })
-        let (claimed, queueChange) = try claim(db, chosen)
-        try stateLog.append(db, claimed)
+        let (claimed, queueChange) = try claim(db, chosen, readAs: candidates)
+        // With the COMMIT, in one round trip: the claim lock is held until then.
+        try stateLog.append(db, claimed, atCommit: true)
         let (due, aging) = try queueChange ?? Self.queueChange(db)
         return ClaimResult(claimed: claimed, nextQueueChange: Self.nextQueueChange(due: due, aging: aging, after: pass.now,
                                                                                      agingDelay: pass.agingDelay))
     }
 
-    /// Marks queued jobs whose run_at has passed as due, and moves discretionary jobs created at or
-    /// before `agedBefore` into the normal lane, in one statement (each row once, both changes).
-    private static func promote(_ db: PostgresConnection, now: Int64, agedBefore: Int64) throws {
-        try db.run("""
-            UPDATE downloads SET due = due OR run_at <= $1, lane = CASE WHEN lane = 1 AND created_at <= $2 THEN 0 ELSE lane END
-            WHERE (state = 'queued' AND NOT due AND run_at <= $1) OR (state = 'queued' AND lane = 1 AND created_at <= $2)
-            """, [.integer(now), .integer(agedBefore)])
+    /// In one statement: marks queued jobs whose run_at has passed as due, and moves discretionary
+    /// jobs created at or before `agedBefore` into the normal lane (each row once, both changes);
+    /// and reads the jobs other nodes run now, by host (kept by the triggers of downloads in
+    /// running_counts), nil if `node` is not registered (a row without a host says so).
+    private static func promoteAndReadOtherNodes(_ db: PostgresConnection, _ node: String, now: Int64, agedBefore: Int64) throws
+        -> [String: Int]? {
+        let rows = try db.query("""
+            WITH promoted AS (
+                UPDATE downloads SET due = due OR run_at <= $1, lane = CASE WHEN lane = 1 AND created_at <= $2 THEN 0 ELSE lane END
+                WHERE (state = 'queued' AND NOT due AND run_at <= $1) OR (state = 'queued' AND lane = 1 AND created_at <= $2)
+            )
+            SELECT host_key, SUM(count) FROM running_counts WHERE lease_owner <> $3 GROUP BY host_key HAVING SUM(count) > 0
+            UNION ALL SELECT NULL, 0 WHERE NOT EXISTS (SELECT 1 FROM nodes WHERE id = $3)
+            """, [.integer(now), .integer(agedBefore), .text(node)]) { ($0.optionalString(0), $0.int(1)) }
+        guard !rows.contains(where: { $0.0 == nil }) else { return nil }
+        return Dictionary(rows.compactMap { row in row.0.map { ($0, row.1) } }, uniquingKeysWith: +)
     }
 
-    /// Due jobs of one lane, best first, leaving out hosts at their limit, locked for this pass.
+    /// Due jobs of one lane, best first, leaving out hosts at their limit.
     private static func dueJobs(_ db: PostgresConnection, lane: Lane, excludingHosts: [String], limit: Int) throws -> [Download] {
         let queries = LaneQueries.of(lane)
         // Walking the lane in order and skipping full hosts would step over every due job of theirs
         // ranked above the jobs it returns: a million behind one busy host. So the walk stops after
         // a few times `limit` jobs, and if full hosts held too many of those, the best jobs of each
         // other host are taken instead (a seek per host with due jobs).
-        let walked = excludingHosts.isEmpty ? limit : limit * 4
+        guard !excludingHosts.isEmpty else { return try db.query(queries.best, [.integer(Int64(limit))], JobColumns.download) }
         let hosts = PostgresValue.textArray(excludingHosts)
-        let best = try db.query(queries.walk, [.integer(Int64(walked)), hosts, .integer(Int64(limit))], JobColumns.download)
-        guard best.count < limit, !excludingHosts.isEmpty else { return best }
+        let best = try db.query(queries.walk, [.integer(Int64(limit * 4)), hosts, .integer(Int64(limit))], JobColumns.download)
+        guard best.count < limit else { return best }
         return try db.query(queries.byHost, [hosts, .integer(Int64(limit)), .integer(Int64(limit))], JobColumns.download)
     }
 
-    /// Compare-and-set to `running`, leased to this node, in one statement; the jobs claimed. The
-    /// virtual time of fair queueing moves up to the latest tag among them. The same statement
-    /// reads what `queueChange` reads (the earliest run_at and created_at the queue has left),
-    /// nil if nothing was claimed.
-    private func claim(_ db: PostgresConnection, _ jobs: [Download]) throws -> ([Download], (Int64?, Int64?)?) {
+    /// Compare-and-set to `running`, leased to this node, in one statement; the jobs claimed. Only
+    /// the columns the pass changed are sent (starting an attempt changes five of the row's 46),
+    /// each job fenced by the revision it was read at. The virtual time of fair queueing moves up
+    /// to the latest tag among them. The same statement reads what `queueChange` reads (the
+    /// earliest run_at and created_at the queue has left), nil if nothing was claimed.
+    private func claim(_ db: PostgresConnection, _ jobs: [Download], readAs candidates: [String: Download]) throws
+        -> ([Download], (Int64?, Int64?)?) {
         guard !jobs.isEmpty else { return ([], nil) }
-        let rows = jobs.map { [.text($0.id)] + JobColumns.stateValues($0) }
-        // `IS TRUE` keeps the state test out of the plan's index conditions: the planner would
-        // otherwise read every entry `downloads_state` still holds for 'queued' (one per job
-        // that ever waited, until vacuum) instead of one primary-key probe per job. The final
-        // SELECT sees the table as the statement began, so the jobs it claims are left out by hand.
+        let after = jobs.map(JobColumns.stateValues)
+        let before = jobs.map { candidates[$0.id].map(JobColumns.stateValues) }
+        let changed = JobColumns.stateColumns.indices.filter { column in
+            zip(before, after).contains { read, written in read?[column] != written[column] }
+        }
+        let rows = zip(jobs, after).map { job, values in [.text(job.id), .integer(job.revision)] + changed.map { values[$0] } }
+        let columns = changed.map { JobColumns.stateColumns[$0] }
+        // One primary-key probe per job: `id = ANY` makes them the plan's index condition (else a
+        // table whose statistics are stale may be read whole), and `IS TRUE` keeps the state test
+        // out of it (else the planner reads every entry `downloads_state` still holds for 'queued',
+        // one per job that ever waited, until vacuum). The final SELECT sees the table as the
+        // statement began, so the jobs it claims are left out by hand.
         let started = try db.query("""
             WITH started AS (
-                UPDATE downloads SET \(JobColumns.stateAssignments(from: "job")), lease_owner = $2
-                FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) AS job
-                WHERE downloads.id = job.id AND (downloads.state = 'queued') IS TRUE RETURNING downloads.id, downloads.fair_tag
+                UPDATE downloads SET \(JobColumns.stateAssignments(from: "job", columns: columns)), lease_owner = $2
+                FROM json_populate_recordset(NULL::downloads, $1::json) AS job
+                WHERE downloads.id = ANY($3::text[]) AND downloads.id = job.id AND (downloads.state = 'queued') IS TRUE
+                AND downloads.revision = job.revision
+                RETURNING downloads.id, downloads.fair_tag
             ), virtual_time AS (
                 UPDATE scheduler_state SET value = GREATEST(value, (SELECT MAX(fair_tag) FROM started))
                 WHERE key = 'virtual_time' AND EXISTS (SELECT 1 FROM started)
             )
             SELECT id, \(Self.queueChangeColumns("AND id NOT IN (SELECT id FROM started)")) FROM started
-            """, [.text(PostgresValue.json(rows, columns: ["id"] + JobColumns.stateColumns)), .text(membership.id)]) {
+            """, [.text(PostgresValue.json(rows, columns: ["id", "revision"] + columns)), .text(membership.id), .textArray(jobs.map(\.id))]) {
             ($0.string(0), $0.optionalInt64(1), $0.optionalInt64(2))
         }
         let ids = Set(started.map(\.0))
@@ -103,9 +133,11 @@ extension PostgresStore {
     }
 }
 
-/// The two ways to read a lane's due jobs best first, as SQL. The lane is spelled out, not bound:
+/// The ways to read a lane's due jobs best first, as SQL. The lane is spelled out, not bound:
 /// a partial index serves only queries whose WHERE implies its own.
 private struct LaneQueries {
+    /// Parameter: the limit.
+    let best: String
     /// Parameters: how many jobs to walk, the excluded hosts, the limit.
     let walk: String
     /// Parameters: the excluded hosts, the limit per host, the limit. The best `limit` jobs hold
@@ -120,11 +152,15 @@ private struct LaneQueries {
     /// `order` is the order of the lane's index, `downloads_<lane>_lane`; its `_by_host` twin has the host first.
     private init(lane: Lane, order: String) {
         let due = "state = 'queued' AND due AND lane = \(lane.rawValue)"
-        let lock = "FOR UPDATE SKIP LOCKED"
+        best = """
+            SELECT \(JobColumns.list) FROM downloads WHERE \(due) ORDER BY \(order) LIMIT $1
+            """
+        // The walk's ids first, then their rows (a primary-key probe each): written as `id IN
+        // (the walk)`, the planner ran the walk again for every row it returned.
         walk = """
-            SELECT \(JobColumns.list) FROM downloads WHERE \(due) AND host_key <> ALL($2::text[])
-            AND id IN (SELECT id FROM downloads WHERE \(due) ORDER BY \(order) LIMIT $1)
-            ORDER BY \(order) LIMIT $3 \(lock)
+            SELECT \(JobColumns.list) FROM (SELECT id FROM downloads WHERE \(due) ORDER BY \(order) LIMIT $1) AS walked
+            JOIN downloads USING (id) WHERE host_key <> ALL($2::text[])
+            ORDER BY \(order) LIMIT $3
             """
         // The hosts with due jobs, one index seek each (a loose index scan: PostgreSQL has no skip scan).
         byHost = """
@@ -138,7 +174,7 @@ private struct LaneQueries {
                 SELECT best.id FROM due_hosts CROSS JOIN LATERAL (
                     SELECT id FROM downloads WHERE \(due) AND host_key = due_hosts.host ORDER BY \(order) LIMIT $2) AS best
                 WHERE due_hosts.host <> ALL($1::text[]))
-            ORDER BY \(order) LIMIT $3 \(lock)
+            ORDER BY \(order) LIMIT $3
             """
     }
 }

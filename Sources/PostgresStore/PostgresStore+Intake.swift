@@ -27,24 +27,35 @@ extension PostgresStore {
 
     static let dueSoon: Int64 = 1_000
 
+    /// A job due when it is created goes in as due, as the claim's promotion step would mark it:
+    /// promoting it would write the row again (and every index it is in) for nothing.
+    private static func isDue(_ download: Download) -> Bool {
+        download.runAt <= download.createdAt
+    }
+
     /// Inserts `jobs` in the caller's transaction. Jobs without an idempotency key (the usual
     /// batch of concurrent POSTs) go in as one statement; a batch with keys goes job by job, as
     /// each key is taken before its job.
     func insert(_ jobs: [NewJob], into db: PostgresConnection) throws -> [InsertOutcome] {
-        var tags = FairTags()
-        let outcomes = try jobs.allSatisfy({ $0.idempotency == nil })
-            ? insertAtOnce(jobs.map(\.download), into: db, tags: &tags)
-            : jobs.map { try insert($0.download, idempotency: $0.idempotency, into: db, tags: &tags) }
+        var tags = try FairTags(db, sessions: jobs.map(\.download.session))
+        let outcomes: [InsertOutcome]
+        if jobs.allSatisfy({ $0.idempotency == nil }) {
+            outcomes = try insertAtOnce(jobs.map(\.download), into: db, tags: &tags)
+        } else {
+            outcomes = try jobs.map { try insert($0.download, idempotency: $0.idempotency, into: db, tags: &tags) }
+        }
         let created = outcomes.compactMap { if case .created(let download) = $0 { download } else { nil } }
-        if !tags.lastTags.isEmpty {
-            // In the sessions' order, so that batches on two nodes lock their rows in one order.
-            let sessions = tags.lastTags.sorted { $0.key < $1.key }
-            try db.run("""
+        try stateLog.append(db, created, atCommit: true)
+        // Every batch on every node that names a session waits for its row from here to the
+        // commit, so it is written last, with the COMMIT (in the sessions' order, so that
+        // batches on two nodes lock their rows in one order).
+        let sessions = tags.moved
+        if !sessions.isEmpty {
+            try db.atCommit("""
                 INSERT INTO sessions (name, last_tag) SELECT * FROM unnest($1::text[], $2::bigint[])
                 ON CONFLICT (name) DO UPDATE SET last_tag = GREATEST(sessions.last_tag, EXCLUDED.last_tag)
                 """, [.textArray(sessions.map(\.key)), .textArray(sessions.map { String($0.value) })])
         }
-        try stateLog.append(db, created)
         return outcomes
     }
 
@@ -52,25 +63,24 @@ extension PostgresStore {
     /// stored, or one earlier in the batch) is left out. Tags are given as if every job went in;
     /// if some did not, the ones that did are tagged again, so a session's tags have no gaps.
     private func insertAtOnce(_ downloads: [Download], into db: PostgresConnection, tags: inout FairTags) throws -> [InsertOutcome] {
-        let sessionsBefore = tags.lastTags
-        var planned: [Int64] = []
-        for download in downloads {
-            planned.append(try tags.next(db, session: download.session))
-            tags.lastTags[download.session] = planned.last
+        let planned = downloads.map { download in
+            let tag = tags.next(session: download.session)
+            tags.lastTags[download.session] = tag
+            return tag
         }
         let inserted = Set(try db.query("""
-            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag)
-            SELECT \(JobColumns.insertList), lane, fair_tag FROM jsonb_populate_recordset(NULL::downloads, $1::jsonb) WITH ORDINALITY AS job
+            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag, due)
+            SELECT \(JobColumns.insertList), lane, fair_tag, due FROM json_populate_recordset(NULL::downloads, $1::json) WITH ORDINALITY AS job
             ORDER BY job.ordinality
             ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING RETURNING id
             """, [.text(PostgresValue.json(zip(downloads, planned).map { download, tag in
-                JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)]
-            }, columns: JobColumns.written + ["lane", "fair_tag"]))]) { $0.string(0) })
+                JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag), .bool(Self.isDue(download))]
+            }, columns: JobColumns.written + ["lane", "fair_tag", "due"]))]) { $0.string(0) })
         if inserted.count < downloads.count {
-            tags.lastTags = sessionsBefore
+            tags.lastTags = tags.read
             let went = downloads.filter { inserted.contains($0.id) }
-            let retagged = try went.map { download -> Int64 in
-                let tag = try tags.next(db, session: download.session)
+            let retagged = went.map { download in
+                let tag = tags.next(session: download.session)
                 tags.lastTags[download.session] = tag
                 return tag
             }
@@ -97,12 +107,12 @@ extension PostgresStore {
                 if let original = try Self.fetch(db, id: id) { return .replayed(original) }
             }
         }
-        let tag = try tags.next(db, session: download.session)
+        let tag = tags.next(session: download.session)
         let inserted = try db.query("""
-            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag)
-            VALUES (\(JobColumns.placeholders), $\(JobColumns.written.count + 1), $\(JobColumns.written.count + 2))
+            INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag, due)
+            VALUES (\(JobColumns.placeholders), $\(JobColumns.written.count + 1), $\(JobColumns.written.count + 2), $\(JobColumns.written.count + 3))
             ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING RETURNING 1
-            """, JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag)]) { _ in true }
+            """, JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag), .bool(Self.isDue(download))]) { _ in true }
         guard !inserted.isEmpty else {
             if keyIsNew, let idempotency {
                 try db.run("DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2", [.text(idempotency.principal), .text(idempotency.key)])
@@ -135,24 +145,39 @@ extension PostgresStore {
     }
 }
 
-/// Fair-queueing tags (`FairQueue.tag`) for one intake transaction: each session's last tag and
-/// the virtual time are read once, at the session's first job, and the batch's later jobs count
-/// on from them. (A claim another node commits meanwhile may move the virtual time on; the batch
-/// then tags as if it had come a moment earlier, which it did.)
+/// Fair-queueing tags (`FairQueue.tag`) for one intake transaction: the last tag of each session
+/// it names and the virtual time are read once, in one query, and the batch's jobs count on from
+/// them. (A claim another node commits meanwhile may move the virtual time on; the batch then
+/// tags as if it had come a moment earlier, which it did.)
 private struct FairTags {
+    /// Each session's last tag as read (0 for a session without a row).
+    let read: [String: Int64]
     /// The last tag this batch gave each session, written back to `sessions` at its end.
-    var lastTags: [String: Int64] = [:]
-    private var virtualTime: Int64?
+    var lastTags: [String: Int64]
+    private let virtualTime: Int64
 
-    mutating func next(_ db: PostgresConnection, session: String) throws -> Int64 {
-        if let last = lastTags[session], let virtualTime {
-            return FairQueue.tag(sessionLastTag: last, virtualTime: virtualTime)
-        }
-        let (last, time) = try db.query("""
-            SELECT COALESCE((SELECT last_tag FROM sessions WHERE name = $1), 0),
-                   (SELECT value FROM scheduler_state WHERE key = 'virtual_time')
-            """, [.text(session)]) { ($0.int64(0), $0.int64(1)) }.first ?? (0, 0)
-        virtualTime = virtualTime ?? time
-        return FairQueue.tag(sessionLastTag: last, virtualTime: virtualTime ?? time)
+    init(_ db: PostgresConnection, sessions: [String]) throws {
+        let names = Array(Set(sessions))
+        // A batch of one session (the usual) by name: planned once for the connection, where the
+        // form for any number was planned again for each batch (its cost follows the array's length).
+        let rows = try db.query(names.count == 1 ? """
+            SELECT (SELECT value FROM scheduler_state WHERE key = 'virtual_time'), $1, COALESCE((SELECT last_tag FROM sessions WHERE name = $1), 0)
+            """ : """
+            SELECT (SELECT value FROM scheduler_state WHERE key = 'virtual_time'), name, COALESCE(last_tag, 0)
+            FROM unnest($1::text[]) AS batch(name) LEFT JOIN sessions USING (name)
+            """, [names.count == 1 ? .text(names[0]) : .textArray(names)]) { ($0.int64(0), $0.string(1), $0.int64(2)) }
+        virtualTime = rows.first?.0 ?? 0
+        read = Dictionary(rows.map { ($0.1, $0.2) }, uniquingKeysWith: max)
+        lastTags = read
+    }
+
+    /// The sessions this batch tagged jobs of, with their last tags, in name order.
+    var moved: [(key: String, value: Int64)] {
+        lastTags.filter { read[$0.key] != $0.value }.sorted { $0.key < $1.key }
+    }
+
+    /// The tag of a session's next job.
+    func next(session: String) -> Int64 {
+        FairQueue.tag(sessionLastTag: lastTags[session] ?? 0, virtualTime: virtualTime)
     }
 }

@@ -64,15 +64,4 @@ extension PostgresStore {
     static func isRegistered(_ db: PostgresConnection, _ node: String) throws -> Bool {
         try !db.query("SELECT 1 FROM nodes WHERE id = $1", [.text(node)]) { _ in true }.isEmpty
     }
-
-    /// Jobs other nodes run now, by host; nil if `node` is not registered (one round trip for both:
-    /// a row without a host says so).
-    static func otherNodesRunning(_ db: PostgresConnection, _ node: String) throws -> [String: Int]? {
-        let rows = try db.query("""
-            SELECT host_key, COUNT(*) FROM downloads WHERE state = 'running' AND lease_owner IS DISTINCT FROM $1 GROUP BY host_key
-            UNION ALL SELECT NULL, 0 WHERE NOT EXISTS (SELECT 1 FROM nodes WHERE id = $1)
-            """, [.text(node)]) { ($0.optionalString(0), $0.int(1)) }
-        guard !rows.contains(where: { $0.0 == nil }) else { return nil }
-        return Dictionary(rows.compactMap { row in row.0.map { ($0, row.1) } }, uniquingKeysWith: +)
-    }
 }

@@ -36,6 +36,11 @@ extension PostgresStore {
             DELETE FROM sessions WHERE name IN (SELECT name FROM sessions
             WHERE last_tag <= (SELECT value FROM scheduler_state WHERE key = 'virtual_time') LIMIT $1)
             """)
+        // Counts of running jobs that went back to zero (a node and host that run nothing now).
+        _ = try deleteInBatches("""
+            DELETE FROM running_counts WHERE (lease_owner, host_key) IN (SELECT lease_owner, host_key FROM running_counts
+            WHERE count = 0 LIMIT $1)
+            """)
         // Holds long over: a host's hold lasts at most a day (Retry-After is capped), far less than retention.
         _ = try deleteInBatches("""
             DELETE FROM host_backoffs WHERE host_key IN (SELECT host_key FROM host_backoffs WHERE until < $1 LIMIT $2)

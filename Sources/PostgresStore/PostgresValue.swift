@@ -4,7 +4,7 @@ import Foundation
 
 /// A statement parameter. Every parameter but `bytes` goes in PostgreSQL's text format and takes
 /// the type the statement gives its placeholder; `bytes` goes in binary format, for `bytea`.
-enum PostgresValue {
+enum PostgresValue: Equatable {
     case null
     case integer(Int64)
     case double(Double)
@@ -32,7 +32,7 @@ enum PostgresValue {
         }
     }
 
-    /// The value as a JSON member for `jsonb_populate_recordset`, which reads a JSON string with
+    /// The value as a JSON member for `json_populate_recordset`, which reads a JSON string with
     /// the column type's text input, as it reads a text-format parameter.
     var json: String {
         switch self {
@@ -45,10 +45,11 @@ enum PostgresValue {
         }
     }
 
-    /// Rows for `jsonb_populate_recordset`: a JSON array of objects, `columns[i]` holding `row[i]`.
+    /// Rows for `json_populate_recordset`: a JSON array of objects, `columns[i]` holding `row[i]`.
+    /// A null is left out (the function reads a missing key as null), so the server parses less.
     static func json(_ rows: [[PostgresValue]], columns: [String]) -> String {
         "[" + rows.map { row in
-            "{" + zip(columns, row).map { "\"\($0)\":\($1.json)" }.joined(separator: ",") + "}"
+            "{" + zip(columns, row).compactMap { $1 == .null ? nil : "\"\($0)\":\($1.json)" }.joined(separator: ",") + "}"
         }.joined(separator: ",") + "]"
     }
 

@@ -9,9 +9,10 @@ import Persistence
 struct StateLog: Sendable {
     let payload: @Sendable (Download) -> [UInt8]
 
-    func append(_ db: PostgresConnection, _ downloads: [Download]) throws {
+    /// `atCommit`: sent with the transaction's COMMIT (`PostgresConnection.atCommit`).
+    func append(_ db: PostgresConnection, _ downloads: [Download], atCommit: Bool = false) throws {
         guard !downloads.isEmpty else { return }
-        try db.run("""
+        try (atCommit ? db.atCommit : { _ = try db.run($0, $1) })("""
             INSERT INTO event_log (session, download_id, created_at, payload)
             SELECT job.session, job.id, $3, decode(job.payload, 'hex')
             FROM unnest($1::text[], $2::text[], $4::text[]) WITH ORDINALITY AS job(session, id, payload, position)

@@ -69,6 +69,7 @@ final class WorkAnnouncer: Sendable {
         let previous = last.load(ordering: .relaxed)
         guard now - previous >= Int64(Self.spacing),
               last.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged else { return }
-        try db.run("SELECT pg_notify($1, current_schema())", [.text(WorkListener.channel)])
+        // Delivered at the commit anyway: sent with it, in one round trip.
+        try db.atCommit("SELECT pg_notify($1, current_schema())", [.text(WorkListener.channel)])
     }
 }

@@ -85,6 +85,33 @@ struct PostgresStoreTests {
         #expect(store.isWritable())
     }
 
+    /// A transaction's BEGIN goes with its first statement and its COMMIT with the statements
+    /// given `atCommit`, in one round trip each: a failure in either place rolls back all of it,
+    /// says what failed, and leaves the connection usable.
+    @Test func aTransactionSentWithItsBeginAndCommitIsAllOrNothing() throws {
+        let schema = try ScratchSchema()
+        let connection = try PostgresConnection(url: schema.url)
+        defer { connection.close() }
+        try connection.execute("CREATE TABLE t (n integer PRIMARY KEY)")
+        #expect(throws: PostgresError.self) {
+            try connection.transaction { try connection.run("INSERT INTO t (n) VALUES ($1), ($1)", [.integer(1)]) }
+        }
+        #expect {
+            try connection.transaction {
+                try connection.run("INSERT INTO t (n) VALUES ($1)", [.integer(2)])
+                try connection.atCommit("INSERT INTO t (n) VALUES ($1)", [.integer(3)])
+                try connection.atCommit("INSERT INTO t (n) VALUES ($1)", [.integer(2)])
+            }
+        } throws: { error in
+            (error as? PostgresError)?.isUniqueViolation == true && "\(error)".contains("INSERT INTO t")
+        }
+        try connection.transaction {
+            try connection.run("INSERT INTO t (n) VALUES ($1)", [.integer(4)])
+            try connection.atCommit("INSERT INTO t (n) VALUES ($1)", [.integer(5)])
+        }
+        #expect(try connection.query("SELECT n FROM t ORDER BY n") { $0.int(0) } == [4, 5])
+    }
+
     @Test func bytesAndTextRoundTripExactly() throws {
         let schema = try ScratchSchema()
         let connection = try PostgresConnection(url: schema.url)
