@@ -46,7 +46,7 @@ final class FileSink {
     /// Whether the writer is too far behind to take `count` more bytes now; if so, `onWritable`
     /// runs once it has caught up. Bytes that fit the chunk being filled are always welcome.
     func mustWait(toTake count: Int) -> Bool {
-        if let chunk, chunk.room >= count { return false }
+        if let chunk, chunk.capacity - chunk.count >= count { return false }
         return writer.isBehind()
     }
 

@@ -9,7 +9,7 @@ import Synchronization
 /// The engine queue never waits for it: it hands chunks over with `write`, and while `isBehind`
 /// says the disk side is too far behind it takes no more bytes until `onWritable` runs.
 final class FileWriter: @unchecked Sendable {
-    // @unchecked: `written`, `writeBackFrom`, `digestIdle` and `directWrite` are touched only on `queue`; what other queues read
+    // @unchecked: `written`, `writeBackFrom` and `digestIdle` are touched only on `queue`; what other queues read
     // is in `shared`, a Mutex.
 
     private struct Shared {
@@ -25,9 +25,6 @@ final class FileWriter: @unchecked Sendable {
     /// Nil for a segment of a segmented download, whose digest is computed over the finished file.
     private let digest: FileDigest?
     private let writeBack: WriteBack
-    /// Nil for a segment: a segmented download reads the finished file back to hash it, which
-    /// should find it in the page cache.
-    private let directWrite: DirectWrite?
     private let queue = DispatchQueue(label: "fetchd.transfer.file", target: .global(qos: .utility))
     private let shared: Mutex<Shared>
 
@@ -47,7 +44,6 @@ final class FileWriter: @unchecked Sendable {
         backlog = WriteBacklog(limit: staging.backlogLimit, pool: staging.pool, onShrunk: onWritable)
         digest = hashing ? FileDigest(fd: fd, alreadyWritten: length, extra: extraDigest, backlog: backlog, pool: staging.pool) : nil
         writeBack = WriteBack(fd: fd)
-        directWrite = hashing ? DirectWrite(path: path, sameAs: fd) : nil
         shared = Mutex(Shared(written: length))
         written = length
         writeBackFrom = length
@@ -163,10 +159,7 @@ final class FileWriter: @unchecked Sendable {
     /// Writes the whole chunk, retrying short writes; false (with the failure recorded) on an error.
     private func writeAll(_ chunk: WriteChunk) -> Bool {
         let bytes = chunk.bytes
-        // A direct write waits for the disk: while chunks pile up (a disk busy with other work),
-        // they go to the page cache, which takes them at once.
-        var done = backlog.keepsUp() ? directWrite?.writePrefix(of: chunk) ?? 0 : 0
-        if done > 0 { written = chunk.offset + Int64(done) }
+        var done = 0
         while done < bytes.count {
             let count = pwrite(fd, bytes.baseAddress?.advanced(by: done), bytes.count - done, off_t(chunk.offset) + off_t(done))
             if count < 0 {
@@ -191,7 +184,6 @@ final class FileWriter: @unchecked Sendable {
     /// Once neither the writer nor the digest uses the file any more.
     private func close() {
         writeBack.drain()
-        directWrite?.stop()
         Glibc.close(fd)
     }
 }

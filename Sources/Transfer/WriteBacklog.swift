@@ -37,11 +37,6 @@ final class WriteBacklog: Sendable {
         }
     }
 
-    /// Whether the disk side keeps up: no more chunks out than the level the engine resumes at.
-    func keepsUp() -> Bool {
-        state.withLock { $0.chunks <= resumeLevel }
-    }
-
     /// A chunk goes out to be written.
     func add() {
         state.withLock { $0.chunks += 1 }

@@ -27,10 +27,6 @@ final class WriteChunk: @unchecked Sendable {
     private(set) var count = 0
     /// Where in the file the first byte belongs.
     private(set) var offset: Int64 = 0
-    /// How many bytes the chunk takes: its capacity, less what makes it end on a page boundary of
-    /// the file. So after one chunk that started off a boundary (bytes handed over before the
-    /// chunk was full), the next ones start on one again and may be written directly (`FileWriter`).
-    private(set) var limit = 0
 
     init(large: Bool) {
         capacity = large ? Self.capacity : Self.smallCapacity
@@ -46,24 +42,18 @@ final class WriteChunk: @unchecked Sendable {
     }
 
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: storage[..<count]) }
-    var isFull: Bool { count == limit }
-    /// How many more bytes the chunk takes.
-    var room: Int { limit - count }
+    var isFull: Bool { count == capacity }
     var isLarge: Bool { capacity == Self.capacity }
 
     /// Empties the chunk for bytes that start at `offset` in the file.
     func reset(at offset: Int64) {
         count = 0
         self.offset = offset
-        limit = capacity - Int(offset % Int64(Self.pageSize))
     }
-
-    /// The unit direct writes are aligned to: the offset, the length and the memory (`FileWriter`).
-    static let pageSize = 4096
 
     /// Copies as much of `source` as fits; returns how many bytes that was.
     func append(_ source: UnsafeRawBufferPointer) -> Int {
-        let taken = min(source.count, room)
+        let taken = min(source.count, capacity - count)
         UnsafeMutableRawBufferPointer(rebasing: storage[count..<(count + taken)])
             .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[..<taken]))
         count += taken
