@@ -37,17 +37,24 @@ def clone(data_dir: str, template_id: str, count: int, session: str, prefix: str
             overrides.update(run_at=run_at, earliest_begin_at=run_at)
         base = [overrides.get(c, template[c]) for c in columns]
         id_at, dest_at = columns.index("id"), columns.index("destination")
+        # A live job's destination is also in live_destination (its unique index is the one-live-job rule).
+        live_at = columns.index("live_destination") if template.get("live_destination") is not None else None
 
         def rows():
             for n in range(count):
                 row = list(base)
                 row[id_at] = download_id(created, n)
                 row[dest_at] = f"{prefix}/{n}"
+                if live_at is not None:
+                    row[live_at] = row[dest_at]
                 yield row
 
         with db:
             db.executemany(f"INSERT INTO downloads ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                            rows())
+            # fetchd counts the jobs it inserts in the same transaction (no trigger does): so must this.
+            db.execute("INSERT INTO job_counts (state, count) VALUES (?, ?) "
+                       "ON CONFLICT (state) DO UPDATE SET count = count + excluded.count", (template["state"], count))
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         db.close()
