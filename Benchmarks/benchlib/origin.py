@@ -34,9 +34,20 @@ http {{
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports: the sockets stay bound until all are picked, so the kernel
+    cannot hand out one port twice (it may, to sockets closed one after another)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def accepting(port: int) -> bool:
@@ -80,7 +91,7 @@ class Origin:
     def __init__(self, workdir: str, root: str, limit_rate: str = "100k", ports: int = 1):
         self.prefix = os.path.join(workdir, "nginx")
         os.makedirs(os.path.join(self.prefix, "tmp"), exist_ok=True)
-        self.ports = [free_port() for _ in range(ports)]
+        self.ports = free_ports(ports)
         self.port = self.ports[0]
         conf = os.path.join(self.prefix, "nginx.conf")
         listen = " ".join(f"listen 127.0.0.1:{port};" for port in self.ports)

@@ -12,11 +12,11 @@ extension PostgresStore {
         try write { db in try claim(db, pass) }
     }
 
-    /// `claim`'s pass in the caller's transaction.
-    func claim(_ db: PostgresConnection, _ pass: ClaimPass) throws -> ClaimResult {
+    /// `claim`'s pass in the caller's transaction, which may have taken the claim lock already.
+    func claim(_ db: PostgresConnection, _ pass: ClaimPass, holdingClaimLock: Bool = false) throws -> ClaimResult {
         // Every other node's claim pass waits for this lock, so the pass makes as few round
         // trips as it can while holding it.
-        try db.execute(AdvisoryLock.claims)
+        if !holdingClaimLock { try db.execute(AdvisoryLock.claims) }
         // A node the others found dead claims nothing until it is registered again: its
         // claims would look abandoned and be taken over while it runs them.
         guard let elsewhere = try Self.promoteAndReadOtherNodes(db, membership.id, now: pass.now, agedBefore: pass.agedBefore) else {
