@@ -229,8 +229,7 @@ enum PostgresMigrations {
         CREATE INDEX downloads_running ON downloads (lease_owner, host_key) WHERE state = 'running';
         ALTER TABLE webhook_deliveries ADD COLUMN lease_owner text, ADD COLUMN leased_until bigint NOT NULL DEFAULT 0;
         """,
-        // 7 (after the steering helper's 6, if any): counts kept once per statement instead of
-        // once per row. A claim or settlement of 32 jobs ran 64 upserts of job_counts from a row
+        // 6: counts kept once per statement instead of once per row. A claim or settlement of 32 jobs ran 64 upserts of job_counts from a row
         // trigger; now one, grouped by state from the statement's transition tables. (Transition
         // tables allow neither a column list nor more than one event per trigger, so every UPDATE
         // of downloads fires it; one that moves no state writes nothing.) The same triggers keep
@@ -248,23 +247,7 @@ enum PostgresMigrations {
         DROP TRIGGER job_counts_insert_delete ON downloads;
         DROP TRIGGER job_counts_update ON downloads;
         DROP FUNCTION job_counts_follow();
-        CREATE FUNCTION job_counts_follow() RETURNS trigger LANGUAGE plpgsql AS $$
-        DECLARE own_shard integer := pg_backend_pid() % 16;
-        BEGIN
-            -- Each branch names only the transition tables its trigger has.
-            IF TG_OP = 'INSERT' THEN
-                \(countChanges("SELECT state, lease_owner, host_key, 1 AS change FROM new_rows"))
-            ELSIF TG_OP = 'DELETE' THEN
-                \(countChanges("SELECT state, lease_owner, host_key, -1 AS change FROM old_rows"))
-            ELSE
-                \(countChanges("""
-                    SELECT state, lease_owner, host_key, -1 AS change FROM old_rows
-                    UNION ALL SELECT state, lease_owner, host_key, 1 FROM new_rows
-                    """))
-            END IF;
-            RETURN NULL;
-        END
-        $$;
+        \(countsFollow(perSession: false))
         CREATE TRIGGER job_counts_insert AFTER INSERT ON downloads
             REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION job_counts_follow();
         CREATE TRIGGER job_counts_update AFTER UPDATE ON downloads
@@ -272,18 +255,81 @@ enum PostgresMigrations {
         CREATE TRIGGER job_counts_delete AFTER DELETE ON downloads
             REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION job_counts_follow();
         """,
+        // 7: a session's counts by state and its webhook URLs, kept by the same triggers, sharded as
+        // job_counts is. Every time a session's last live job ends (`session.finished`) its counts
+        // and distinct webhook URLs are read: counted from the jobs, that read every job the
+        // session ever had (a long-lived session drained 20 times a second: 30 ms each at 80,000
+        // jobs, most of the server's time in a 10-minute soak).
+        """
+        CREATE TABLE session_counts (
+            session text NOT NULL,
+            state text NOT NULL,
+            shard integer NOT NULL,
+            count bigint NOT NULL,
+            PRIMARY KEY (session, state, shard)
+        );
+        INSERT INTO session_counts (session, state, shard, count) SELECT session, state, 0, COUNT(*) FROM downloads GROUP BY 1, 2;
+        CREATE TABLE session_webhooks (
+            session text NOT NULL,
+            webhook_url text NOT NULL,
+            shard integer NOT NULL,
+            count bigint NOT NULL,
+            PRIMARY KEY (session, webhook_url, shard)
+        );
+        INSERT INTO session_webhooks (session, webhook_url, shard, count)
+        SELECT session, webhook_url, 0, COUNT(*) FROM downloads WHERE webhook_url IS NOT NULL GROUP BY 1, 2;
+        \(countsFollow(perSession: true))
+        """,
     ]
 
-    /// The statement of `job_counts_follow` that adds a statement's `changes` (rows of state,
-    /// lease_owner, host_key and -1 for a row that left or +1 for a row that came) to job_counts
-    /// (this backend's shard) and running_counts, writing only counts that moved, in key order.
-    private static func countChanges(_ changes: String) -> String {
+    /// `job_counts_follow`, the function of the jobs table's statement triggers: adds each statement's
+    /// changes to job_counts (this backend's shard) and running_counts, and from version 7 on
+    /// (`perSession`) to session_counts and session_webhooks (this backend's shard too).
+    private static func countsFollow(perSession: Bool) -> String {
+        let columns = "state, lease_owner, host_key" + (perSession ? ", session, webhook_url" : "")
+        return """
+        CREATE OR REPLACE FUNCTION job_counts_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE own_shard integer := pg_backend_pid() % 16;
+        BEGIN
+            -- Each branch names only the transition tables its trigger has.
+            IF TG_OP = 'INSERT' THEN
+                \(countChanges("SELECT \(columns), 1 AS change FROM new_rows", perSession: perSession))
+            ELSIF TG_OP = 'DELETE' THEN
+                \(countChanges("SELECT \(columns), -1 AS change FROM old_rows", perSession: perSession))
+            ELSE
+                \(countChanges("""
+                    SELECT \(columns), -1 AS change FROM old_rows
+                    UNION ALL SELECT \(columns), 1 FROM new_rows
+                    """, perSession: perSession))
+            END IF;
+            RETURN NULL;
+        END
+        $$;
         """
+    }
+
+    /// The statement of `job_counts_follow` that adds a statement's `changes` (rows of the counted
+    /// columns and -1 for a row that left or +1 for a row that came) to the counts, writing only
+    /// counts that moved, in key order.
+    private static func countChanges(_ changes: String, perSession: Bool) -> String {
+        let sessions = !perSession ? "" : """
+            , sessions AS (
+                INSERT INTO session_counts (session, state, shard, count)
+                SELECT session, state, own_shard, SUM(change) FROM changes GROUP BY 1, 2 HAVING SUM(change) <> 0 ORDER BY 1, 2
+                ON CONFLICT (session, state, shard) DO UPDATE SET count = session_counts.count + EXCLUDED.count
+            ), webhooks AS (
+                INSERT INTO session_webhooks (session, webhook_url, shard, count)
+                SELECT session, webhook_url, own_shard, SUM(change) FROM changes WHERE webhook_url IS NOT NULL
+                GROUP BY 1, 2 HAVING SUM(change) <> 0 ORDER BY 1, 2
+                ON CONFLICT (session, webhook_url, shard) DO UPDATE SET count = session_webhooks.count + EXCLUDED.count
+            )
+            """
+        return """
         WITH changes AS (\(changes)), states AS (
             INSERT INTO job_counts (state, shard, count)
             SELECT state, own_shard, SUM(change) FROM changes GROUP BY state HAVING SUM(change) <> 0 ORDER BY state
             ON CONFLICT (state, shard) DO UPDATE SET count = job_counts.count + EXCLUDED.count
-        )
+        )\(sessions)
         INSERT INTO running_counts (lease_owner, host_key, count)
         SELECT COALESCE(lease_owner, ''), host_key, SUM(change) FROM changes WHERE state = 'running'
         GROUP BY 1, 2 HAVING SUM(change) <> 0 ORDER BY 1, 2

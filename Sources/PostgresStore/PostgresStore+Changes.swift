@@ -186,7 +186,7 @@ extension PostgresStore {
             SELECT EXISTS (SELECT 1 FROM downloads WHERE session = $1 AND state IN ('queued','running','paused'))
             """, [.text(session)]) { $0.bool(0) }.first ?? true
         guard !live else { return nil }
-        let urls = try db.query("SELECT DISTINCT webhook_url FROM downloads WHERE session = $1 AND webhook_url IS NOT NULL",
+        let urls = try db.query("SELECT webhook_url FROM session_webhooks WHERE session = $1 GROUP BY webhook_url HAVING SUM(count) > 0",
                                 [.text(session)]) { $0.string(0) }
         return SessionSnapshot(session: session, counts: try counts(db, session: session), webhookURLs: urls.sorted())
     }

@@ -58,8 +58,10 @@ extension PostgresStore {
         }
     }
 
+    /// From session_counts, which the jobs table's triggers keep: counting the jobs would read every
+    /// job the session ever had, each time one of its runs finishes.
     static func counts(_ db: PostgresConnection, session: String) throws -> [DownloadState: Int] {
-        countsByState(try db.query("SELECT state, COUNT(*) FROM downloads WHERE session = $1 GROUP BY state",
+        countsByState(try db.query("SELECT state, SUM(count) FROM session_counts WHERE session = $1 GROUP BY state",
                                    [.text(session)]) { ($0.string(0), $0.int(1)) })
     }
 

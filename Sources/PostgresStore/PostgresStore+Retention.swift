@@ -36,11 +36,33 @@ extension PostgresStore {
             DELETE FROM sessions WHERE name IN (SELECT name FROM sessions
             WHERE last_tag <= (SELECT value FROM scheduler_state WHERE key = 'virtual_time') LIMIT $1)
             """)
-        // Counts of running jobs that went back to zero (a node and host that run nothing now).
+        // Counts of running jobs that went back to zero (a node and host that run nothing now). The
+        // outer `count = 0` is checked again on a row a concurrent transaction changed meanwhile.
         _ = try deleteInBatches("""
-            DELETE FROM running_counts WHERE (lease_owner, host_key) IN (SELECT lease_owner, host_key FROM running_counts
-            WHERE count = 0 LIMIT $1)
+            DELETE FROM running_counts WHERE count = 0 AND (lease_owner, host_key) IN (SELECT lease_owner, host_key
+            FROM running_counts WHERE count = 0 LIMIT $1)
             """)
+        // A session's counts are spread over shards that only sum to its jobs (one shard's +1, another's
+        // -1): folded into shard 0 — each row deleted gives its count as deleted, so nothing a
+        // concurrent change added is lost — and the folds that came to zero deleted.
+        for (table, key) in [("session_counts", "state"), ("session_webhooks", "webhook_url")] {
+            _ = try write { db in
+                try db.run("""
+                    WITH folded AS (
+                        DELETE FROM \(table) WHERE shard <> 0 AND (session, \(key), shard) IN (SELECT session, \(key), shard
+                        FROM \(table) WHERE shard <> 0 LIMIT $1)
+                        RETURNING session, \(key), count
+                    )
+                    INSERT INTO \(table) (session, \(key), shard, count)
+                    SELECT session, \(key), 0, SUM(count) FROM folded GROUP BY 1, 2 ORDER BY 1, 2
+                    ON CONFLICT (session, \(key), shard) DO UPDATE SET count = \(table).count + EXCLUDED.count
+                    """, [.integer(Int64(Self.pruneBatch))])
+            }
+            _ = try deleteInBatches("""
+                DELETE FROM \(table) WHERE count = 0 AND (session, \(key), shard) IN (SELECT session, \(key), shard
+                FROM \(table) WHERE count = 0 LIMIT $1)
+                """)
+        }
         // Holds long over: a host's hold lasts at most a day (Retry-After is capped), far less than retention.
         _ = try deleteInBatches("""
             DELETE FROM host_backoffs WHERE host_key IN (SELECT host_key FROM host_backoffs WHERE until < $1 LIMIT $2)

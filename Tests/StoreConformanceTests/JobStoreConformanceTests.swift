@@ -57,7 +57,8 @@ import Testing
     @Test(arguments: StoreBackend.all) func keptCountsFollowEveryChange(_ backend: StoreBackend) throws {
         let db = try backend.scratch()
         func expectCountsMatchTheTable() throws {
-            let counted = try db.store.counts(session: "s")  // counted from the table: all jobs are in "s"
+            // All jobs are in "s": the session's counts and the whole table's, each kept on its own.
+            let counted = try db.store.counts(session: "s")
             #expect(try db.store.counts() == counted)
         }
         for index in 0..<6 { _ = try db.store.insert(makeDownload("01\(index)", session: "s"), idempotency: nil) }
@@ -74,10 +75,11 @@ import Testing
         #expect(try db.store.update(paused, expecting: [.queued]))
         #expect(try db.store.update(paused, expecting: [.queued]) == false)  // no change, no count change
         try expectCountsMatchTheTable()
-        #expect(try db.store.counts()[.queued] == 3)
+        #expect(try db.store.counts(session: "s") == [.queued: 3, .running: 1, .paused: 1, .completed: 1, .failed: 0, .cancelled: 0])
         _ = try db.store.prune(finishedBefore: 10, settledBefore: 10, keysBefore: 10)
         try expectCountsMatchTheTable()
-        #expect(try db.store.counts()[.completed] == 0)
+        #expect(try db.store.counts(session: "s") == [.queued: 3, .running: 1, .paused: 1, .completed: 0, .failed: 0, .cancelled: 0])
+        #expect(try db.store.counts(session: "other")[.queued] == 0)
     }
 
     @Test(arguments: StoreBackend.all) func updatesAreCompareAndSetOnTheExpectedState(_ backend: StoreBackend) throws {
