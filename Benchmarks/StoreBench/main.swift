@@ -163,29 +163,33 @@ func emit(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
+/// Each store drives its node on a thread of its own until `done`; the group ends when all have.
+func driveNodes(_ stores: [PostgresStore], _ options: Options, durations: Durations, settled: Counter,
+                until done: @escaping @Sendable () -> Bool) -> DispatchGroup {
+    let group = DispatchGroup()
+    for (index, store) in stores.enumerated() {
+        DispatchQueue.global().async(group: group) {
+            do {
+                _ = try drive(store, slots: options.slots, perHost: options.slots, durations: durations, settled: settled, done: done)
+            } catch {
+                FileHandle.standardError.write(Data("node \(index): \(error)\n".utf8))
+                exit(1)
+            }
+        }
+    }
+    return group
+}
+
 func run(_ options: Options) throws {
     let stores = try (0..<options.nodes).map { try PostgresStore(url: options.url, readers: 1, node: "bench-\($0)", statePayload: payload) }
     defer { stores.forEach { $0.close() } }
     let durations = Durations()
-    let perHost = options.slots
     if let soakSeconds = options.soakSeconds {
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(soakSeconds) * 1_000_000_000
         let stop = Atomic<Bool>(false)
         let submitted = Atomic<Int>(0)
         let settledTotal = Counter()
-        let group = DispatchGroup()
-        for (index, store) in stores.enumerated() {
-            DispatchQueue.global().async(group: group) {
-                do {
-                    _ = try drive(store, slots: options.slots, perHost: perHost, durations: durations, settled: settledTotal) {
-                        stop.load(ordering: .relaxed)
-                    }
-                } catch {
-                    FileHandle.standardError.write(Data("node \(index): \(error)\n".utf8))
-                    exit(1)
-                }
-            }
-        }
+        let group = driveNodes(stores, options, durations: durations, settled: settledTotal) { stop.load(ordering: .relaxed) }
         // Submitted in 20 batches a second through a store of its own, so the rate holds while the
         // nodes' writers are busy claiming (a node's intake shares its writer).
         let intake = try PostgresStore(url: options.url, readers: 1, node: "bench-intake", statePayload: payload)
@@ -225,19 +229,9 @@ func run(_ options: Options) throws {
     let settledTotal = Counter()
     let started = DispatchTime.now().uptimeNanoseconds
     let cpuStarted = cpuSeconds()
-    let group = DispatchGroup()
-    for (index, store) in stores.enumerated() {
-        DispatchQueue.global().async(group: group) {
-            do {
-                // The nodes stop when every job is settled.
-                _ = try drive(store, slots: options.slots, perHost: perHost, durations: durations, settled: settledTotal) {
-                    settledTotal.value.load(ordering: .relaxed) >= options.jobs
-                }
-            } catch {
-                FileHandle.standardError.write(Data("node \(index): \(error)\n".utf8))
-                exit(1)
-            }
-        }
+    // The nodes stop when every job is settled.
+    let group = driveNodes(stores, options, durations: durations, settled: settledTotal) {
+        settledTotal.value.load(ordering: .relaxed) >= options.jobs
     }
     group.wait()
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
