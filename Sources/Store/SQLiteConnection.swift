@@ -80,6 +80,15 @@ final class SQLiteConnection {
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// Runs `body` with this connection's triggers off, for a set-based write that does itself
+    /// what the triggers would do once per row (a session action counts its jobs once).
+    func withoutTriggers<T>(_ body: () throws -> T) throws -> T {
+        let rc = fetchd_sqlite3_enable_triggers(handle, 0)
+        guard rc == SQLITE_OK else { throw error(rc, in: "SQLITE_DBCONFIG_ENABLE_TRIGGER") }
+        defer { fetchd_sqlite3_enable_triggers(handle, 1) }
+        return try body()
+    }
+
     /// Calls `hook` with the WAL's size in pages after each commit, in place of SQLite's automatic
     /// checkpoints (`Checkpointer`).
     func onCommit(_ hook: @escaping (Int32) -> Void) {

@@ -19,10 +19,9 @@ extension SQLiteStore {
                     ? try db.prepare("SELECT id FROM downloads WHERE session = ? AND state = 'running'")
                         .query([.text(action.session)]) { $0.string(0) }
                     : []
-                let inStates = states.map { "'\($0.rawValue)'" }.sorted().joined(separator: ",")
                 let now = SQLValue.integer(action.now)
                 let set: String
-                var values: [SQLValue]
+                let values: [SQLValue]
                 switch action.kind {
                 case .pause:
                     set = "state = 'paused', next_attempt_at = NULL"
@@ -44,25 +43,44 @@ extension SQLiteStore {
                 }
                 // OR IGNORE: a failed job whose destination another live job owns now stays failed.
                 let verb = action.kind == .retry ? "UPDATE OR IGNORE" : "UPDATE"
-                values.append(.text(action.session))
-                let update = "\(verb) downloads SET \(set), revision = revision + 1 WHERE session = ? AND state IN (\(inStates))"
-                let changed: [String]
-                if action.kind == .cancel {
-                    // A cancel's webhook events need the jobs as Downloads anyway.
-                    let jobs = try db.prepare(update + " RETURNING \(DownloadColumns.list)").query(values, DownloadColumns.download)
-                    try stateLog.append(db, jobs)
-                    try Self.record(db, events: jobs.flatMap(action.events), now: action.now)
-                    if !jobs.isEmpty, let snapshot = try Self.finishedSession(db, session: action.session) {
-                        try Self.record(db, events: action.sessionFinished(snapshot), now: action.now)
+                let update = "\(verb) downloads SET \(set), revision = revision + 1 WHERE session = ? AND state = ?"
+                var changed: [String] = []
+                // One UPDATE per state the jobs leave, in the order of the session index, so that
+                // each counts its jobs once in `job_counts` instead of the trigger once per job.
+                for from in states.sorted(by: { $0.rawValue < $1.rawValue }) {
+                    let bound = values + [.text(action.session), .text(from.rawValue)]
+                    if action.kind == .cancel {
+                        // A cancel's webhook events need the jobs as Downloads anyway.
+                        let jobs = try db.withoutTriggers {
+                            try db.prepare(update + " RETURNING \(DownloadColumns.list)").query(bound, DownloadColumns.download)
+                        }
+                        try stateLog.append(db, jobs)
+                        try Self.record(db, events: jobs.flatMap(action.events), now: action.now)
+                        changed += jobs.map(\.id)
+                        try Self.move(jobs.count, from: from, to: action.kind.target, in: db)
+                    } else {
+                        let entries = try db.withoutTriggers {
+                            try db.prepare(update + " RETURNING \(StateLog.snapshotColumns)").query(bound, StateLog.entry)
+                        }
+                        try stateLog.append(db, entries)
+                        changed += entries.map(\.id)
+                        try Self.move(entries.count, from: from, to: action.kind.target, in: db)
                     }
-                    changed = jobs.map(\.id)
-                } else {
-                    let entries = try db.prepare(update + " RETURNING \(StateLog.snapshotColumns)").query(values, StateLog.entry)
-                    try stateLog.append(db, entries)
-                    changed = entries.map(\.id)
+                }
+                if action.kind == .cancel, !changed.isEmpty, let snapshot = try Self.finishedSession(db, session: action.session) {
+                    try Self.record(db, events: action.sessionFinished(snapshot), now: action.now)
                 }
                 return SessionActionResult(matched: matched, changed: changed, wereRunning: changed.isEmpty ? [] : wereRunning)
             }
         }
+    }
+
+    /// Moves `count` jobs from one state to another in `job_counts`, for a write made without the
+    /// trigger that counts each job (`SQLiteConnection.withoutTriggers`).
+    private static func move(_ count: Int, from: DownloadState, to: DownloadState, in db: SQLiteConnection) throws {
+        guard count > 0, from != to else { return }
+        try db.prepare("UPDATE job_counts SET count = count - ? WHERE state = ?").run([.integer(Int64(count)), .text(from.rawValue)])
+        try db.prepare("INSERT INTO job_counts (state, count) VALUES (?, ?) ON CONFLICT (state) DO UPDATE SET count = count + excluded.count")
+            .run([.text(to.rawValue), .integer(Int64(count))])
     }
 }
