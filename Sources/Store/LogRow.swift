@@ -24,9 +24,18 @@ struct LogRow {
         }
         let start = max(0, Int(sequence - first) + 1)
         guard start < count, limit > 0 else { return [] }
-        return (start..<min(count, start + limit)).map { index in
-            LoggedEvent(sequence: first + Int64(index), downloadID: ids.string(Int32(index)), session: session,
-                        payload: Array(payloads[index]))
+        // A session action's snapshots after the first hold only where they differ from it (`SnapshotRows`).
+        var base: [ArraySlice<UInt8>]?
+        return try (start..<min(count, start + limit)).map { index in
+            var payload = Array(payloads[index])
+            if payload.starts(with: "[null".utf8) {
+                if base == nil { base = JSONArrayElements.split(Array(payloads[0])) }
+                guard let base, let whole = SnapshotRows.filled(payloads[index], from: base) else {
+                    throw StoreError(code: 0, message: "event log row \(seq) holds a snapshot that does not fit its first")
+                }
+                payload = whole
+            }
+            return LoggedEvent(sequence: first + Int64(index), downloadID: ids.string(Int32(index)), session: session, payload: payload)
         }
     }
 }

@@ -2,10 +2,10 @@ import DownloadCore
 import Persistence
 
 extension SQLiteStore {
-    /// One UPDATE over the session's jobs (through the session index), in one transaction with the
+    /// One UPDATE per state the jobs leave (through the session index), in one transaction with the
     /// count, the running jobs to stop, the event log and, for a cancel, the jobs' events. Pause,
-    /// resume and retry take back each job's row as the UPDATE left it, as JSON, for the log
-    /// (`StateLog.snapshotColumns`), decoding and encoding no Download: a session may hold 100,000.
+    /// resume and retry take back each job's row as the UPDATE left it for the log
+    /// (`SnapshotRows`), decoding and encoding no Download: a session may hold 100,000.
     public func act(_ action: SessionAction) throws -> SessionActionResult {
         var states = action.kind.appliesTo
         if let narrowed = action.state { states = states.intersection([narrowed]) }
@@ -59,12 +59,13 @@ extension SQLiteStore {
                         changed += jobs.map(\.id)
                         try Self.move(jobs.count, from: from, to: action.kind.target, in: db)
                     } else {
-                        let entries = try db.withoutTriggers {
-                            try db.prepare(update + " RETURNING \(StateLog.snapshotColumns)").query(bound, StateLog.entry)
+                        var snapshots = SnapshotRows()
+                        try db.withoutTriggers {
+                            _ = try db.prepare(update + " RETURNING \(StateLog.snapshotColumns)").query(bound) { snapshots.add($0) }
                         }
-                        try stateLog.append(db, entries)
-                        changed += entries.map(\.id)
-                        try Self.move(entries.count, from: from, to: action.kind.target, in: db)
+                        try stateLog.append(db, snapshots)
+                        changed += snapshots.ids
+                        try Self.move(snapshots.ids.count, from: from, to: action.kind.target, in: db)
                     }
                 }
                 if action.kind == .cancel, !changed.isEmpty, let snapshot = try Self.finishedSession(db, session: action.session) {

@@ -18,7 +18,7 @@ struct StateLog: Sendable {
         ])
     }
 
-    /// One job's new state for the log: its payload, or the snapshot of its row (`snapshotColumns`).
+    /// One job's new state for the log: its payload.
     struct Entry {
         var id: String
         var session: String
@@ -31,9 +31,7 @@ struct StateLog: Sendable {
     }
 
     /// The new states of many jobs, in order: one row per run of jobs of one session (up to
-    /// `eventsPerRow`). A session action's entries are its jobs' rows as the action left them, as
-    /// the JSON arrays `snapshotColumns` makes, turned into the API's Download only when the log is
-    /// read (`expand`): so the action decodes and encodes no Download and writes less than half the bytes.
+    /// `eventsPerRow`).
     func append(_ db: SQLiteConnection, _ entries: [Entry]) throws {
         let now = SQLValue.integer(Self.now())
         var start = 0
@@ -42,32 +40,48 @@ struct StateLog: Sendable {
             var end = start + 1
             while end < entries.count, end - start < Self.eventsPerRow, entries[end].session == session { end += 1 }
             let run = entries[start..<end]
-            if run.count == 1 {
-                try insert(db).run([.text(session), .text(entries[start].id), now, .blob(entries[start].payload)])
-            } else {
-                var ids: [UInt8] = [], payloads: [UInt8] = []
+            var payloads: [UInt8] = []
+            if run.count > 1 {
                 payloads.reserveCapacity(run.reduce(2) { $0 + $1.payload.count + 1 })
                 for entry in run {
-                    ids.append(ids.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
-                    JSONString.append(entry.id, to: &ids)
                     payloads.append(payloads.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
                     payloads += entry.payload
                 }
-                ids.append(UInt8(ascii: "]"))
                 payloads.append(UInt8(ascii: "]"))
-                try db.prepare("""
-                    INSERT INTO event_log (seq, count, session, download_id, created_at, payload) VALUES (\(Self.nextSeq) + ?1, ?1, ?, ?, ?, ?)
-                    """).run([.integer(Int64(run.count)), .text(session), .text(String(decoding: ids, as: UTF8.self)), now, .blob(payloads)])
             }
+            try insertRow(db, session: session, ids: run.map(\.id), payload: run.count > 1 ? payloads : entries[start].payload, now: now)
             start = end
         }
     }
 
-    /// A row's snapshot, for a statement's RETURNING: `id, session, snapshot`, read by `entry`.
-    static let snapshotColumns = "id, session, json_array(\(DownloadColumns.list))"
+    /// A session action's jobs as their rows' snapshots, which are turned into the API's Download
+    /// only when the log is read (`expand`): so the action decodes and encodes no Download.
+    func append(_ db: SQLiteConnection, _ snapshots: SnapshotRows) throws {
+        let now = SQLValue.integer(Self.now())
+        for run in snapshots.runs {
+            try insertRow(db, session: run.session, ids: run.ids, payload: run.payload, now: now)
+        }
+    }
 
-    static func entry(_ row: Row) -> Entry {
-        Entry(id: row.string(0), session: row.string(1), payload: row.blob(2))
+    /// The columns a session action's UPDATE returns for `SnapshotRows`: the job's id and session,
+    /// then its row as `DownloadColumns.download` reads it.
+    static let snapshotColumns = "id, session, \(DownloadColumns.list)"
+
+    /// One log row: a job's event as it is, or those of many of one session (ids and payloads as JSON arrays).
+    private func insertRow(_ db: SQLiteConnection, session: String, ids: [String], payload: [UInt8], now: SQLValue) throws {
+        guard ids.count > 1 else {
+            try insert(db).run([.text(session), .text(ids.first ?? ""), now, .blob(payload)])
+            return
+        }
+        var idList: [UInt8] = []
+        for id in ids {
+            idList.append(idList.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
+            JSONString.append(id, to: &idList)
+        }
+        idList.append(UInt8(ascii: "]"))
+        try db.prepare("""
+            INSERT INTO event_log (seq, count, session, download_id, created_at, payload) VALUES (\(Self.nextSeq) + ?1, ?1, ?, ?, ?, ?)
+            """).run([.integer(Int64(ids.count)), .text(session), .text(String(decoding: idList, as: UTF8.self)), now, .blob(payload)])
     }
 
     /// The events of `rows` after `sequence`, at most `limit`, with the snapshots among them turned

@@ -32,6 +32,55 @@ import Testing
         #expect(try store.loggedEvents(after: inserted, session: "s", limit: 10).count == 2)
     }
 
+    /// A session action keeps a log row's first job whole and the others as what differs from it
+    /// (`SnapshotRows`): each still reads back as its own Download, across more jobs than one row
+    /// holds, whatever its columns hold; and `job_counts` follows without its per-job trigger.
+    @Test func everyJobOfABigActionReadsBackWholeAndTheCountsFollow() throws {
+        let directory = NSTemporaryDirectory() + "fetchd-snapshot-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Every field of the Download, as a JSON string: a row of many events holds a JSON array of them.
+        let payload: @Sendable (Download) -> [UInt8] = { download in
+            var bytes: [UInt8] = []
+            JSONString.append(String(reflecting: download), to: &bytes)
+            return bytes
+        }
+        let store = try SQLiteStore(path: directory + "/fetchd.sqlite", statePayload: payload)
+        defer { store.close() }
+        let jobs = StateLog.eventsPerRow + 2
+        for index in 0..<jobs {
+            var download = makeDownload(String(format: "01J%05d", index), session: "s", priority: index % 3 == 0 ? 0.5 : 0.125)
+            if index % 2 == 1 { download.metadata = #"{"n":\#(index),"note":"ünïcode \"quoted\", [x]\n"}"# }
+            if index % 5 == 0 { download.expectedBytesToReceive = Int64(index) << 30 }
+            if index % 7 == 0 { download.url = "http://example.com/a?b=%22c%22&d=\u{e9}&i=\(index)" }
+            _ = try store.insert(download, idempotency: nil)
+        }
+        _ = try store.insert(makeDownload("01Z", session: "other"), idempotency: nil)
+
+        for (kind, state) in [(SessionActionKind.pause, DownloadState.paused), (.resume, .queued), (.cancel, .cancelled), (.retry, .queued)] {
+            let before = try store.eventLogSpan().newest
+            if kind == .retry {
+                // A retry applies to failed jobs: fail the session's first one.
+                var failed = try #require(try store.download(id: "01J00000"))
+                failed.state = .failed
+                #expect(try store.update(failed, expecting: [.cancelled]))
+            }
+            let result = try store.act(SessionAction(kind: kind, session: "s", state: nil, now: 5, events: { _ in [] }, sessionFinished: { _ in [] }))
+            #expect(result.changed.count == (kind == .retry ? 1 : jobs), "\(kind)")
+            let logged = try store.loggedEvents(after: try store.eventLogSpan().newest - Int64(result.changed.count), session: "s", limit: jobs)
+            #expect(logged.map(\.downloadID) == result.changed, "\(kind)")
+            for event in logged {
+                let now = try #require(try store.download(id: event.downloadID))
+                #expect(event.payload == payload(now), "\(kind) \(event.downloadID)")
+                #expect(now.state == state)
+            }
+            #expect(try store.eventLogSpan().newest > before)
+            var counted = try store.counts(session: "s")
+            counted[.queued, default: 0] += 1
+            #expect(try store.counts(session: nil) == counted, "\(kind): job_counts as the jobs are")
+        }
+    }
+
     @Test func aSnapshotFromBeforeAnAddedColumnReadsItAsNullAndKeepsItsRevision() throws {
         let columns = DownloadColumns.written.count
         // The values of a snapshot written when the table had one column fewer: columns - 1, then the revision.
