@@ -42,9 +42,10 @@ final class EventHub: Sendable {
         return stream
     }
 
-    /// Those of `ids` that have an open stream.
+    /// Those of `ids` that have an open stream (none asked when no job has one: a session action
+    /// hands over 100,000 ids, and the lock is held while they are looked up).
     func subscribed(among ids: [String]) -> [String] {
-        subscribers.withLock { state in ids.filter { state.streams[$0] != nil } }
+        subscribers.withLock { state in state.streams.isEmpty ? [] : ids.filter { state.streams[$0] != nil } }
     }
 
     /// The id for an event of this job now.
