@@ -47,6 +47,9 @@ extension SQLiteStore {
                 var changed: [String] = []
                 // One UPDATE per state the jobs leave, in the order of the session index, so that
                 // each counts its jobs once in `job_counts` instead of the trigger once per job.
+                // Without triggers: the other one on downloads, `downloads_live_destination_follows`
+                // (migration 18), has nothing to do for these SETs (pause and resume keep a job
+                // live, cancel clears `live_destination`, retry sets it).
                 for from in states.sorted(by: { $0.rawValue < $1.rawValue }) {
                     let bound = values + [.text(action.session), .text(from.rawValue)]
                     if action.kind == .cancel {
