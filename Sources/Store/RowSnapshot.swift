@@ -1,7 +1,8 @@
 import DownloadCore
 
-/// A downloads row as the event log keeps it for a session action: the JSON array SQLite's
-/// `json_array` wrote (numbers, strings and nulls only), read back column by column like a `Row`,
+/// A downloads row as the event log keeps it for a session action: a JSON array of numbers, strings
+/// and nulls only (SQLite's `json_array` wrote those logged before `SnapshotRows`, which writes the
+/// same), read back column by column like a `Row`,
 /// so `DownloadColumns.download` decodes it without a statement.
 struct RowSnapshot: ColumnValues {
     private let values: [SQLValue]
