@@ -68,9 +68,10 @@ extension SQLiteStore {
         let tag = try tags.next(db, session: download.session)
         do {
             // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
-            try insertDownload.run(DownloadColumns.values(download) + [
-                .integer(download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(download),
-            ])
+            // Appended in place (`+` would copy the row's values once more).
+            var values = DownloadColumns.values(download)
+            values += [.integer(download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(download)]
+            try insertDownload.run(values)
         } catch let error as StoreError where error.isConstraintViolation {
             return .destinationBusy
         }

@@ -24,7 +24,6 @@ final class Statement {
     }
 
     func finalize() { sqlite3_finalize(raw) }
-
     func reset() {
         sqlite3_reset(raw)
         sqlite3_clear_bindings(raw)
@@ -42,7 +41,16 @@ final class Statement {
             case .null: rc = sqlite3_bind_null(raw, index)
             case .integer(let v): rc = sqlite3_bind_int64(raw, index, v)
             case .real(let v): rc = sqlite3_bind_double(raw, index, v)
-            case .text(let v): rc = sqlite3_bind_text(raw, index, v, -1, sqliteTransient)
+            case .text(var v):
+                // Through the string's own UTF-8 and its length: passing `v` as a C string would
+                // copy it into a new array first (and SQLite would then measure it).
+                rc = v.withUTF8 { utf8 in
+                    // An empty buffer may have no address, and a NULL text would be SQL NULL.
+                    guard let start = utf8.baseAddress else { return sqlite3_bind_text(raw, index, "", 0, sqliteTransient) }
+                    return start.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
+                        sqlite3_bind_text(raw, index, $0, Int32(utf8.count), sqliteTransient)
+                    }
+                }
             case .blob(let v): rc = v.withUnsafeBytes { sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), sqliteTransient) }
             }
             guard rc == SQLITE_OK else { throw connection.error(rc, in: sql) }
