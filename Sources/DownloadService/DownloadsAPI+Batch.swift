@@ -69,7 +69,10 @@ extension DownloadsAPI {
 
     /// `{"items": [{"status": 201, "download": …} or {"status": 4xx, "problem": …}, …]}`, in request order.
     private func answer(_ judged: [Judged], _ outcomes: [InsertOutcome]) -> [UInt8] {
-        var json = JSONWriter(capacity: 700 * judged.count + 16)
+        // Sized from the encoded jobs (about 750 bytes each), so the answer is never copied to grow.
+        var json = JSONWriter(capacity: judged.reduce(16) { size, item in
+            if case .accepted(let new) = item { size + 32 + (new.statePayload?.count ?? 1024) } else { size + 512 }
+        })
         var inserted = outcomes.makeIterator()
         json.beginObject()
         json.key("items")
@@ -78,13 +81,17 @@ extension DownloadsAPI {
             json.beginObject()
             switch item {
             case .accepted(let new):
-                switch inserted.next() {
-                case .created(let job)?, .replayed(let job)?:
+                let outcome = inserted.next()
+                switch outcome {
+                case .created?, .replayed?:
                     json.field("status", 201)
                     json.key("download")
-                    // The bytes encoded for the event log, unless the store answered with another job.
-                    if job == new.download, let encoded = new.statePayload { json.raw(encoded) } else {
+                    // A created job is the one given, which the bytes encoded for the event log show
+                    // (not compared: this runs per job); a replayed one is another.
+                    if case .replayed(let job)? = outcome {
                         DownloadJSON.write(job, waitingFor: nil, into: &json)
+                    } else if let encoded = new.statePayload { json.raw(encoded) } else {
+                        DownloadJSON.write(new.download, waitingFor: nil, into: &json)
                     }
                 case .destinationBusy?, .keyMismatch?, nil:
                     write(APIProblem.destinationBusy, into: &json)

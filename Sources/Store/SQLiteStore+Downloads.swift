@@ -55,7 +55,8 @@ extension SQLiteStore {
     /// `logged`: where a created job's event goes, for the log rows written after the batch.
     private func insert(_ job: NewJob, with insertDownload: Statement, tags: inout FairTags,
                         logging logged: inout [StateLog.Entry], into db: SQLiteConnection) throws -> InsertOutcome {
-        let (download, idempotency) = (job.download, job.idempotency)
+        // `job.download` read in place throughout: a copy of a Download is one retain per field.
+        let idempotency = job.idempotency
         if let idempotency {
             let existing = try db.prepare(
                 "SELECT body_sha256, download_id FROM idempotency_keys WHERE principal = ? AND key = ?"
@@ -65,25 +66,25 @@ extension SQLiteStore {
                 if let original = try Self.fetch(db, id: id) { return .replayed(original) }
             }
         }
-        let tag = try tags.next(db, session: download.session)
+        let tag = try tags.next(db, session: job.download.session)
         do {
             // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
             // Appended in place (`+` would copy the row's values once more).
-            var values = DownloadColumns.values(download)
-            values += [.integer(download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(download)]
+            var values = DownloadColumns.values(job.download)
+            values += [.integer(job.download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(job.download)]
             try insertDownload.run(values)
         } catch let error as StoreError where error.isConstraintViolation {
             return .destinationBusy
         }
-        tags.take(tag, session: download.session)
-        logged.append(StateLog.Entry(id: download.id, session: download.session, payload: job.statePayload ?? stateLog.payload(download)))
+        tags.take(tag, session: job.download.session)
+        logged.append(StateLog.Entry(id: job.download.id, session: job.download.session, payload: job.statePayload ?? stateLog.payload(job.download)))
         if let idempotency {
             try db.prepare(
                 "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"
             ).run([.text(idempotency.principal), .text(idempotency.key), .text(idempotency.bodySHA256),
-                   .text(download.id), .integer(download.createdAt)])
+                   .text(job.download.id), .integer(job.download.createdAt)])
         }
-        return .created(download)
+        return .created(job.download)
     }
 
     /// Built once: the statement cache is keyed by the SQL text, and this one is long.
