@@ -39,11 +39,6 @@ public enum SubmissionValidator {
             return value
         }
 
-        // Sorted only when there is one to report: this runs for every submission.
-        if fields.keys.contains(where: { !knownFields.contains($0) }) {
-            for name in fields.keys.sorted() where !knownFields.contains(name) { fail(name, "unknown field") }
-        }
-
         var parsedURL: HTTPURL?
         var url = ""
         switch field("url") {
@@ -150,6 +145,11 @@ public enum SubmissionValidator {
             case .success(let rate): result.maxBytesPerSecond = rate
             case .failure(let problem): fail("maxBytesPerSecond", problem.message)
             }
+        }
+        // Every known name was asked for once: a field left unread is unknown.
+        if unread > 0 {
+            errors.insert(contentsOf: fields.keys.sorted().filter { !knownFields.contains($0) }.map { FieldError(field: $0, message: "unknown field") },
+                          at: 0)
         }
         return errors.isEmpty ? .success(result) : .failure(FieldErrors(errors))
     }
