@@ -40,8 +40,8 @@ extension DownloadsAPI {
                 }
                 room -= 1
                 let download = submission.makeDownload(id: ids.next(now: now), now: now)
-                // Encoded here, on the event loop: the store's one writer only copies it, and the
-                // answer shows the created job in the same bytes.
+                // Encoded here, on the event loop: the answer shows the created job in these bytes
+                // (and PostgreSQL's event log copies them).
                 return .accepted(NewJob(download: download, idempotency: nil, statePayload: DownloadJSON.logged(download)))
             } catch let problem as APIProblem {
                 return .refused(problem)

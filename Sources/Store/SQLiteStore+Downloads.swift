@@ -73,11 +73,14 @@ extension SQLiteStore {
             var values = DownloadColumns.values(job.download)
             values += [.integer(job.download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(job.download)]
             try insertDownload.run(values)
+            // The log keeps the new row's snapshot (as a session action's rows), not the Download's
+            // JSON: less than half the bytes, which the commit and the checkpoint then copy.
+            logged.append(StateLog.Entry(id: job.download.id, session: job.download.session,
+                                         payload: Self.snapshot(values.prefix(DownloadColumns.written.count))))
         } catch let error as StoreError where error.isConstraintViolation {
             return .destinationBusy
         }
         tags.take(tag, session: job.download.session)
-        logged.append(StateLog.Entry(id: job.download.id, session: job.download.session, payload: job.statePayload ?? stateLog.payload(job.download)))
         if let idempotency {
             try db.prepare(
                 "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"
@@ -85,6 +88,26 @@ extension SQLiteStore {
                    .text(job.download.id), .integer(job.download.createdAt)])
         }
         return .created(job.download)
+    }
+
+    /// A new row as `StateLog.snapshotColumns` shows one (`json_array` of `DownloadColumns.list`):
+    /// its written values, then its revision, 0.
+    static func snapshot(_ written: ArraySlice<SQLValue>) -> [UInt8] {
+        var json: [UInt8] = [UInt8(ascii: "[")]
+        json.reserveCapacity(512)
+        for value in written {
+            switch value {
+            case .null: json += "null".utf8
+            case .integer(let number): json += String(number).utf8
+            case .real(let number): json += (number.isFinite ? "\(number)" : "null").utf8
+            case .text(let text): JSONString.append(text, to: &json)
+            // No written column is a blob; were one, its bytes would go as text.
+            case .blob(let bytes): JSONString.append(String(decoding: bytes, as: UTF8.self), to: &json)
+            }
+            json.append(UInt8(ascii: ","))
+        }
+        json += "0]".utf8
+        return json
     }
 
     /// Built once: the statement cache is keyed by the SQL text, and this one is long.

@@ -113,6 +113,30 @@ extension SQLiteStore {
         #expect(!opcodes.contains("OpenEphemeral"))
     }
 
+    /// A new job's event is logged as its row's snapshot (built by the insert, not by SQLite): it
+    /// reads back as the Download inserted, every field, whatever its text holds.
+    @Test func anInsertedJobsLoggedSnapshotReadsBackAsTheJob() throws {
+        let directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Every field of the Download, so that the test sees any one the snapshot loses.
+        let store = try SQLiteStore(path: directory + "/fetchd.sqlite", statePayload: { Array(String(reflecting: $0).utf8) })
+        defer { store.close() }
+        var odd = makeDownload("01A", session: "s", priority: 0.125)
+        odd.metadata = #"{"note":"ünïcode \"quoted\"\n\t\u0001 😀 \\ /"}"#
+        odd.url = "http://example.com/a?b=%22c%22&d=\u{e9}"
+        odd.expectedBytesToReceive = 1 << 40
+        odd.headers = [OriginHeader(name: "X-Tab", value: "a\tb")]
+        var plain = makeDownload("01B", destination: "b/", session: "s")
+        plain.earliestBeginDate = 4_102_444_800_000
+        plain.runAt = 4_102_444_800_000
+        _ = try store.insert([NewJob(download: odd, idempotency: nil), NewJob(download: plain, idempotency: nil)])
+        let logged = try store.loggedEvents(after: 0, session: nil, limit: 10)
+        let stored = try [odd, plain].map { try #require(try store.download(id: $0.id)) }
+        #expect(logged.map { String(decoding: $0.payload, as: UTF8.self) } == stored.map { String(reflecting: $0) })
+        #expect(stored.map(\.metadata) == [odd.metadata, nil] && stored.map(\.url) == [odd.url, plain.url])
+    }
+
     /// Migration 20 on a database of 18: the state CHECKs of jobs and deliveries, rewritten in
     /// place, still refuse an unknown state and keep the rows there were.
     @Test func migration20KeepsTheStateChecksAndTheRows() throws {
