@@ -59,7 +59,7 @@ struct JSONWriter {
     }
 
     mutating func value(_ text: String?) { separator(); if let text { string(text) } else { null() } }
-    mutating func value(_ number: Int64?) { separator(); if let number { bytes.append(contentsOf: String(number).utf8) } else { null() } }
+    mutating func value(_ number: Int64?) { separator(); if let number { JSONNumber.append(number, to: &bytes) } else { null() } }
     mutating func value(_ number: Int?) { value(number.map(Int64.init)) }
     mutating func value(_ number: Double) { separator(); bytes.append(contentsOf: (number.isFinite ? "\(number)" : "null").utf8) }
     mutating func value(_ flag: Bool) { separator(); bytes.append(contentsOf: (flag ? "true" : "false").utf8) }

@@ -69,14 +69,11 @@ extension SQLiteStore {
         let tag = try tags.next(db, session: job.download.session)
         do {
             // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
-            // Appended in place (`+` would copy the row's values once more).
-            var values = DownloadColumns.values(job.download)
-            values += [.integer(job.download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(job.download)]
-            try insertDownload.run(values)
+            let values = DownloadColumns.values(job.download)
+            try insertDownload.run(values, [.integer(job.download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(job.download)])
             // The log keeps the new row's snapshot (as a session action's rows), not the Download's
             // JSON: less than half the bytes, which the commit and the checkpoint then copy.
-            logged.append(StateLog.Entry(id: job.download.id, session: job.download.session,
-                                         payload: Self.snapshot(values.prefix(DownloadColumns.written.count))))
+            logged.append(StateLog.Entry(id: job.download.id, session: job.download.session, payload: Self.snapshot(values)))
         } catch let error as StoreError where error.isConstraintViolation {
             return .destinationBusy
         }
@@ -92,13 +89,15 @@ extension SQLiteStore {
 
     /// A new row as `StateLog.snapshotColumns` shows one (`json_array` of `DownloadColumns.list`):
     /// its written values, then its revision, 0.
-    static func snapshot(_ written: ArraySlice<SQLValue>) -> [UInt8] {
-        var json: [UInt8] = [UInt8(ascii: "[")]
-        json.reserveCapacity(512)
+    /// Written on the store's one writer for every job: no String is made for a number or a null.
+    static func snapshot(_ written: [SQLValue]) -> [UInt8] {
+        var json: [UInt8] = []
+        json.reserveCapacity(768)
+        json.append(UInt8(ascii: "["))
         for value in written {
             switch value {
-            case .null: json += "null".utf8
-            case .integer(let number): json += String(number).utf8
+            case .null: json.append(contentsOf: null)
+            case .integer(let number): JSONNumber.append(number, to: &json)
             case .real(let number): json += (number.isFinite ? "\(number)" : "null").utf8
             case .text(let text): JSONString.append(text, to: &json)
             // No written column is a blob; were one, its bytes would go as text.
@@ -106,9 +105,12 @@ extension SQLiteStore {
             }
             json.append(UInt8(ascii: ","))
         }
-        json += "0]".utf8
+        json.append(UInt8(ascii: "0"))
+        json.append(UInt8(ascii: "]"))
         return json
     }
+
+    private static let null = Array("null".utf8)
 
     /// Built once: the statement cache is keyed by the SQL text, and this one is long.
     private static let insertDownloadSQL =

@@ -34,8 +34,13 @@ final class Statement {
         // database condition: a missing value would silently be NULL.
         assert(values.count == Int(sqlite3_bind_parameter_count(raw)),
                "\(values.count) values bound to \(sqlite3_bind_parameter_count(raw)) parameters of: \(sql)")
+        try bind(values, from: 1)
+    }
+
+    /// Binds `values` to the parameters from `first` on.
+    private func bind(_ values: [SQLValue], from first: Int32) throws {
         for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
+            let index = first + Int32(offset)
             let rc: Int32
             switch value {
             case .null: rc = sqlite3_bind_null(raw, index)
@@ -60,6 +65,18 @@ final class Statement {
     /// Executes a statement that returns no rows.
     func run(_ values: [SQLValue] = []) throws {
         try bind(values)
+        try step()
+    }
+
+    /// The same with `values` then `more` bound: two lists, not one made by copying both.
+    func run(_ values: [SQLValue], _ more: [SQLValue]) throws {
+        assert(values.count + more.count == Int(sqlite3_bind_parameter_count(raw)), "wrong parameter count for: \(sql)")
+        try bind(values, from: 1)
+        try bind(more, from: Int32(values.count) + 1)
+        try step()
+    }
+
+    private func step() throws {
         defer { sqlite3_reset(raw) }
         let rc = sqlite3_step(raw)
         guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw connection.error(rc, in: sql) }
