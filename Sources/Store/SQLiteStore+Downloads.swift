@@ -35,7 +35,19 @@ extension SQLiteStore {
         // Looked up once per transaction, not per job (the cache hashes the statement's text).
         let insertDownload = try db.prepare(Self.insertDownloadSQL)
         var logged: [StateLog.Entry] = []
-        let outcomes = try jobs.map { try self.insert($0, with: insertDownload, tags: &tags, logging: &logged, into: db) }
+        var outcomes: [InsertOutcome] = []
+        outcomes.reserveCapacity(jobs.count)
+        var start = 0
+        while start < jobs.count {
+            let run = jobs[start..<min(start + Self.rowsPerInsert, jobs.count)]
+            start = run.endIndex
+            if run.count == Self.rowsPerInsert, run.allSatisfy({ $0.idempotency == nil }),
+               try insertTogether(run, tags: &tags, logging: &logged, into: db) {
+                outcomes += run.map { .created($0.download) }
+            } else {
+                for job in run { outcomes.append(try insert(job, with: insertDownload, tags: &tags, logging: &logged, into: db)) }
+            }
+        }
         try tags.save(db)
         try stateLog.append(db, logged)
         try Self.count(created: outcomes.compactMap { if case .created(let job) = $0 { job.state } else { nil } }, in: db)
@@ -50,6 +62,36 @@ extension SQLiteStore {
             try db.prepare("INSERT INTO job_counts (state, count) VALUES (?, ?) ON CONFLICT (state) DO UPDATE SET count = count + excluded.count")
                 .run([.text(state.rawValue), .integer(Int64(count))])
         }
+    }
+
+    /// Inserts `run` (jobs without idempotency keys) with one statement: a batch's rows cost SQLite
+    /// one statement's start, journal and end per `rowsPerInsert` jobs, not per job. False, having
+    /// written nothing, when one of them meets a live job at its destination (or another of the
+    /// run): the caller then inserts them one at a time, to say which.
+    private func insertTogether(_ run: ArraySlice<NewJob>, tags: inout FairTags, logging logged: inout [StateLog.Entry],
+                                into db: SQLiteConnection) throws -> Bool {
+        var chosen = tags
+        var values: [SQLValue] = []
+        values.reserveCapacity(run.count * (DownloadColumns.written.count + 3))
+        var entries: [StateLog.Entry] = []
+        entries.reserveCapacity(run.count)
+        for job in run {
+            let tag = try chosen.next(db, session: job.download.session)
+            chosen.take(tag, session: job.download.session)
+            let row = DownloadColumns.values(job.download)
+            entries.append(StateLog.Entry(id: job.download.id, session: job.download.session, payload: Self.snapshot(row)))
+            values += row
+            values += [.integer(job.download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(job.download)]
+        }
+        do {
+            // A failed statement is undone on its own, all its rows; the transaction goes on.
+            try db.prepare(Self.insertRowsSQL).run(values)
+        } catch let error as StoreError where error.isConstraintViolation {
+            return false
+        }
+        tags = chosen
+        logged += entries
+        return true
     }
 
     /// `logged`: where a created job's event goes, for the log rows written after the batch.
@@ -113,8 +155,15 @@ extension SQLiteStore {
     private static let null = Array("null".utf8)
 
     /// Built once: the statement cache is keyed by the SQL text, and this one is long.
-    private static let insertDownloadSQL =
-        "INSERT INTO downloads (\(DownloadColumns.insertList), lane, fair_tag, live_destination) VALUES (\(DownloadColumns.placeholders), ?, ?, ?)"
+    private static let insertDownloadSQL = "INSERT INTO downloads (\(insertColumns)) VALUES \(rowPlaceholders)"
+    private static let insertColumns = "\(DownloadColumns.insertList), lane, fair_tag, live_destination"
+    private static let rowPlaceholders = "(\(DownloadColumns.placeholders), ?, ?, ?)"
+
+    /// Jobs a multi-row insert writes (`insertTogether`): 50 rows bind 2,450 values, well under
+    /// SQLite's limit of 32,766.
+    static let rowsPerInsert = 50
+    private static let insertRowsSQL =
+        "INSERT INTO downloads (\(insertColumns)) VALUES \(Array(repeating: rowPlaceholders, count: rowsPerInsert).joined(separator: ", "))"
 
     public func download(id: String) throws -> Download? {
         try withReader { db in try Self.fetch(db, id: id) }
