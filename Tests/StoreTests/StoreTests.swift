@@ -113,6 +113,34 @@ extension SQLiteStore {
         #expect(!opcodes.contains("OpenEphemeral"))
     }
 
+    /// A batch is inserted many rows to a statement; a run with a destination already live (in the
+    /// store or earlier in the batch) is inserted one job at a time: only those jobs are refused,
+    /// and every other is stored, counted and logged, in order.
+    @Test func aBatchRefusesOnlyTheJobsWhoseDestinationIsBusy() throws {
+        let db = try TemporaryStore()
+        _ = try db.store.insert(makeDownload("00A", destination: "taken"), idempotency: nil)
+        let total = 2 * SQLiteStore.rowsPerInsert + 7
+        let destinations = (0..<total).map { index in
+            switch index {
+            case 3: "taken"
+            case SQLiteStore.rowsPerInsert + 1: "twice"
+            case SQLiteStore.rowsPerInsert + 2: "twice"
+            default: "files/\(index)"
+            }
+        }
+        let jobs = destinations.enumerated().map { index, destination in
+            NewJob(download: makeDownload(String(format: "01%04d", index), destination: destination), idempotency: nil)
+        }
+        let outcomes = try db.store.insert(jobs)
+        let busy = outcomes.indices.filter { if case .destinationBusy = outcomes[$0] { true } else { false } }
+        #expect(busy == [3, SQLiteStore.rowsPerInsert + 2])
+        #expect(outcomes.count == total && outcomes.allSatisfy { if case .created = $0 { true } else if case .destinationBusy = $0 { true } else { false } })
+        #expect(try db.store.counts()[.queued] == 1 + total - 2)
+        #expect(try db.store.download(id: "01\(String(format: "%04d", SQLiteStore.rowsPerInsert + 1))")?.destination.path == "twice")
+        let logged = try db.store.loggedEvents(after: 0, session: nil, limit: 1000).map(\.downloadID)
+        #expect(logged == ["00A"] + jobs.map(\.download.id).enumerated().filter { !busy.contains($0.offset) }.map(\.element))
+    }
+
     /// A new job's event is logged as its row's snapshot (built by the insert, not by SQLite): it
     /// reads back as the Download inserted, every field, whatever its text holds.
     @Test func anInsertedJobsLoggedSnapshotReadsBackAsTheJob() throws {
