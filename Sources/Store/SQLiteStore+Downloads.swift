@@ -75,13 +75,15 @@ extension SQLiteStore {
         values.reserveCapacity(run.count * (DownloadColumns.written.count + 3))
         var entries: [StateLog.Entry] = []
         entries.reserveCapacity(run.count)
-        for job in run {
-            let tag = try chosen.next(db, session: job.download.session)
-            chosen.take(tag, session: job.download.session)
-            let row = DownloadColumns.values(job.download)
-            entries.append(StateLog.Entry(id: job.download.id, session: job.download.session, payload: Self.snapshot(row)))
+        // By index: `for job in run` would copy each job, a retain per field of its Download.
+        for index in run.indices {
+            let session = run[index].download.session
+            let tag = try chosen.next(db, session: session)
+            chosen.take(tag, session: session)
+            let row = DownloadColumns.values(run[index].download)
+            entries.append(StateLog.Entry(id: run[index].download.id, session: session, payload: Self.snapshot(row)))
             values += row
-            values += [.integer(job.download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(job.download)]
+            values += [.integer(run[index].download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(run[index].download)]
         }
         do {
             // A failed statement is undone on its own, all its rows; the transaction goes on.
