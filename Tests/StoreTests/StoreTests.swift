@@ -12,11 +12,11 @@ final class TemporaryStore {
     let path: String
     let store: SQLiteStore
 
-    init() throws {
-        directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    /// `statePayload`: the event log's encoder (none: the minimal payload).
+    init(statePayload: (@Sendable (Download) -> [UInt8])? = nil) throws {
+        directory = try temporaryDirectory()
         path = directory + "/fetchd.sqlite"
-        store = try SQLiteStore(path: path)
+        store = try SQLiteStore(path: path, statePayload: statePayload)
     }
 
     deinit {
@@ -25,6 +25,21 @@ final class TemporaryStore {
     }
 }
 
+
+/// A new empty directory under the system's temporary one (the caller removes it).
+func temporaryDirectory() throws -> String {
+    let directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    return directory
+}
+
+/// A connection to a new database at `path` as a fetchd of schema `version` left it.
+func database(at path: String, version: Int) throws -> SQLiteConnection {
+    let old = try SQLiteConnection(path: path)
+    try old.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (\(version))")
+    for migration in Migrations.all.prefix(version) { try old.execute(migration) }
+    return old
+}
 
 /// The claim step's parts, one at a time, for tests of the queue's SQL.
 extension SQLiteStore {
@@ -50,13 +65,10 @@ extension SQLiteStore {
     /// Migration 18 on a database of 17: live jobs keep their destinations, a finished job's is
     /// free, the counts go on, and the log's rows from before read back as they were.
     @Test func migration18KeepsTheLiveDestinationsCountsAndLog() throws {
-        let directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/fetchd.sqlite"
-        let old = try SQLiteConnection(path: path)
-        try old.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (17)")
-        for migration in Migrations.all.prefix(17) { try old.execute(migration) }
+        let old = try database(at: path, version: 17)
         var done = makeDownload("01B", destination: "done")
         done.state = .completed
         done.finishedAt = 1
@@ -144,17 +156,14 @@ extension SQLiteStore {
     /// A new job's event is logged as its row's snapshot (built by the insert, not by SQLite): it
     /// reads back as the Download inserted, every field, whatever its text holds.
     @Test func anInsertedJobsLoggedSnapshotReadsBackAsTheJob() throws {
-        let directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         // Every field of the Download, so that the test sees any one the snapshot loses.
-        let store = try SQLiteStore(path: directory + "/fetchd.sqlite", statePayload: { Array(String(reflecting: $0).utf8) })
-        defer { store.close() }
-        var odd = makeDownload("01A", session: "s", priority: 0.125)
-        odd.metadata = #"{"note":"ünïcode \"quoted\"\n\t\u0001 😀 \\ /"}"#
-        odd.url = "http://example.com/a?b=%22c%22&d=\u{e9}"
-        odd.expectedBytesToReceive = 1 << 40
+        let db = try TemporaryStore(statePayload: { Array(String(reflecting: $0).utf8) })
+        let store = db.store
+        var odd = makeDownload("01A", session: "s", priority: 0.375)
         odd.headers = [OriginHeader(name: "X-Tab", value: "a\tb")]
+        odd.metadata = #"{"é":"\"\u0002 😀 \\","n":[-1,2.5e-3]}"#
+        odd.expectedBytesToSend = 1 << 33
+        odd.url = "http://example.com/%E2%82%AC?q=\u{20ac}"
         var plain = makeDownload("01B", destination: "b/", session: "s")
         plain.earliestBeginDate = 4_102_444_800_000
         plain.runAt = 4_102_444_800_000
@@ -168,13 +177,10 @@ extension SQLiteStore {
     /// Migration 20 on a database of 18: the state CHECKs of jobs and deliveries, rewritten in
     /// place, still refuse an unknown state and keep the rows there were.
     @Test func migration20KeepsTheStateChecksAndTheRows() throws {
-        let directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/fetchd.sqlite"
-        let old = try SQLiteConnection(path: path)
-        try old.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (18)")
-        for migration in Migrations.all.prefix(18) { try old.execute(migration) }
+        let old = try database(at: path, version: 18)
         try old.prepare("INSERT INTO downloads (\(DownloadColumns.insertList)) VALUES (\(DownloadColumns.placeholders))")
             .run(DownloadColumns.values(makeDownload("01A", destination: "old")))
         try old.execute("""
