@@ -45,9 +45,10 @@ public struct JSONParser {
 
     private mutating func object() throws(Failure) -> JSONValue {
         try enter()
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
-        if consume(UInt8(ascii: "}")) { depth -= 1; return .object(members) }
+        if consume(UInt8(ascii: "}")) { depth -= 1; return .object([:]) }
+        // Room for a submission's usual few fields at once, not grown (and rehashed) key by key.
+        var members = [String: JSONValue](minimumCapacity: 8)
         repeat {
             skipWhitespace()
             guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw failure("expected a key in quotes") }
