@@ -83,7 +83,10 @@ extension SQLiteStore {
             let row = DownloadColumns.values(run[index].download)
             entries.append(StateLog.Entry(id: run[index].download.id, session: session, payload: Self.snapshot(row)))
             values += row
-            values += [.integer(run[index].download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(run[index].download)]
+            // One by one: a literal list would be an allocation per job.
+            values.append(.integer(run[index].download.discretionary ? 1 : 0))
+            values.append(.integer(tag))
+            values.append(DownloadColumns.liveDestination(run[index].download))
         }
         do {
             // A failed statement is undone on its own, all its rows; the transaction goes on.
