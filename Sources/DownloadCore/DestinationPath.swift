@@ -12,8 +12,8 @@ public struct Destination: Sendable, Hashable, CustomStringConvertible {
     public let isDirectory: Bool
 
     public static func parse(_ path: String) -> Result<Destination, ValidationProblem> {
-        let isDirectory = path.count > 1 && path.hasSuffix("/")
-        return DestinationPath.components(of: isDirectory ? String(path.dropLast()) : path)
+        let isDirectory = path.utf8.count > 1 && path.utf8.last == UInt8(ascii: "/")
+        return DestinationPath.components(of: isDirectory ? String(Substring(path.utf8.dropLast())) : path)
             .map { Destination(path: path, segments: $0, isDirectory: isDirectory) }
     }
 
@@ -61,18 +61,22 @@ public enum DestinationPath {
         if path.isEmpty { return .failure(ValidationProblem("must not be empty")) }
         if path.utf8.count > maxLength { return .failure(ValidationProblem("must be at most \(maxLength) bytes")) }
         if path.hasPrefix("/") { return .failure(ValidationProblem("must be a relative path, not absolute")) }
-        for scalar in path.unicodeScalars where isForbidden(scalar) {
-            return .failure(ValidationProblem("must not contain control, format or separator characters (U+\(String(scalar.value, radix: 16, uppercase: true)))"))
+        // Printable ASCII, as most paths are, needs no look at Unicode properties.
+        if !path.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+            for scalar in path.unicodeScalars where isForbidden(scalar) {
+                return .failure(ValidationProblem("must not contain control, format or separator characters (U+\(String(scalar.value, radix: 16, uppercase: true)))"))
+            }
         }
-        if path.contains("\\") { return .failure(ValidationProblem("must use '/' as the separator, not '\\'")) }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        if path.utf8.contains(UInt8(ascii: "\\")) { return .failure(ValidationProblem("must use '/' as the separator, not '\\'")) }
+        // Split as bytes: the file system does, and it costs no grapheme breaking.
+        let parts = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { String(Substring($0)) }
         for part in parts {
             if part.isEmpty { return .failure(ValidationProblem("must not contain empty segments")) }
             if part == "." || part == ".." { return .failure(ValidationProblem("must not contain '.' or '..' segments")) }
             if part.utf8.count > maxComponentLength {
                 return .failure(ValidationProblem("each segment must be at most \(maxComponentLength) bytes"))
             }
-            if part.hasPrefix(reservedPrefix) {
+            if part.utf8.starts(with: reservedPrefix.utf8) {
                 return .failure(ValidationProblem("names starting with '\(reservedPrefix)' are reserved"))
             }
         }

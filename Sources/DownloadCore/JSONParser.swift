@@ -45,9 +45,10 @@ public struct JSONParser {
 
     private mutating func object() throws(Failure) -> JSONValue {
         try enter()
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
-        if consume(UInt8(ascii: "}")) { depth -= 1; return .object(members) }
+        if consume(UInt8(ascii: "}")) { depth -= 1; return .object([:]) }
+        // Room for a submission's usual few fields at once, not grown (and rehashed) key by key.
+        var members = [String: JSONValue](minimumCapacity: 8)
         repeat {
             skipWhitespace()
             guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw failure("expected a key in quotes") }
@@ -92,14 +93,18 @@ public struct JSONParser {
     private mutating func string() throws(Failure) -> String {
         position += 1  // the opening quote
         let start = position
-        // The common case, no escapes: one copy straight from the input.
+        // The common case, no escapes: one copy straight from the input. ASCII (no byte with the
+        // high bit) is valid UTF-8 as it is, which spares checking it again.
+        var highBits: UInt8 = 0
         while position < bytes.count {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
-                let text = try decodeUTF8(bytes[start..<position], at: start)
+                let text = highBits < 0x80 ? String(decoding: bytes[start..<position], as: UTF8.self)
+                    : try decodeUTF8(bytes[start..<position], at: start)
                 position += 1
                 return text
             }
+            highBits |= byte
             if byte == UInt8(ascii: "\\") { break }
             guard byte >= 0x20 else { throw failure("control character in a string") }
             position += 1

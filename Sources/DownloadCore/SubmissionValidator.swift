@@ -30,15 +30,18 @@ public enum SubmissionValidator {
         }
         var errors: [FieldError] = []
         func fail(_ field: String, _ message: String) { errors.append(FieldError(field: field, message: message)) }
-
-        // Sorted only when there is one to report: this runs for every submission.
-        if fields.keys.contains(where: { !knownFields.contains($0) }) {
-            for name in fields.keys.sorted() where !knownFields.contains(name) { fail(name, "unknown field") }
+        // Most of the names asked for are absent from a body (it names a few of twenty fields):
+        // once every field it has was read, the rest are known absent without hashing their names.
+        var unread = fields.count
+        func field(_ name: String) -> JSONValue? {
+            guard unread > 0, let value = fields[name] else { return nil }
+            unread -= 1
+            return value
         }
 
         var parsedURL: HTTPURL?
         var url = ""
-        switch fields["url"] {
+        switch field("url") {
         case nil, .null?: fail("url", "is required")
         case .string(let text)?:
             url = text
@@ -50,7 +53,7 @@ public enum SubmissionValidator {
         }
 
         var destination = Destination(stored: "")
-        switch fields["destination"] {
+        switch field("destination") {
         case nil, .null?: fail("destination", "is required")
         case .string(let text)?:
             switch Destination.parse(text) {
@@ -62,86 +65,91 @@ public enum SubmissionValidator {
 
         var result = NewDownload(url: url, parsedURL: parsedURL ?? HTTPURL(scheme: "", host: "", port: 0), destination: destination)
 
-        if let value = fields["session"] {
+        if let value = field("session") {
             if case .string(let text) = value, isValidSession(text) {
                 result.session = text
             } else {
                 fail("session", "must be 1–\(maxSessionLength) characters of A–Z, a–z, 0–9, '.', '_' or '-'")
             }
         }
-        if let value = fields["earliestBeginDate"], value != .null {
+        if let value = field("earliestBeginDate"), value != .null {
             switch date(value) {
             case .success(let millis): result.earliestBeginDate = millis
             case .failure(let problem): fail("earliestBeginDate", problem.message)
             }
         }
-        if let value = fields["discretionary"] {
+        if let value = field("discretionary") {
             if case .bool(let flag) = value { result.discretionary = flag } else { fail("discretionary", "must be a boolean") }
         }
-        if let value = fields["urlRefresh"] {
+        if let value = field("urlRefresh") {
             if case .bool(let flag) = value { result.urlRefresh = flag } else { fail("urlRefresh", "must be a boolean") }
         }
-        if let value = fields["overwrite"] {
+        if let value = field("overwrite") {
             if case .bool(let flag) = value { result.overwrite = flag } else { fail("overwrite", "must be a boolean") }
         }
-        if let value = fields["priority"] {
+        if let value = field("priority") {
             switch priority(value) {
             case .success(let number): result.priority = number
             case .failure(let problem): fail("priority", problem.message)
             }
         }
         for name in ["expectedBytesToSend", "expectedBytesToReceive"] {
-            guard let value = fields[name], value != .null else { continue }
+            guard let value = field(name), value != .null else { continue }
             guard case .integer(let count) = value, count >= 0 else {
                 fail(name, "must be an integer ≥ 0")
                 continue
             }
             if name == "expectedBytesToSend" { result.expectedBytesToSend = count } else { result.expectedBytesToReceive = count }
         }
-        if let value = fields["webhookURL"], value != .null {
+        if let value = field("webhookURL"), value != .null {
             switch webhookURL(value) {
             case .success(let text): result.webhookURL = text
             case .failure(let problem): fail("webhookURL", problem.message)
             }
         }
-        if let value = fields["metadata"], value != .null {
+        if let value = field("metadata"), value != .null {
             switch metadata(value) {
             case .success(let text): result.metadata = text
             case .failure(let problem): fail("metadata", problem.message)
             }
         }
-        if let value = fields["sha256"], value != .null {
+        if let value = field("sha256"), value != .null {
             if case .string(let text) = value, text.utf8.count == 64, text.utf8.allSatisfy(isHexDigit) {
                 result.sha256 = text.lowercased()
             } else {
                 fail("sha256", "must be 64 hexadecimal characters")
             }
         }
-        if let value = fields["headers"], value != .null {
+        if let value = field("headers"), value != .null {
             switch validateHeaders(value) {
             case .success(let headers): result.headers = headers
             case .failure(let message): fail("headers", message.message)
             }
         }
-        validateFileFields(fields, into: &result, fail: fail)
-        if let value = fields["mirrors"], value != .null {
+        validateFileFields(fields, field, into: &result, fail: fail)
+        if let value = field("mirrors"), value != .null {
             switch mirrors(value) {
             case .success(let urls): result.mirrors = urls
             case .failure(let problem): fail("mirrors", problem.message)
             }
         }
-        if let value = fields["connections"], value != .null {
+        if let value = field("connections"), value != .null {
             if case .integer(let count) = value, connectionsRange.contains(Int(clamping: count)) {
                 result.connections = Int(count)
             } else {
                 fail("connections", "must be an integer from \(connectionsRange.lowerBound) to \(connectionsRange.upperBound)")
             }
         }
-        if let value = fields["maxBytesPerSecond"], value != .null {
+        if let value = field("maxBytesPerSecond"), value != .null {
             switch maxBytesPerSecond(value) {
             case .success(let rate): result.maxBytesPerSecond = rate
             case .failure(let problem): fail("maxBytesPerSecond", problem.message)
             }
+        }
+        // Every known name was asked for once: a field left unread is unknown.
+        if unread > 0 {
+            errors.insert(contentsOf: fields.keys.sorted().filter { !knownFields.contains($0) }.map { FieldError(field: $0, message: "unknown field") },
+                          at: 0)
         }
         return errors.isEmpty ? .success(result) : .failure(FieldErrors(errors))
     }
@@ -151,8 +159,10 @@ public enum SubmissionValidator {
 
     /// `onConflict`, `checksum`, `checksumURL` and `resourceTimeout`, and how they agree with
     /// `overwrite` and `sha256`.
-    static func validateFileFields(_ fields: [String: JSONValue], into result: inout NewDownload, fail: (String, String) -> Void) {
-        if let value = fields["onConflict"], value != .null {
+    /// `field` reads each of them once; `fields` is asked again for `overwrite`, already read.
+    static func validateFileFields(_ fields: [String: JSONValue], _ field: (String) -> JSONValue?, into result: inout NewDownload,
+                                   fail: (String, String) -> Void) {
+        if let value = field("onConflict"), value != .null {
             if case .string(let policy) = value, conflictPolicies.contains(policy) {
                 // `fail` is `overwrite: false`, `overwrite` is `overwrite: true`; rename replaces nothing.
                 if case .bool(let overwrite)? = fields["overwrite"], overwrite != (policy == "overwrite") {
@@ -164,7 +174,7 @@ public enum SubmissionValidator {
                 fail("onConflict", "must be one of \(conflictPolicies.joined(separator: ", "))")
             }
         }
-        if let value = fields["checksum"], value != .null {
+        if let value = field("checksum"), value != .null {
             switch checksum(value) {
             case .success(let checksum):
                 result.checksum = checksum
@@ -174,7 +184,7 @@ public enum SubmissionValidator {
             case .failure(let problem): fail("checksum", problem.message)
             }
         }
-        if let value = fields["checksumURL"], value != .null {
+        if let value = field("checksumURL"), value != .null {
             switch webhookURL(value) {
             case .success(let text):
                 result.checksumURL = text
@@ -184,7 +194,7 @@ public enum SubmissionValidator {
             case .failure(let problem): fail("checksumURL", problem.message)
             }
         }
-        if let value = fields["resourceTimeout"], value != .null {
+        if let value = field("resourceTimeout"), value != .null {
             if case .string(let text) = value, let limit = Units.duration(text), limit > .zero {
                 result.resourceTimeout = text
             } else {

@@ -10,9 +10,10 @@ extension DownloadsAPI {
     /// The body cap of this route (the server's is `FETCHD_MAX_REQUEST_BODY`, if larger).
     static let maxBatchBodyBytes = 16 * 1024 * 1024
 
-    /// One item's result before the insert: a job to insert, or the problem that refused it.
+    /// One item's result before the insert: a job to insert (the next of the jobs, kept apart so
+    /// that no job is copied out of this), or the problem that refused it.
     private enum Judged: Sendable {
-        case accepted(NewJob)
+        case accepted
         case refused(APIProblem)
     }
 
@@ -31,6 +32,8 @@ extension DownloadsAPI {
         let destinations = DestinationFiles.Checker(files)
         // Fails closed, as a single submission does.
         if let maxQueued = configuration.maxQueued { room = max(0, maxQueued - (try store.counts()[.queued, default: 0])) }
+        var jobs: [NewJob] = []
+        jobs.reserveCapacity(items.count)
         let judged = items.map { item -> Judged in
             do {
                 let submission = try judge(item)
@@ -40,20 +43,20 @@ extension DownloadsAPI {
                 }
                 room -= 1
                 let download = submission.makeDownload(id: ids.next(now: now), now: now)
-                // Encoded here, on the event loop: the store's one writer only copies it, and the
-                // answer shows the created job in the same bytes.
-                return .accepted(NewJob(download: download, idempotency: nil, statePayload: DownloadJSON.logged(download)))
+                // Encoded here, on the event loop: the answer shows the created job in these bytes
+                // (and PostgreSQL's event log copies them).
+                jobs.append(NewJob(download: download, idempotency: nil, statePayload: DownloadJSON.logged(download)))
+                return .accepted
             } catch let problem as APIProblem {
                 return .refused(problem)
             } catch {
                 return .refused(APIProblem.unavailable("the item could not be judged now"))
             }
         }
-        let jobs = judged.compactMap { if case .accepted(let job) = $0 { job } else { nil } }
-        let store = store
-        let present: @Sendable ([InsertOutcome]) -> [UInt8] = { [self] outcomes in answer(judged, outcomes) }
+        let (store, accepted) = (store, jobs)
+        let present: @Sendable ([InsertOutcome]) -> [UInt8] = { [self] outcomes in answer(judged, accepted, outcomes) }
         let outcome = try await writes.perform {
-            try store.insertBatch(jobs, idempotency: idempotency, now: now, answer: present)
+            try store.insertBatch(accepted, idempotency: idempotency, now: now, answer: present)
         }
         switch outcome {
         case .replayed(let kept):
@@ -63,30 +66,38 @@ extension DownloadsAPI {
         case .inserted(let outcomes):
             let earliest = outcomes.compactMap { if case .created(let job) = $0 { job.runAt } else { nil } }.min()
             if let earliest { scheduler.jobStored(runAt: earliest) }
-            return .json(200, answer(judged, outcomes))
+            return .json(200, answer(judged, jobs, outcomes))
         }
     }
 
     /// `{"items": [{"status": 201, "download": …} or {"status": 4xx, "problem": …}, …]}`, in request order.
-    private func answer(_ judged: [Judged], _ outcomes: [InsertOutcome]) -> [UInt8] {
-        var json = JSONWriter(capacity: 700 * judged.count + 16)
-        var inserted = outcomes.makeIterator()
+    /// `jobs` and `outcomes`: the accepted items', in order.
+    private func answer(_ judged: [Judged], _ jobs: [NewJob], _ outcomes: [InsertOutcome]) -> [UInt8] {
+        // Sized from the encoded jobs (about 750 bytes each), so the answer is never copied to grow.
+        var json = JSONWriter(capacity: jobs.reduce(16 + 512 * (judged.count - jobs.count)) { $0 + 32 + ($1.statePayload?.count ?? 1024) })
+        var next = 0
         json.beginObject()
         json.key("items")
         json.beginArray()
         for item in judged {
             json.beginObject()
             switch item {
-            case .accepted(let new):
-                switch inserted.next() {
-                case .created(let job)?, .replayed(let job)?:
+            case .accepted:
+                let index = next
+                next += 1
+                // Read in place (an outcome holds a whole Download).
+                switch index < outcomes.count ? outcomes[index] : .destinationBusy {
+                case .created, .replayed:
                     json.field("status", 201)
                     json.key("download")
-                    // The bytes encoded for the event log, unless the store answered with another job.
-                    if job == new.download, let encoded = new.statePayload { json.raw(encoded) } else {
+                    // A created job is the one given, which the bytes encoded for the event log show
+                    // (not compared: this runs per job); a replayed one is another.
+                    if case .replayed(let job) = outcomes[index] {
                         DownloadJSON.write(job, waitingFor: nil, into: &json)
+                    } else if let encoded = jobs[index].statePayload { json.raw(encoded) } else {
+                        DownloadJSON.write(jobs[index].download, waitingFor: nil, into: &json)
                     }
-                case .destinationBusy?, .keyMismatch?, nil:
+                case .destinationBusy, .keyMismatch:
                     write(APIProblem.destinationBusy, into: &json)
                 }
             case .refused(let problem):

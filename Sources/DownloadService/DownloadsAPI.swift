@@ -38,8 +38,8 @@ struct DownloadsAPI: Sendable {
 
         let now = clock.now()
         let download = submission.makeDownload(id: ids.next(now: now), now: now)
-        // The event log's copy is encoded here, on the event loop, not by the store's one writer;
-        // the 201 shows the same bytes.
+        // Encoded here, on the event loop, not by the store's one writer: the 201 shows these bytes
+        // (and PostgreSQL's event log copies them).
         let encoded = DownloadJSON.Unplanned(download)
         switch try await inserts.insert(NewJob(download: download, idempotency: idempotency, statePayload: encoded.bytes)) {
         case .created(let created):

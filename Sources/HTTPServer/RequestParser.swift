@@ -314,6 +314,9 @@ package struct RequestParser {
         case .none:
             return complete(body: [])
         case .length(let length):
+            // Room for the whole body at once (its length is within the cap), not doubling per read.
+            // Only when short of it: the head is parsed over a second reference, so this copies.
+            if buffer.capacity < start + length { buffer.reserveCapacity(start + length) }
             state = .contentBody(length: length)
         case .chunked:
             chunked = ChunkedDecoder(maxBodyBytes: maxBodyBytes, maxTrailerBytes: configuration.maxHeaderBytes)

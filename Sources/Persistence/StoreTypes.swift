@@ -53,7 +53,7 @@ public struct NewJob: Sendable {
     public var download: Download
     public var idempotency: IdempotencyRecord?
     /// The job's event-log payload if the caller encoded it already (off the store's one writer,
-    /// which then only copies it); nil: the store encodes it.
+    /// which then only copies it); nil: the store encodes it. (SQLite logs the new row's snapshot instead.)
     public var statePayload: [UInt8]?
 
     public init(download: Download, idempotency: IdempotencyRecord?, statePayload: [UInt8]? = nil) {

@@ -260,6 +260,25 @@ enum Migrations {
             UPDATE downloads SET live_destination = CASE WHEN NEW.live_destination IS NULL THEN NEW.destination END WHERE id = NEW.id;
         END;
         """,
+        // 20: the state CHECKs as OR-ed equalities, for the reason of 17: SQLite built a temporary
+        // b-tree of the IN list each time a statement wrote a job's row or a delivery's (an insert
+        // of a job opened, filled and closed one). A CHECK is not stored in rows, so the table's
+        // text is edited in place (SQLite's documented way to change one, lang_altertable.html)
+        // instead of copying the tables; RESET reloads the schema. Every row already satisfies
+        // the new text, which allows the same states; the schema cookie stays, so a connection
+        // that still holds the old text checks the same thing more slowly.
+        """
+        PRAGMA writable_schema = ON;
+        UPDATE sqlite_schema SET sql = replace(sql,
+            'CHECK (state IN (''queued'',''running'',''paused'',''completed'',''failed'',''cancelled''))',
+            'CHECK (state = ''queued'' OR state = ''running'' OR state = ''paused'' OR state = ''completed'' OR state = ''failed'' OR state = ''cancelled'')')
+            WHERE type = 'table' AND name = 'downloads';
+        UPDATE sqlite_schema SET sql = replace(sql,
+            'CHECK (state IN (''pending'',''delivered'',''failed''))',
+            'CHECK (state = ''pending'' OR state = ''delivered'' OR state = ''failed'')')
+            WHERE type = 'table' AND name = 'webhook_deliveries';
+        PRAGMA writable_schema = RESET;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

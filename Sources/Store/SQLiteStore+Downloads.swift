@@ -35,7 +35,19 @@ extension SQLiteStore {
         // Looked up once per transaction, not per job (the cache hashes the statement's text).
         let insertDownload = try db.prepare(Self.insertDownloadSQL)
         var logged: [StateLog.Entry] = []
-        let outcomes = try jobs.map { try self.insert($0, with: insertDownload, tags: &tags, logging: &logged, into: db) }
+        var outcomes: [InsertOutcome] = []
+        outcomes.reserveCapacity(jobs.count)
+        var start = 0
+        while start < jobs.count {
+            let run = jobs[start..<min(start + Self.rowsPerInsert, jobs.count)]
+            start = run.endIndex
+            if run.count == Self.rowsPerInsert, run.allSatisfy({ $0.idempotency == nil }),
+               try insertTogether(run, tags: &tags, logging: &logged, into: db) {
+                outcomes += run.map { .created($0.download) }
+            } else {
+                for job in run { outcomes.append(try insert(job, with: insertDownload, tags: &tags, logging: &logged, into: db)) }
+            }
+        }
         try tags.save(db)
         try stateLog.append(db, logged)
         try Self.count(created: outcomes.compactMap { if case .created(let job) = $0 { job.state } else { nil } }, in: db)
@@ -52,10 +64,46 @@ extension SQLiteStore {
         }
     }
 
+    /// Inserts `run` (jobs without idempotency keys) with one statement: a batch's rows cost SQLite
+    /// one statement's start, journal and end per `rowsPerInsert` jobs, not per job. False, having
+    /// written nothing, when one of them meets a live job at its destination (or another of the
+    /// run): the caller then inserts them one at a time, to say which.
+    private func insertTogether(_ run: ArraySlice<NewJob>, tags: inout FairTags, logging logged: inout [StateLog.Entry],
+                                into db: SQLiteConnection) throws -> Bool {
+        var chosen = tags
+        var values: [SQLValue] = []
+        values.reserveCapacity(run.count * (DownloadColumns.written.count + 3))
+        var entries: [StateLog.Entry] = []
+        entries.reserveCapacity(run.count)
+        // By index: `for job in run` would copy each job, a retain per field of its Download.
+        for index in run.indices {
+            let session = run[index].download.session
+            let tag = try chosen.next(db, session: session)
+            chosen.take(tag, session: session)
+            let row = DownloadColumns.values(run[index].download)
+            entries.append(StateLog.Entry(id: run[index].download.id, session: session, payload: Self.snapshot(row)))
+            values += row
+            // One by one: a literal list would be an allocation per job.
+            values.append(.integer(run[index].download.discretionary ? 1 : 0))
+            values.append(.integer(tag))
+            values.append(DownloadColumns.liveDestination(run[index].download))
+        }
+        do {
+            // A failed statement is undone on its own, all its rows; the transaction goes on.
+            try db.prepare(Self.insertRowsSQL).run(values)
+        } catch let error as StoreError where error.isConstraintViolation {
+            return false
+        }
+        tags = chosen
+        logged += entries
+        return true
+    }
+
     /// `logged`: where a created job's event goes, for the log rows written after the batch.
     private func insert(_ job: NewJob, with insertDownload: Statement, tags: inout FairTags,
                         logging logged: inout [StateLog.Entry], into db: SQLiteConnection) throws -> InsertOutcome {
-        let (download, idempotency) = (job.download, job.idempotency)
+        // `job.download` read in place throughout: a copy of a Download is one retain per field.
+        let idempotency = job.idempotency
         if let idempotency {
             let existing = try db.prepare(
                 "SELECT body_sha256, download_id FROM idempotency_keys WHERE principal = ? AND key = ?"
@@ -65,29 +113,62 @@ extension SQLiteStore {
                 if let original = try Self.fetch(db, id: id) { return .replayed(original) }
             }
         }
-        let tag = try tags.next(db, session: download.session)
+        let tag = try tags.next(db, session: job.download.session)
         do {
             // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
-            try insertDownload.run(DownloadColumns.values(download) + [
-                .integer(download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(download),
-            ])
+            let values = DownloadColumns.values(job.download)
+            try insertDownload.run(values, [.integer(job.download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(job.download)])
+            // The log keeps the new row's snapshot (as a session action's rows), not the Download's
+            // JSON: less than half the bytes, which the commit and the checkpoint then copy.
+            logged.append(StateLog.Entry(id: job.download.id, session: job.download.session, payload: Self.snapshot(values)))
         } catch let error as StoreError where error.isConstraintViolation {
             return .destinationBusy
         }
-        tags.take(tag, session: download.session)
-        logged.append(StateLog.Entry(id: download.id, session: download.session, payload: job.statePayload ?? stateLog.payload(download)))
+        tags.take(tag, session: job.download.session)
         if let idempotency {
             try db.prepare(
                 "INSERT OR REPLACE INTO idempotency_keys (principal, key, body_sha256, download_id, created_at) VALUES (?, ?, ?, ?, ?)"
             ).run([.text(idempotency.principal), .text(idempotency.key), .text(idempotency.bodySHA256),
-                   .text(download.id), .integer(download.createdAt)])
+                   .text(job.download.id), .integer(job.download.createdAt)])
         }
-        return .created(download)
+        return .created(job.download)
     }
 
+    /// A new row as `StateLog.snapshotColumns` shows one (`json_array` of `DownloadColumns.list`):
+    /// its written values, then its revision, 0.
+    /// Written on the store's one writer for every job: no String is made for a number or a null.
+    static func snapshot(_ written: [SQLValue]) -> [UInt8] {
+        var json: [UInt8] = []
+        json.reserveCapacity(768)
+        json.append(UInt8(ascii: "["))
+        for value in written {
+            switch value {
+            case .null: json.append(contentsOf: null)
+            case .integer(let number): JSONNumber.append(number, to: &json)
+            case .real(let number): json += (number.isFinite ? "\(number)" : "null").utf8
+            case .text(let text): JSONString.append(text, to: &json)
+            // No written column is a blob; were one, its bytes would go as text.
+            case .blob(let bytes): JSONString.append(String(decoding: bytes, as: UTF8.self), to: &json)
+            }
+            json.append(UInt8(ascii: ","))
+        }
+        json.append(UInt8(ascii: "0"))
+        json.append(UInt8(ascii: "]"))
+        return json
+    }
+
+    private static let null = Array("null".utf8)
+
     /// Built once: the statement cache is keyed by the SQL text, and this one is long.
-    private static let insertDownloadSQL =
-        "INSERT INTO downloads (\(DownloadColumns.insertList), lane, fair_tag, live_destination) VALUES (\(DownloadColumns.placeholders), ?, ?, ?)"
+    private static let insertDownloadSQL = "INSERT INTO downloads (\(insertColumns)) VALUES \(rowPlaceholders)"
+    private static let insertColumns = "\(DownloadColumns.insertList), lane, fair_tag, live_destination"
+    private static let rowPlaceholders = "(\(DownloadColumns.placeholders), ?, ?, ?)"
+
+    /// Jobs a multi-row insert writes (`insertTogether`): 50 rows bind 2,450 values, well under
+    /// SQLite's limit of 32,766.
+    static let rowsPerInsert = 50
+    private static let insertRowsSQL =
+        "INSERT INTO downloads (\(insertColumns)) VALUES \(Array(repeating: rowPlaceholders, count: rowsPerInsert).joined(separator: ", "))"
 
     public func download(id: String) throws -> Download? {
         try withReader { db in try Self.fetch(db, id: id) }

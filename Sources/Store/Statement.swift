@@ -24,7 +24,6 @@ final class Statement {
     }
 
     func finalize() { sqlite3_finalize(raw) }
-
     func reset() {
         sqlite3_reset(raw)
         sqlite3_clear_bindings(raw)
@@ -35,14 +34,28 @@ final class Statement {
         // database condition: a missing value would silently be NULL.
         assert(values.count == Int(sqlite3_bind_parameter_count(raw)),
                "\(values.count) values bound to \(sqlite3_bind_parameter_count(raw)) parameters of: \(sql)")
+        try bind(values, from: 1)
+    }
+
+    /// Binds `values` to the parameters from `first` on.
+    private func bind(_ values: [SQLValue], from first: Int32) throws {
         for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
+            let index = first + Int32(offset)
             let rc: Int32
             switch value {
             case .null: rc = sqlite3_bind_null(raw, index)
             case .integer(let v): rc = sqlite3_bind_int64(raw, index, v)
             case .real(let v): rc = sqlite3_bind_double(raw, index, v)
-            case .text(let v): rc = sqlite3_bind_text(raw, index, v, -1, sqliteTransient)
+            case .text(var v):
+                // Through the string's own UTF-8 and its length: passing `v` as a C string would
+                // copy it into a new array first (and SQLite would then measure it).
+                rc = v.withUTF8 { utf8 in
+                    // An empty buffer may have no address, and a NULL text would be SQL NULL.
+                    guard let start = utf8.baseAddress else { return sqlite3_bind_text(raw, index, "", 0, sqliteTransient) }
+                    return start.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
+                        sqlite3_bind_text(raw, index, $0, Int32(utf8.count), sqliteTransient)
+                    }
+                }
             case .blob(let v): rc = v.withUnsafeBytes { sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), sqliteTransient) }
             }
             guard rc == SQLITE_OK else { throw connection.error(rc, in: sql) }
@@ -52,6 +65,18 @@ final class Statement {
     /// Executes a statement that returns no rows.
     func run(_ values: [SQLValue] = []) throws {
         try bind(values)
+        try step()
+    }
+
+    /// The same with `values` then `more` bound: two lists, not one made by copying both.
+    func run(_ values: [SQLValue], _ more: [SQLValue]) throws {
+        assert(values.count + more.count == Int(sqlite3_bind_parameter_count(raw)), "wrong parameter count for: \(sql)")
+        try bind(values, from: 1)
+        try bind(more, from: Int32(values.count) + 1)
+        try step()
+    }
+
+    private func step() throws {
         defer { sqlite3_reset(raw) }
         let rc = sqlite3_step(raw)
         guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw connection.error(rc, in: sql) }

@@ -12,11 +12,11 @@ final class TemporaryStore {
     let path: String
     let store: SQLiteStore
 
-    init() throws {
-        directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    /// `statePayload`: the event log's encoder (none: the minimal payload).
+    init(statePayload: (@Sendable (Download) -> [UInt8])? = nil) throws {
+        directory = try temporaryDirectory()
         path = directory + "/fetchd.sqlite"
-        store = try SQLiteStore(path: path)
+        store = try SQLiteStore(path: path, statePayload: statePayload)
     }
 
     deinit {
@@ -25,6 +25,21 @@ final class TemporaryStore {
     }
 }
 
+
+/// A new empty directory under the system's temporary one (the caller removes it).
+func temporaryDirectory() throws -> String {
+    let directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    return directory
+}
+
+/// A connection to a new database at `path` as a fetchd of schema `version` left it.
+func database(at path: String, version: Int) throws -> SQLiteConnection {
+    let old = try SQLiteConnection(path: path)
+    try old.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (\(version))")
+    for migration in Migrations.all.prefix(version) { try old.execute(migration) }
+    return old
+}
 
 /// The claim step's parts, one at a time, for tests of the queue's SQL.
 extension SQLiteStore {
@@ -50,13 +65,10 @@ extension SQLiteStore {
     /// Migration 18 on a database of 17: live jobs keep their destinations, a finished job's is
     /// free, the counts go on, and the log's rows from before read back as they were.
     @Test func migration18KeepsTheLiveDestinationsCountsAndLog() throws {
-        let directory = NSTemporaryDirectory() + "fetchd-store-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/fetchd.sqlite"
-        let old = try SQLiteConnection(path: path)
-        try old.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (17)")
-        for migration in Migrations.all.prefix(17) { try old.execute(migration) }
+        let old = try database(at: path, version: 17)
         var done = makeDownload("01B", destination: "done")
         done.state = .completed
         done.finishedAt = 1
@@ -101,16 +113,96 @@ extension SQLiteStore {
     }
 
     /// SQLite checks a constant IN list of three or more values through a temporary b-tree that it
-    /// builds on every execution of a statement writing the row (migration 15): only the state
-    /// column's CHECK may still do so when a job is inserted.
-    @Test func insertingAJobBuildsNoTemporaryTreeForThePartialIndexes() throws {
+    /// builds on every execution of a statement writing the row (migrations 17 and 20): neither the
+    /// partial indexes nor the state column's CHECK may do so when a job is inserted.
+    @Test func insertingAJobBuildsNoTemporaryTree() throws {
         let db = try TemporaryStore()
         let opcodes = try db.store.withConnection { connection in
             try connection.prepare("EXPLAIN INSERT INTO downloads (\(DownloadColumns.insertList)) VALUES (\(DownloadColumns.placeholders))")
                 .query(Array(repeating: SQLValue.null, count: DownloadColumns.written.count)) { $0.string(1) }
         }
         #expect(opcodes.contains("IdxInsert"))
-        #expect(opcodes.filter { $0 == "OpenEphemeral" }.count <= 1)
+        #expect(!opcodes.contains("OpenEphemeral"))
+    }
+
+    /// A batch is inserted many rows to a statement; a run with a destination already live (in the
+    /// store or earlier in the batch) is inserted one job at a time: only those jobs are refused,
+    /// and every other is stored, counted and logged, in order.
+    @Test func aBatchRefusesOnlyTheJobsWhoseDestinationIsBusy() throws {
+        let db = try TemporaryStore()
+        _ = try db.store.insert(makeDownload("00A", destination: "taken"), idempotency: nil)
+        let total = 2 * SQLiteStore.rowsPerInsert + 7
+        let destinations = (0..<total).map { index in
+            switch index {
+            case 3: "taken"
+            case SQLiteStore.rowsPerInsert + 1: "twice"
+            case SQLiteStore.rowsPerInsert + 2: "twice"
+            default: "files/\(index)"
+            }
+        }
+        let jobs = destinations.enumerated().map { index, destination in
+            NewJob(download: makeDownload(String(format: "01%04d", index), destination: destination), idempotency: nil)
+        }
+        let outcomes = try db.store.insert(jobs)
+        let busy = outcomes.indices.filter { if case .destinationBusy = outcomes[$0] { true } else { false } }
+        #expect(busy == [3, SQLiteStore.rowsPerInsert + 2])
+        #expect(outcomes.count == total && outcomes.allSatisfy { if case .created = $0 { true } else if case .destinationBusy = $0 { true } else { false } })
+        #expect(try db.store.counts()[.queued] == 1 + total - 2)
+        #expect(try db.store.download(id: "01\(String(format: "%04d", SQLiteStore.rowsPerInsert + 1))")?.destination.path == "twice")
+        let logged = try db.store.loggedEvents(after: 0, session: nil, limit: 1000).map(\.downloadID)
+        #expect(logged == ["00A"] + jobs.map(\.download.id).enumerated().filter { !busy.contains($0.offset) }.map(\.element))
+    }
+
+    /// A new job's event is logged as its row's snapshot (built by the insert, not by SQLite): it
+    /// reads back as the Download inserted, every field, whatever its text holds.
+    @Test func anInsertedJobsLoggedSnapshotReadsBackAsTheJob() throws {
+        // Every field of the Download, so that the test sees any one the snapshot loses.
+        let db = try TemporaryStore(statePayload: { Array(String(reflecting: $0).utf8) })
+        let store = db.store
+        var odd = makeDownload("01A", session: "s", priority: 0.375)
+        odd.headers = [OriginHeader(name: "X-Tab", value: "a\tb")]
+        odd.metadata = #"{"é":"\"\u0002 😀 \\","n":[-1,2.5e-3]}"#
+        odd.expectedBytesToSend = 1 << 33
+        odd.url = "http://example.com/%E2%82%AC?q=\u{20ac}"
+        var plain = makeDownload("01B", destination: "b/", session: "s")
+        plain.earliestBeginDate = 4_102_444_800_000
+        plain.runAt = 4_102_444_800_000
+        _ = try store.insert([NewJob(download: odd, idempotency: nil), NewJob(download: plain, idempotency: nil)])
+        let logged = try store.loggedEvents(after: 0, session: nil, limit: 10)
+        let stored = try [odd, plain].map { try #require(try store.download(id: $0.id)) }
+        #expect(logged.map { String(decoding: $0.payload, as: UTF8.self) } == stored.map { String(reflecting: $0) })
+        #expect(stored.map(\.metadata) == [odd.metadata, nil] && stored.map(\.url) == [odd.url, plain.url])
+    }
+
+    /// Migration 20 on a database of 18: the state CHECKs of jobs and deliveries, rewritten in
+    /// place, still refuse an unknown state and keep the rows there were.
+    @Test func migration20KeepsTheStateChecksAndTheRows() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/fetchd.sqlite"
+        let old = try database(at: path, version: 18)
+        try old.prepare("INSERT INTO downloads (\(DownloadColumns.insertList)) VALUES (\(DownloadColumns.placeholders))")
+            .run(DownloadColumns.values(makeDownload("01A", destination: "old")))
+        try old.execute("""
+            INSERT INTO webhook_events (id, type, payload, created_at) VALUES ('e1', 'download.completed', '{}', 1);
+            INSERT INTO webhook_deliveries (event_id, url, state, next_attempt_at, updated_at) VALUES ('e1', 'http://127.0.0.1:9/', 'pending', 1, 1);
+            """)
+        old.close()
+
+        let store = try SQLiteStore(path: path)
+        defer { store.close() }
+        #expect(try store.download(id: "01A")?.destination.path == "old")
+        let tables = try store.withConnection { db in
+            try db.prepare("SELECT sql FROM sqlite_schema WHERE name IN ('downloads', 'webhook_deliveries')").query { $0.string(0) }
+        }
+        #expect(tables.count == 2 && tables.allSatisfy { !$0.contains(" IN (") && $0.contains("state = 'failed'") })
+        var handle: OpaquePointer?
+        #expect(sqlite3_open(path, &handle) == SQLITE_OK)
+        defer { sqlite3_close(handle) }
+        #expect(sqlite3_exec(handle, "UPDATE downloads SET state = 'exploded'", nil, nil, nil) == SQLITE_CONSTRAINT)
+        #expect(sqlite3_exec(handle, "UPDATE webhook_deliveries SET state = 'lost'", nil, nil, nil) == SQLITE_CONSTRAINT)
+        #expect(sqlite3_exec(handle, "UPDATE downloads SET state = 'paused'", nil, nil, nil) == SQLITE_OK)
+        #expect(sqlite3_exec(handle, "UPDATE webhook_deliveries SET state = 'delivered'", nil, nil, nil) == SQLITE_OK)
     }
 
     @Test func aFailedStatementNamesItsSQLButNotItsValues() throws {
