@@ -2,13 +2,14 @@
 """Small files through fetchd, counted per file (issue 17): what each file costs in CPU time,
 context switches and syscalls, figures that stay put on a busy machine where wall times do not.
 
-    python3 Benchmarks/small_counts.py [--fetchd .build/release/fetchd] [--files 2000]
+    python3 Benchmarks/small_counts.py [--fetchd .build/release/fetchd] [--files 2000] [--record perf.data]
 
 fetchd with 16 slots fetches `--files` files of 16 KiB from nginx on loopback, submitted in
 `POST /downloads/batch` requests of 500 so the client costs little, until the last
 `download.completed` webhook. Prints one JSON line: the time to that webhook, fetchd's CPU
 time per file (/proc/<pid>/stat) and, per file, what `perf stat` counted on fetchd's threads.
-Run two binaries alternately to compare them.
+Run two binaries alternately to compare them. `--record FILE` also samples fetchd with
+`perf record -g` into FILE meanwhile (read it with `perf report -i FILE --no-children`).
 """
 import argparse
 import json
@@ -37,6 +38,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fetchd", default=os.path.join(repo, ".build/release/fetchd"))
     parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--record", metavar="FILE", help="also write a perf record -g profile of fetchd to FILE")
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fetchd-bench-files"))
     args = parser.parse_args()
     count = args.files
@@ -52,6 +54,7 @@ def main() -> int:
                 for i in range(count)]
         counts_file = os.path.join(work, "perf-stat.txt")
         perf = procs.spawn(["perf", "stat", "-x,", "-e", ",".join(EVENTS), "-p", str(fetchd.pid), "-o", counts_file])
+        recorder = args.record and procs.spawn(["perf", "record", "-F", "999", "-g", "-p", str(fetchd.pid), "-o", args.record])
         time.sleep(0.3)
         cpu_before, started = procs.cpu_seconds(fetchd.pid), time.perf_counter()
         for first in range(0, count, BATCH):
@@ -61,8 +64,9 @@ def main() -> int:
         procs.wait_until(lambda: receiver.counts().get("download.completed", 0) >= count, 600, 0.005,
                          f"{count} download.completed webhooks")
         seconds, cpu = time.perf_counter() - started, procs.cpu_seconds(fetchd.pid) - cpu_before
-        perf.send_signal(signal.SIGINT)
-        perf.wait(60)
+        for sampler in filter(None, [perf, recorder]):
+            sampler.send_signal(signal.SIGINT)
+            sampler.wait(60)
         per_file = {}
         with open(counts_file) as f:
             for line in f:

@@ -83,10 +83,11 @@ struct DestinationFiles: Sendable {
         return .success(path)
     }
 
-    /// Puts the finished partial file at its destination atomically: hard-link it in under a temporary
-    /// name, then link (no overwrite) or rename (overwrite) onto the final name. With `renameOnConflict`
-    /// a taken name moves on to `name (1).ext`, `name (2).ext`, …: each is claimed by a link that
-    /// fails rather than replaces, so two jobs can never take the same name. Gives the name used.
+    /// Puts the finished partial file at its destination atomically: hard-link it onto the final name,
+    /// which fails rather than replaces (no overwrite), or link it in under a temporary name and rename
+    /// that onto the final one (overwrite). With `renameOnConflict` a taken name moves on to
+    /// `name (1).ext`, `name (2).ext`, …: each is claimed by a link that fails rather than replaces,
+    /// so two jobs can never take the same name. Gives the name used.
     /// The caller syncs the returned directory before it commits the completion
     /// (`PlacedDirectory.sync`, once per directory for a batch). The partial file stays until the
     /// completion is committed, so a crash in between is recognised at the next start by `isPlaced`.
@@ -101,25 +102,27 @@ struct DestinationFiles: Sendable {
         }
         let dir = placed.fd
         let name = destination.fileName
+        // The staging directory shares the root's file system (checked at start), so these are links, not copies.
+        guard overwrite else {
+            // Straight onto the name: one link per file, and the partial file stays a second link
+            // until the completion is committed, which `isPlaced` recognises after a crash.
+            for number in 0...(renameOnConflict ? Self.maxRenameNumber : 0) {
+                let candidate = number == 0 ? name : FileName.renamed(name, number: number)
+                if linkat(AT_FDCWD, partial, dir, candidate, 0) == 0 { return .success((placed, candidate)) }
+                guard errno == EEXIST else { return .failure(problem(from: errno, "cannot move the download into place")) }
+            }
+            return .failure(.exists)
+        }
         let temporary = DestinationPath.reservedPrefix + jobID + ".tmp"
         unlinkat(dir, temporary, 0)  // a leftover from a crash
-        // The staging directory shares the root's file system (checked at start), so this is a link, not a copy.
         guard linkat(AT_FDCWD, partial, dir, temporary, 0) == 0 else {
             return .failure(problem(from: errno, "cannot link the download into place"))
         }
         defer { unlinkat(dir, temporary, 0) }
-        if overwrite {
-            guard renameat(dir, temporary, dir, name) == 0 else {
-                return .failure(errno == EISDIR ? .invalid("is a directory") : problem(from: errno, "cannot move the download into place"))
-            }
-            return .success((placed, name))
+        guard renameat(dir, temporary, dir, name) == 0 else {
+            return .failure(errno == EISDIR ? .invalid("is a directory") : problem(from: errno, "cannot move the download into place"))
         }
-        for number in 0...(renameOnConflict ? Self.maxRenameNumber : 0) {
-            let candidate = number == 0 ? name : FileName.renamed(name, number: number)
-            if linkat(dir, temporary, dir, candidate, 0) == 0 { return .success((placed, candidate)) }
-            guard errno == EEXIST else { return .failure(problem(from: errno, "cannot move the download into place")) }
-        }
-        return .failure(.exists)
+        return .success((placed, name))
     }
 
     /// How far `onConflict: rename` counts before it gives up with `destination_exists`.

@@ -1,15 +1,18 @@
 import Dispatch
 
 /// Items gathered on a serial queue and handed over together at the queue's next turn: whatever
-/// arrives while the queue is busy becomes one batch (one transaction) instead of one each.
+/// arrives while the queue is busy becomes one batch (one transaction) instead of one each. With a
+/// `delay`, the batch is handed over that long after its first item instead, gathering more.
 final class NextTurnBatch<Item>: @unchecked Sendable {  // `items` and `queued` are touched only on `queue`
     private let queue: DispatchQueue
+    private let delay: DispatchTimeInterval?
     private let flush: ([Item]) -> Void
     private var items: [Item] = []
     private var queued = false
 
-    init(queue: DispatchQueue, flush: @escaping ([Item]) -> Void) {
+    init(queue: DispatchQueue, delay: DispatchTimeInterval? = nil, flush: @escaping ([Item]) -> Void) {
         self.queue = queue
+        self.delay = delay
         self.flush = flush
     }
 
@@ -23,7 +26,8 @@ final class NextTurnBatch<Item>: @unchecked Sendable {  // `items` and `queued` 
     func wake() {
         guard !queued else { return }
         queued = true
-        queue.async { self.flushNow() }
+        guard let delay else { return queue.async { self.flushNow() } }
+        queue.asyncAfter(deadline: .now() + delay) { self.flushNow() }
     }
 
     /// The items added since the last flush, taken now (the next turn's flush finds none); on the queue.

@@ -20,8 +20,12 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
 
     /// Deliveries being sent, or sent with their outcome not yet recorded (so not picked again).
     private var inFlight: Set<String> = []
-    /// Outcomes waiting to be recorded together at the queue's next turn.
-    private lazy var outcomes = NextTurnBatch<DeliveryAttempt>(queue: queue) { [unowned self] in self.record($0) }
+    /// Outcomes waiting to be recorded together, a few milliseconds after the first: when small files
+    /// complete back to back their deliveries answer one by one, and one transaction each would cost
+    /// more than the deliveries. A delivery is resent after a crash until its outcome is recorded
+    /// (at least once, as webhooks promise); meanwhile it stays in flight, so it is not sent twice.
+    private lazy var outcomes = NextTurnBatch<DeliveryAttempt>(queue: queue, delay: Self.recordDelay) { [unowned self] in self.record($0) }
+    static let recordDelay = DispatchTimeInterval.milliseconds(5)
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(10)) { [unowned self] in self.deliverDue() }
     /// Outcomes the store could not record: recorded again until it takes them, their deliveries
     /// kept in flight meanwhile, so an answered delivery is not sent again for every failed write.
@@ -51,6 +55,8 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
         queue.sync {
             stopping = true
             timer.cancel()
+            // Outcomes gathered so far are recorded now rather than after the store is closed.
+            record(outcomes.take())
         }
     }
 

@@ -26,6 +26,9 @@ final class SocketRegistry {
         let isTLS: Bool
         var read: DispatchSourceRead?
         var write: DispatchSourceWrite?
+        /// curl no longer watches the socket (its connection waits in curl's cache), but its read
+        /// source is kept for the next transfer on it (`update`).
+        var isIdle = false
 
         init(fd: Int32, isDuplicate: Bool, isTLS: Bool) {
             self.fd = fd
@@ -60,18 +63,35 @@ final class SocketRegistry {
 
     /// CURLMOPT_SOCKETFUNCTION: watch `socket` for what curl wants (CURL_POLL_*). `isTLS` says,
     /// when the socket is new, whether its connection speaks TLS.
+    ///
+    /// A connection curl keeps for reuse keeps its read source while idle: a small file's transfer
+    /// on a kept connection then costs no source to make and cancel (each an `epoll_ctl` and a
+    /// wake-up of libdispatch's manager thread). Whatever wakes an idle source (the server closing
+    /// the connection) stops it; curl checks a cached connection before it reuses it.
     func update(_ socket: curl_socket_t, what: Int32, isTLS: () -> Bool) {
         if what == CURL_POLL_REMOVE {
-            if let watch = watches.removeValue(forKey: socket) { stop(watch) }
+            guard let watch = watches[socket] else { return }
+            if watch.isDuplicate || watch.read == nil {
+                watches[socket] = nil
+                stop(watch)
+            } else {
+                watch.isIdle = true
+                watch.write?.cancel()
+                watch.write = nil
+            }
             return
         }
         guard let watch = watches[socket] ?? makeWatch(for: socket, isTLS: isTLS()) else { return }
+        watch.isIdle = false
         let wantsRead = what == CURL_POLL_IN || what == CURL_POLL_INOUT
         let wantsWrite = what == CURL_POLL_OUT || what == CURL_POLL_INOUT
 
         if wantsRead, watch.read == nil {
             let source = DispatchSource.makeReadSource(fileDescriptor: watch.fd, queue: queue)
-            arm(source, watching: watch.fd) { [onReady] in onReady(socket, CURL_CSELECT_IN) }
+            arm(source, watching: watch.fd) { [weak self, weak watch] in
+                guard let self, let watch else { return }
+                self.readable(socket, watch)
+            }
             watch.read = source
         } else if !wantsRead, let source = watch.read {
             source.cancel()
@@ -87,12 +107,20 @@ final class SocketRegistry {
         }
     }
 
+    /// The read source of `watch` fired: curl's business, unless the socket is idle in curl's cache.
+    private func readable(_ socket: curl_socket_t, _ watch: Watch) {
+        guard watch.isIdle else { return onReady(socket, CURL_CSELECT_IN) }
+        guard watches[socket] === watch else { return }
+        watches[socket] = nil
+        stop(watch)
+    }
+
     /// Whether curl still watches `socket` for reading and bytes are waiting on it right now
     /// (poll with no timeout), so another read can go without waiting for the next event.
     /// Asked only of TLS sockets: over plain HTTP curl reads until the socket is empty, so the
     /// poll would find nothing (about 2 % of the CPU with 1,000 slow transfers).
     func hasBytesWaiting(_ socket: curl_socket_t) -> Bool {
-        guard let watch = watches[socket], watch.isTLS, watch.read != nil else { return false }
+        guard let watch = watches[socket], watch.isTLS, !watch.isIdle, watch.read != nil else { return false }
         var ready = pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0)
         return poll(&ready, 1, 0) == 1 && ready.revents & Int16(POLLIN) != 0
     }

@@ -105,6 +105,44 @@ import Transfer
         #expect(origin.requests.count == 1)
     }
 
+    @Test func transfersOneAfterAnotherShareAKeptAliveConnection() async throws {
+        let origin = try TestOrigin { request in OriginResponse(body: Array(request.path.utf8)) }
+        defer { origin.stop() }
+        let engine = makeEngine()
+        defer { engine.shutdown() }
+
+        for path in ["/a", "/b", "/c"] {
+            var request = TransferRequest(url: origin.url(path), sink: .memory(limit: 10))
+            request.addressPolicy = .allowAll
+            let result = await engine.run(request)
+            #expect(result.failure == nil)
+            #expect(result.responseBody == Array(path.utf8))
+        }
+        #expect(origin.connectionsAccepted == 1)
+    }
+
+    @Test func aKeptAliveConnectionTheOriginClosedIsNotUsedAgain() async throws {
+        let origin = try TestOrigin { request in OriginResponse(body: Array(request.path.utf8), behaviour: .closeWhenIdle) }
+        defer { origin.stop() }
+        let engine = makeEngine()
+        defer { engine.shutdown() }
+
+        var request = TransferRequest(url: origin.url("/a"), sink: .memory(limit: 10))
+        request.addressPolicy = .allowAll
+        #expect(await engine.run(request).responseBody == Array("/a".utf8))
+        // The origin closes the idle connection; the engine notices it while no transfer uses it.
+        let deadline = DispatchTime.now() + .seconds(5)
+        while origin.connectionsOpen > 0, DispatchTime.now() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        request.url = origin.url("/b")
+        let result = await engine.run(request)
+
+        #expect(result.failure == nil)
+        #expect(result.responseBody == Array("/b".utf8))
+        #expect(origin.connectionsAccepted == 2)
+    }
+
     @Test func anAllowedNetworkLetsLoopbackThrough() async throws {
         let origin = try TestOrigin { _ in OriginResponse(body: [1, 2, 3]) }
         defer { origin.stop() }

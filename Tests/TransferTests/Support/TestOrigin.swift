@@ -30,6 +30,9 @@ struct OriginResponse: Sendable {
         case stallAfter(Int)
         /// Send nothing at all, not even the head, until the client goes away.
         case silence
+        /// Send the whole response (keep-alive, by its Content-Length), then close the connection
+        /// once the client has had a moment to put it in its cache.
+        case closeWhenIdle
     }
 
     var status: Int = 200
@@ -181,6 +184,10 @@ final class TestOrigin: Sendable {
             waitForClientToLeave(client)
             return false
         case .silence:
+            return false
+        case .closeWhenIdle:
+            guard write(response.body, to: client, counted: true) else { return false }
+            usleep(100_000)
             return false
         }
     }
