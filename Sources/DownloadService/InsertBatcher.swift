@@ -102,15 +102,18 @@ final class InsertBatcher: Sendable {
     /// their next jobs (as many more jobs wait as it answered), or `regather` has passed. Under
     /// load the clients of one node otherwise split into two groups whose batches alternate, each
     /// half their number; merged, each batch carries the transaction's fixed cost for twice the
-    /// jobs. False if a full batch waits already.
+    /// jobs. Only up to `regatherBatch`: batches that large amortise the fixed cost already, and a
+    /// writer waiting for them would leave the database idle (one node with many clients).
     private func armRegather(answering answered: Int) -> Bool {
         pending.withLock { pending in
-            let until = min(maxBatch, pending.waiting.count + answered)
-            guard pending.waiting.count < until else { return false }
+            let until = pending.waiting.count + answered
+            guard until <= Self.regatherBatch else { return false }
             pending.regatherUntil = until
             return true
         }
     }
+
+    static let regatherBatch = 32
 
     private func awaitRegather(upTo limit: Duration) {
         let (seconds, attoseconds) = limit.components
