@@ -87,7 +87,8 @@ public final class DownloadService: Sendable {
         http.maxConnections = configuration.maxConnections
         let downloads = DownloadsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
                                      files: files, configuration: configuration, clock: clock, ids: IDSource(),
-                                     inserts: InsertBatcher(store: store), writes: WriteQueue())
+                                     inserts: InsertBatcher(store: store, regather: configuration.databaseURL == nil ? nil : .milliseconds(2)),
+                                     writes: WriteQueue())
         let sessions = SessionsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
                                    partials: partials, clock: clock, writes: WriteQueue())
         server = HTTPServer(configuration: http, router: Self.router(
