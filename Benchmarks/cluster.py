@@ -60,6 +60,7 @@ class Postgres:
 
     def __init__(self, workdir: str):
         self.env = dict(os.environ, FETCHD_TEST_PG_DIR=f"/tmp/fetchd-bench-pg-{uuid.uuid4().hex}")
+        self.schemas: list[str] = []
         self.url = self._script("start")
 
     def _script(self, command: str) -> str:
@@ -70,8 +71,15 @@ class Postgres:
         return self.schema_named()[1]
 
     def schema_named(self) -> tuple[str, str]:
-        """A fresh schema: its name, and the URL whose connections use it."""
+        """A fresh schema: its name, and the URL whose connections use it. The measurements before
+        are dropped and their writes checkpointed first, so that no measurement pays for the
+        autovacuum and checkpoint work of the one before it (each starts from the same server)."""
+        for old in self.schemas:
+            subprocess.run(["psql", "-X", "-q", self.url, "-c", f"DROP SCHEMA {old} CASCADE"], check=True)
+        self.schemas = []
+        subprocess.run(["psql", "-X", "-q", self.url, "-c", "CHECKPOINT"], check=True)
         name = "bench_" + uuid.uuid4().hex[:12]
+        self.schemas.append(name)
         subprocess.run(["psql", "-X", "-q", self.url, "-c", f"CREATE SCHEMA {name}"], check=True)
         return name, f"{self.url}&options=-csearch_path%3D{name}"
 
