@@ -260,7 +260,7 @@ enum Migrations {
             UPDATE downloads SET live_destination = CASE WHEN NEW.live_destination IS NULL THEN NEW.destination END WHERE id = NEW.id;
         END;
         """,
-        // 20: the state CHECKs as OR-ed equalities, for the reason of 17: SQLite built a temporary
+        // 19: the state CHECKs as OR-ed equalities, for the reason of 17: SQLite built a temporary
         // b-tree of the IN list each time a statement wrote a job's row or a delivery's (an insert
         // of a job opened, filled and closed one). A CHECK is not stored in rows, so the table's
         // text is edited in place (SQLite's documented way to change one, lang_altertable.html)

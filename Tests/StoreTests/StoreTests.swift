@@ -174,9 +174,9 @@ extension SQLiteStore {
         #expect(stored.map(\.metadata) == [odd.metadata, nil] && stored.map(\.url) == [odd.url, plain.url])
     }
 
-    /// Migration 20 on a database of 18: the state CHECKs of jobs and deliveries, rewritten in
+    /// Migration 19 on a database of 18: the state CHECKs of jobs and deliveries, rewritten in
     /// place, still refuse an unknown state and keep the rows there were.
-    @Test func migration20KeepsTheStateChecksAndTheRows() throws {
+    @Test func migration19KeepsTheStateChecksAndTheRows() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/fetchd.sqlite"
