@@ -1,4 +1,5 @@
 import Dispatch
+import DownloadCore
 import HTTPServer
 import Persistence
 import Synchronization
@@ -116,8 +117,7 @@ final class InsertBatcher: Sendable {
     static let regatherBatch = 32
 
     private func awaitRegather(upTo limit: Duration) {
-        let (seconds, attoseconds) = limit.components
-        _ = regathered.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+        _ = regathered.wait(timeout: .now() + limit.inSeconds)
         pending.withLock { $0.regatherUntil = 0 }
         // A signal sent after the timeout would cut the next wait short: take it back.
         while regathered.wait(timeout: .now()) == .success {}

@@ -54,7 +54,7 @@ struct SnapshotRows {
             let index = Int(column - Self.first)
             if isBase(index, value) { continue }
             runs[current].elements.append(UInt8(ascii: ","))
-            runs[current].elements += String(index).utf8
+            JSONNumber.append(Int64(index), to: &runs[current].elements)
             runs[current].elements.append(UInt8(ascii: ","))
             Self.appendJSON(value, to: &runs[current].elements)
         }
@@ -127,7 +127,7 @@ struct SnapshotRows {
     private static func appendJSON(_ value: OpaquePointer?, to bytes: inout [UInt8]) {
         switch sqlite3_value_type(value) {
         case SQLITE_NULL: bytes += "null".utf8
-        case SQLITE_INTEGER: bytes += String(sqlite3_value_int64(value)).utf8
+        case SQLITE_INTEGER: JSONNumber.append(sqlite3_value_int64(value), to: &bytes)
         case SQLITE_FLOAT: bytes += String(sqlite3_value_double(value)).utf8
         default: JSONString.append(String(decoding: text(value), as: UTF8.self), to: &bytes)
         }

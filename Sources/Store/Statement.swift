@@ -24,6 +24,7 @@ final class Statement {
     }
 
     func finalize() { sqlite3_finalize(raw) }
+
     func reset() {
         sqlite3_reset(raw)
         sqlite3_clear_bindings(raw)
