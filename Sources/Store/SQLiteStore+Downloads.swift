@@ -34,7 +34,7 @@ extension SQLiteStore {
         var tags = FairTags()
         // Looked up once per transaction, not per job (the cache hashes the statement's text).
         let insertDownload = try db.prepare(Self.insertDownloadSQL)
-        var logged: [StateLog.Entry] = []
+        var logged: [NewRowSnapshot] = []
         var outcomes: [InsertOutcome] = []
         outcomes.reserveCapacity(jobs.count)
         var start = 0
@@ -68,12 +68,12 @@ extension SQLiteStore {
     /// one statement's start, journal and end per `rowsPerInsert` jobs, not per job. False, having
     /// written nothing, when one of them meets a live job at its destination (or another of the
     /// run): the caller then inserts them one at a time, to say which.
-    private func insertTogether(_ run: ArraySlice<NewJob>, tags: inout FairTags, logging logged: inout [StateLog.Entry],
+    private func insertTogether(_ run: ArraySlice<NewJob>, tags: inout FairTags, logging logged: inout [NewRowSnapshot],
                                 into db: SQLiteConnection) throws -> Bool {
         var chosen = tags
         var values: [SQLValue] = []
         values.reserveCapacity(run.count * (DownloadColumns.written.count + 3))
-        var entries: [StateLog.Entry] = []
+        var entries: [NewRowSnapshot] = []
         entries.reserveCapacity(run.count)
         // By index: `for job in run` would copy each job, a retain per field of its Download.
         for index in run.indices {
@@ -81,7 +81,7 @@ extension SQLiteStore {
             let tag = try chosen.next(db, session: session)
             chosen.take(tag, session: session)
             let row = DownloadColumns.values(run[index].download)
-            entries.append(StateLog.Entry(id: run[index].download.id, session: session, payload: Self.snapshot(row)))
+            entries.append(NewRowSnapshot(id: run[index].download.id, session: session, values: row))
             values += row
             // One by one: a literal list would be an allocation per job.
             values.append(.integer(run[index].download.discretionary ? 1 : 0))
@@ -101,7 +101,7 @@ extension SQLiteStore {
 
     /// `logged`: where a created job's event goes, for the log rows written after the batch.
     private func insert(_ job: NewJob, with insertDownload: Statement, tags: inout FairTags,
-                        logging logged: inout [StateLog.Entry], into db: SQLiteConnection) throws -> InsertOutcome {
+                        logging logged: inout [NewRowSnapshot], into db: SQLiteConnection) throws -> InsertOutcome {
         // `job.download` read in place throughout: a copy of a Download is one retain per field.
         let idempotency = job.idempotency
         if let idempotency {
@@ -120,7 +120,7 @@ extension SQLiteStore {
             try insertDownload.run(values, [.integer(job.download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(job.download)])
             // The log keeps the new row's snapshot (as a session action's rows), not the Download's
             // JSON: less than half the bytes, which the commit and the checkpoint then copy.
-            logged.append(StateLog.Entry(id: job.download.id, session: job.download.session, payload: Self.snapshot(values)))
+            logged.append(NewRowSnapshot(id: job.download.id, session: job.download.session, values: values))
         } catch let error as StoreError where error.isConstraintViolation {
             return .destinationBusy
         }
@@ -133,31 +133,6 @@ extension SQLiteStore {
         }
         return .created(job.download)
     }
-
-    /// A new row as `StateLog.snapshotColumns` shows one (`json_array` of `DownloadColumns.list`):
-    /// its written values, then its revision, 0.
-    /// Written on the store's one writer for every job: no String is made for a number or a null.
-    static func snapshot(_ written: [SQLValue]) -> [UInt8] {
-        var json: [UInt8] = []
-        json.reserveCapacity(768)
-        json.append(UInt8(ascii: "["))
-        for value in written {
-            switch value {
-            case .null: json.append(contentsOf: null)
-            case .integer(let number): JSONNumber.append(number, to: &json)
-            case .real(let number): json += (number.isFinite ? "\(number)" : "null").utf8
-            case .text(let text): JSONString.append(text, to: &json)
-            // No written column is a blob; were one, its bytes would go as text.
-            case .blob(let bytes): JSONString.append(String(decoding: bytes, as: UTF8.self), to: &json)
-            }
-            json.append(UInt8(ascii: ","))
-        }
-        json.append(UInt8(ascii: "0"))
-        json.append(UInt8(ascii: "]"))
-        return json
-    }
-
-    private static let null = Array("null".utf8)
 
     /// Built once: the statement cache is keyed by the SQL text, and this one is long.
     private static let insertDownloadSQL = "INSERT INTO downloads (\(insertColumns)) VALUES \(rowPlaceholders)"

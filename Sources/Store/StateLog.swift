@@ -33,23 +33,51 @@ struct StateLog: Sendable {
     /// The new states of many jobs, in order: one row per run of jobs of one session (up to
     /// `eventsPerRow`).
     func append(_ db: SQLiteConnection, _ entries: [Entry]) throws {
+        try appendRuns(db, entries, session: \.session, id: \.id) { run in
+            guard run.count > 1, let first = run.first else { return run.first?.payload ?? [] }
+            var payloads: [UInt8] = []
+            payloads.reserveCapacity(run.reduce(2) { $0 + $1.payload.count + 1 })
+            payloads.append(UInt8(ascii: "["))
+            payloads += first.payload
+            for entry in run.dropFirst() {
+                payloads.append(UInt8(ascii: ","))
+                payloads += entry.payload
+            }
+            payloads.append(UInt8(ascii: "]"))
+            return payloads
+        }
+    }
+
+    /// New jobs' rows, in order: each log row's first whole, the others as what differs from it.
+    func append(_ db: SQLiteConnection, _ rows: [NewRowSnapshot]) throws {
+        try appendRuns(db, rows, session: \.session, id: \.id) { run in
+            var payload: [UInt8] = []
+            guard let first = run.first else { return payload }
+            // A whole snapshot is ~400 bytes, a difference ~100.
+            payload.reserveCapacity(512 + 128 * run.count)
+            if run.count > 1 { payload.append(UInt8(ascii: "[")) }
+            first.whole(into: &payload)
+            for row in run.dropFirst() {
+                payload.append(UInt8(ascii: ","))
+                row.difference(from: first, into: &payload)
+            }
+            if run.count > 1 { payload.append(UInt8(ascii: "]")) }
+            return payload
+        }
+    }
+
+    /// One log row per run of `items` of one session (up to `eventsPerRow`), its payload what
+    /// `encode` makes of the run: one item's as it is, or a JSON array of many.
+    private func appendRuns<Item>(_ db: SQLiteConnection, _ items: [Item], session: (Item) -> String, id: (Item) -> String,
+                                  encode: (ArraySlice<Item>) -> [UInt8]) throws {
         let now = SQLValue.integer(Self.now())
         var start = 0
-        while start < entries.count {
-            let session = entries[start].session
+        while start < items.count {
+            let first = session(items[start])
             var end = start + 1
-            while end < entries.count, end - start < Self.eventsPerRow, entries[end].session == session { end += 1 }
-            let run = entries[start..<end]
-            var payloads: [UInt8] = []
-            if run.count > 1 {
-                payloads.reserveCapacity(run.reduce(2) { $0 + $1.payload.count + 1 })
-                for entry in run {
-                    payloads.append(payloads.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
-                    payloads += entry.payload
-                }
-                payloads.append(UInt8(ascii: "]"))
-            }
-            try insertRow(db, session: session, ids: run.map(\.id), payload: run.count > 1 ? payloads : entries[start].payload, now: now)
+            while end < items.count, end - start < Self.eventsPerRow, session(items[end]) == first { end += 1 }
+            let run = items[start..<end]
+            try insertRow(db, session: first, ids: run.map(id), payload: encode(run), now: now)
             start = end
         }
     }

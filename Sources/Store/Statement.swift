@@ -1,7 +1,7 @@
 import CSQLite
 
 /// A value bound to a statement parameter or read from a column.
-enum SQLValue {
+enum SQLValue: Equatable {
     case null
     case integer(Int64)
     case real(Double)

@@ -81,6 +81,49 @@ import Testing
         }
     }
 
+    /// A batch logs each log row's first new job whole and the others as what differs from it
+    /// (`NewRowSnapshot`): every job reads back as the Download stored, across sessions that
+    /// alternate, multi-row inserts and one-by-one ones (a key, a busy destination), and more jobs
+    /// than one log row holds.
+    @Test func everyJobOfABatchReadsBackAsStored() throws {
+        let directory = NSTemporaryDirectory() + "fetchd-snapshot-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let payload: @Sendable (Download) -> [UInt8] = { download in
+            var bytes: [UInt8] = []
+            JSONString.append(String(reflecting: download), to: &bytes)
+            return bytes
+        }
+        let store = try SQLiteStore(path: directory + "/fetchd.sqlite", statePayload: payload)
+        defer { store.close() }
+        _ = try store.insert(makeDownload("01B00000", destination: "busy"), idempotency: nil)
+        let before = try store.eventLogSpan().newest
+        let count = StateLog.eventsPerRow + 120
+        let jobs = (0..<count).map { index in
+            // Sessions change after 1,010 jobs of one, then every 3: runs longer and shorter than a row.
+            var download = makeDownload(String(format: "01J%05d", index), session: index < 1010 || index % 3 == 0 ? "s" : "t",
+                                        priority: index % 4 == 0 ? 0.5 : 0.125)
+            if index % 2 == 1 { download.metadata = #"{"n":\#(index),"note":"ünïcode \"quoted\", [x]\n"}"# }
+            if index % 5 == 0 { download.expectedBytesToReceive = Int64(index) << 30 }
+            if index % 7 == 0 { download.url = "http://example.com/a?b=%22c%22&d=\u{e9}&i=\(index)" }
+            if index == 1050 { download.destination = Destination(stored: "busy") }
+            let key = index == 1060 ? IdempotencyRecord(principal: "p", key: "k", bodySHA256: "h") : nil
+            return NewJob(download: download, idempotency: key)
+        }
+        let outcomes = try store.insert(jobs)
+        let created = zip(jobs, outcomes).compactMap { job, outcome in
+            if case .created = outcome { job.download.id } else { nil }
+        }
+        #expect(created.count == count - 1)
+        let logged = try store.loggedEvents(after: before, session: nil, limit: count)
+        #expect(logged.map(\.downloadID) == created)
+        for event in logged {
+            let stored = try #require(try store.download(id: event.downloadID))
+            #expect(event.payload == payload(stored), "\(event.downloadID)")
+        }
+        #expect(try store.loggedEvents(after: before, session: "t", limit: count).allSatisfy { $0.session == "t" })
+    }
+
     @Test func aSnapshotFromBeforeAnAddedColumnReadsItAsNullAndKeepsItsRevision() throws {
         let columns = DownloadColumns.written.count
         // The values of a snapshot written when the table had one column fewer: columns - 1, then the revision.
