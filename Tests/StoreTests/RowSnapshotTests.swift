@@ -36,17 +36,10 @@ import Testing
     /// (`SnapshotRows`): each still reads back as its own Download, across more jobs than one row
     /// holds, whatever its columns hold; and `job_counts` follows without its per-job trigger.
     @Test func everyJobOfABigActionReadsBackWholeAndTheCountsFollow() throws {
-        let directory = NSTemporaryDirectory() + "fetchd-snapshot-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        // Every field of the Download, as a JSON string: a row of many events holds a JSON array of them.
-        let payload: @Sendable (Download) -> [UInt8] = { download in
-            var bytes: [UInt8] = []
-            JSONString.append(String(reflecting: download), to: &bytes)
-            return bytes
-        }
-        let store = try SQLiteStore(path: directory + "/fetchd.sqlite", statePayload: payload)
-        defer { store.close() }
+        try withStoreLoggingEveryField { store, payload in try everyJobOfABigActionReadsBackWhole(store, payload) }
+    }
+
+    private func everyJobOfABigActionReadsBackWhole(_ store: SQLiteStore, _ payload: (Download) -> [UInt8]) throws {
         let jobs = StateLog.eventsPerRow + 2
         for index in 0..<jobs {
             var download = makeDownload(String(format: "01J%05d", index), session: "s", priority: index % 3 == 0 ? 0.5 : 0.125)
@@ -86,16 +79,10 @@ import Testing
     /// alternate, multi-row inserts and one-by-one ones (a key, a busy destination), and more jobs
     /// than one log row holds.
     @Test func everyJobOfABatchReadsBackAsStored() throws {
-        let directory = NSTemporaryDirectory() + "fetchd-snapshot-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let payload: @Sendable (Download) -> [UInt8] = { download in
-            var bytes: [UInt8] = []
-            JSONString.append(String(reflecting: download), to: &bytes)
-            return bytes
-        }
-        let store = try SQLiteStore(path: directory + "/fetchd.sqlite", statePayload: payload)
-        defer { store.close() }
+        try withStoreLoggingEveryField { store, payload in try everyJobOfABatchReadsBack(store, payload) }
+    }
+
+    private func everyJobOfABatchReadsBack(_ store: SQLiteStore, _ payload: (Download) -> [UInt8]) throws {
         _ = try store.insert(makeDownload("01B00000", destination: "busy"), idempotency: nil)
         let before = try store.eventLogSpan().newest
         let count = StateLog.eventsPerRow + 120
@@ -152,5 +139,21 @@ import Testing
         #expect(JSONArrayElements.split(Array("[]".utf8))?.isEmpty == true)
         #expect(JSONArrayElements.split(Array(#"["open]"#.utf8)) == nil)
         #expect(JSONArrayElements.split(Array(#"{"a":1}"#.utf8)) == nil)
+    }
+
+    /// A store in a temporary directory whose log payload is every field of the Download, as a JSON
+    /// string (a row of many events holds a JSON array of them).
+    private func withStoreLoggingEveryField(_ body: (SQLiteStore, (Download) -> [UInt8]) throws -> Void) throws {
+        let directory = NSTemporaryDirectory() + "fetchd-snapshot-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let payload: @Sendable (Download) -> [UInt8] = { download in
+            var bytes: [UInt8] = []
+            JSONString.append(String(reflecting: download), to: &bytes)
+            return bytes
+        }
+        let store = try SQLiteStore(path: directory + "/fetchd.sqlite", statePayload: payload)
+        defer { store.close() }
+        try body(store, payload)
     }
 }
