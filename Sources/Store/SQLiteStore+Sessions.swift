@@ -4,8 +4,9 @@ import Persistence
 extension SQLiteStore {
     /// One UPDATE per state the jobs leave (through the session index), in one transaction with the
     /// count, the running jobs to stop, the event log and, for a cancel, the jobs' events. Pause,
-    /// resume and retry take back each job's row as the UPDATE left it for the log
-    /// (`SnapshotRows`), decoding and encoding no Download: a session may hold 100,000.
+    /// resume and retry log each job's row as the UPDATE leaves it (`SnapshotRows`: read by the
+    /// `SessionChange.preview` before it, or a retry's RETURNING), decoding and encoding no
+    /// Download: a session may hold 100,000.
     public func act(_ action: SessionAction) throws -> SessionActionResult {
         var states = action.kind.appliesTo
         if let narrowed = action.state { states = states.intersection([narrowed]) }
