@@ -1,5 +1,4 @@
 import DownloadCore
-import Foundation
 import Persistence
 
 /// The mapping between `Download` and a row of the downloads table, in one place.
@@ -83,17 +82,4 @@ enum DownloadColumns {
 
     private static func optional(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }
     private static func optional(_ value: String?) -> SQLValue { value.map(SQLValue.text) ?? .null }
-
-    private static func encodeHeaders(_ headers: [OriginHeader]) -> SQLValue {
-        // Encoding an array of string pairs cannot fail; were it to, the job would have no headers.
-        guard !headers.isEmpty, let data = try? JSONEncoder().encode(headers) else { return .null }
-        return .text(String(decoding: data, as: UTF8.self))
-    }
-
-    /// A column that does not decode is a store error: a job must not run without the headers
-    /// (credentials, say) it was given.
-    private static func decodeHeaders(_ text: String?) throws -> [OriginHeader] {
-        guard let text else { return [] }
-        return try JSONDecoder().decode([OriginHeader].self, from: Data(text.utf8))
-    }
 }
