@@ -33,51 +33,37 @@ struct StateLog: Sendable {
     /// The new states of many jobs, in order: one row per run of jobs of one session (up to
     /// `eventsPerRow`).
     func append(_ db: SQLiteConnection, _ entries: [Entry]) throws {
-        try appendRuns(db, entries, session: \.session, id: \.id) { run in
-            guard run.count > 1, let first = run.first else { return run.first?.payload ?? [] }
-            var payloads: [UInt8] = []
-            payloads.reserveCapacity(run.reduce(2) { $0 + $1.payload.count + 1 })
-            payloads.append(UInt8(ascii: "["))
-            payloads += first.payload
-            for entry in run.dropFirst() {
-                payloads.append(UInt8(ascii: ","))
-                payloads += entry.payload
-            }
-            payloads.append(UInt8(ascii: "]"))
-            return payloads
-        }
+        try appendRuns(db, entries, session: \.session, id: \.id) { entry, _, payload in payload += entry.payload }
     }
 
     /// New jobs' rows, in order: each log row's first whole, the others as what differs from it.
     func append(_ db: SQLiteConnection, _ rows: [NewRowSnapshot]) throws {
-        try appendRuns(db, rows, session: \.session, id: \.id) { run in
-            var payload: [UInt8] = []
-            guard let first = run.first else { return payload }
-            // A whole snapshot is ~400 bytes, a difference ~100.
-            payload.reserveCapacity(512 + 128 * run.count)
-            if run.count > 1 { payload.append(UInt8(ascii: "[")) }
-            first.whole(into: &payload)
-            for row in run.dropFirst() {
-                payload.append(UInt8(ascii: ","))
-                row.difference(from: first, into: &payload)
-            }
-            if run.count > 1 { payload.append(UInt8(ascii: "]")) }
-            return payload
+        try appendRuns(db, rows, session: \.session, id: \.id) { row, first, payload in
+            if let first { row.difference(from: first, into: &payload) } else { row.whole(into: &payload) }
         }
     }
 
-    /// One log row per run of `items` of one session (up to `eventsPerRow`), its payload what
-    /// `encode` makes of the run: one item's as it is, or a JSON array of many.
+    /// One log row per run of `items` of one session (up to `eventsPerRow`), its payload one
+    /// item's as `write` writes it, or a JSON array of many. `write` is given the run's first item
+    /// for every item after it.
     private func appendRuns<Item>(_ db: SQLiteConnection, _ items: [Item], session: (Item) -> String, id: (Item) -> String,
-                                  encode: (ArraySlice<Item>) -> [UInt8]) throws {
+                                  write: (Item, _ first: Item?, inout [UInt8]) -> Void) throws {
         let now = SQLValue.integer(Self.now())
         var start = 0
         while start < items.count {
             let first = session(items[start])
             var end = start + 1
             while end < items.count, end - start < Self.eventsPerRow, session(items[end]) == first { end += 1 }
-            let run = items[start..<end]
-            try insertRow(db, session: first, ids: run.map(id), payload: encode(run), now: now)
+            var payload: [UInt8] = []
+            // Grown as written: a new job's difference is ~100 bytes, a Download's JSON ~750.
+            payload.reserveCapacity(512 + 128 * (end - start))
+            if end - start > 1 { payload.append(UInt8(ascii: "[")) }
+            for index in start..<end {
+                if index > start { payload.append(UInt8(ascii: ",")) }
+                write(items[index], index > start ? items[start] : nil, &payload)
+            }
+            if end - start > 1 { payload.append(UInt8(ascii: "]")) }
+            try insertRow(db, session: first, ids: items[start..<end].map(id), payload: payload, now: now)
             start = end
         }
     }
