@@ -1,43 +1,64 @@
 """A tiny webhook consumer: answers 204 to every POST and counts deliveries by event type.
 
 Run as `python3 webhook_receiver.py PORT`; GET /stats returns {"download.completed": n, ...}.
+
+It shares the two cores with fetchd and the origin, and the peers (curl, aria2) send no
+webhooks, so it is kept lean: one asyncio loop reading HTTP/1.1 with keep-alive itself, ~0.1 ms
+of CPU a delivery where http.server's thread per connection and its header parser took 0.2-0.3 ms
+(a fifth of all CPU in the small-files scenario; `small_counts.py`). Each body is still parsed as
+JSON to count it by its `type`.
 """
+import asyncio
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 counts: dict[str, int] = {}
-lock = threading.Lock()
+NO_CONTENT = b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+def content_length(head: bytes) -> int:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0
 
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        kind = json.loads(body).get("type", "?")
-        with lock:
+
+class Receiver(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport = transport
+        self.buffer = b""
+
+    def data_received(self, data: bytes):
+        self.buffer += data
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = self.buffer[:end]
+            length = content_length(head)
+            if len(self.buffer) < end + 4 + length:
+                return
+            body = self.buffer[end + 4:end + 4 + length]
+            self.buffer = self.buffer[end + 4 + length:]
+            self.answer(head.split(b" ", 2), body)
+
+    def answer(self, request_line: list, body: bytes):
+        if request_line[0] == b"POST":
+            kind = json.loads(body).get("type", "?")
             counts[kind] = counts.get(kind, 0) + 1
-        self.send_response(204)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+            self.transport.write(NO_CONTENT)
+        else:
+            stats = json.dumps(counts).encode()
+            self.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                                 % (len(stats), stats))
 
-    def do_GET(self):
-        with lock:
-            body = json.dumps(counts).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
-    def log_message(self, *args):
-        pass
+async def serve(port: int):
+    # fetchd may open many delivery connections at once.
+    server = await asyncio.get_running_loop().create_server(Receiver, "127.0.0.1", port, backlog=1024)
+    await server.serve_forever()
 
 
 if __name__ == "__main__":
-    ThreadingHTTPServer.request_queue_size = 1024  # fetchd may open many delivery connections at once
-    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
-    server.daemon_threads = True
-    server.serve_forever()
+    asyncio.run(serve(int(sys.argv[1])))
