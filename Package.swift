@@ -21,9 +21,10 @@ let package = Package(
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // Layers, each knowing nothing of the ones above it.
-        .target(name: "HTTPServer", dependencies: ["CZlib", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Epoll"),
+        .target(name: "HTTPServer", dependencies: ["CZlib", "Epoll", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Transfer", dependencies: [
-            "CCurl", "DownloadCore",
+            "CCurl", "DownloadCore", "Epoll",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),

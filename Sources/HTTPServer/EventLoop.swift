@@ -1,4 +1,5 @@
 import Dispatch
+import Epoll
 import Glibc
 import Synchronization
 

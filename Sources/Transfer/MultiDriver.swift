@@ -1,5 +1,6 @@
 import CCurl
 import Dispatch
+import Glibc
 import Logging
 
 /// Drives one curl multi handle from one serial queue: sockets through `SocketRegistry`, curl's
@@ -9,7 +10,7 @@ final class MultiDriver: @unchecked Sendable {
     // @unchecked: apart from the two `let`s below, which are thread-safe, every property is used
     // only on `queue` (which also owns every easy handle).
     let queue = DispatchQueue(label: "fetchd.transfer.engine")
-    /// Live DispatchSources and file work still running off the queue; `shutdown` waits for it.
+    /// File work still running off the queue; `shutdown` waits for it.
     let pendingWork = DispatchGroup()
 
     private let logger: Logger
@@ -38,9 +39,11 @@ final class MultiDriver: @unchecked Sendable {
         self.staging = staging
         self.network = network
         flushTimer = DispatchSource.makeTimerSource(queue: queue)
-        sockets = SocketRegistry(queue: queue, liveSourcesGroup: pendingWork, logger: logger) {
-            [weak self] socket, events in self?.socketAction(socket, events)
+        sockets = SocketRegistry(queue: queue, logger: logger) { [weak self] socket, events in
+            self?.socketAction(socket, events)
         }
+        // Without it every transfer ends at once as cancelled; say why.
+        if sockets == nil { logger.critical("cannot watch sockets for transfers", metadata: ["errno": "\(errno)"]) }
 
         let unmanagedSelf = Unmanaged.passUnretained(self).toOpaque()
         fetchd_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, unmanagedSelf)
@@ -185,8 +188,8 @@ final class MultiDriver: @unchecked Sendable {
         if code != CURLE_OK { end(id, .curl(code)) }
     }
 
-    /// Cancels everything and frees the multi handle; on the queue. Sockets close once their
-    /// sources' cancel handlers ran: wait for `pendingWork` (off the queue) to know they did.
+    /// Cancels everything, frees the multi handle and closes the sockets; on the queue. Wait for
+    /// `pendingWork` (off the queue) to know the file work is done.
     func shutdown() {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !isShutDown else { return }
@@ -204,8 +207,8 @@ final class MultiDriver: @unchecked Sendable {
 
     /// How often one read event may go back to curl while its socket has more bytes waiting.
     /// Over TLS curl reads one record (16 KiB) per call; going on here costs a poll(2) where
-    /// waiting for the next event would cost two thread wake-ups (libdispatch's event thread, then
-    /// the queue's).
+    /// waiting for the next event would cost a return to the poller's `epoll_wait`, and a wait for
+    /// the queue.
     private static let readsPerEvent = 16
     /// Idle connections kept for reuse however few transfers run (see `add`).
     private static let connectionCacheFloor = 64

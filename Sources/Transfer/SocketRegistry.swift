@@ -1,83 +1,92 @@
 import CCurl
 import Dispatch
+import Epoll
 import Glibc
 import Logging
 
-/// Watches curl's sockets with DispatchSources, as CURLMOPT_SOCKETFUNCTION asks, and closes a
-/// socket only once no source watches it any more.
-///
-/// Why the care: a DispatchSource's descriptor sits in libdispatch's epoll set until the source's
-/// cancel handler has run. Closing it earlier frees the number; the next socket gets it, libdispatch
-/// mistakes it for the old one, and the new socket's events are never delivered.
+/// Watches curl's sockets in the engine's epoll set (`SocketPoller`), as CURLMOPT_SOCKETFUNCTION
+/// asks.
 ///
 /// - Connections are opened here (CURLOPT_OPENSOCKETFUNCTION) and closed here
-///   (CURLOPT_CLOSESOCKETFUNCTION), so their close can wait for the cancel handlers.
+///   (CURLOPT_CLOSESOCKETFUNCTION): out of the epoll set first, then closed.
 /// - curl also asks to watch descriptors it opens and closes itself (the threaded resolver's
 ///   socketpair, closed right after CURL_POLL_REMOVE). Those are watched through a dup that is
 ///   ours to close.
+/// - An event may come for a socket that was closed after the poller read it, whose number a new
+///   socket may have by then: each watch has a generation, carried in its events' data, and an
+///   event of another generation is dropped.
 ///
-/// Used only on the engine queue.
+/// Used only on the engine queue (the poller runs its handlers there too).
 final class SocketRegistry {
     private final class Watch {
-        /// The descriptor the sources watch: curl's socket, or our dup of it.
+        /// curl's socket, the key of `watches`.
+        let socket: curl_socket_t
+        /// The descriptor in the epoll set: curl's socket, or our dup of it.
         let fd: Int32
         let isDuplicate: Bool
         /// A TLS connection, where a read may leave bytes in the socket (`hasBytesWaiting`).
         let isTLS: Bool
-        var read: DispatchSourceRead?
-        var write: DispatchSourceWrite?
-        /// curl no longer watches the socket (its connection waits in curl's cache), but its read
-        /// source is kept for the next transfer on it (`update`).
+        /// In each event's data beside the socket's number.
+        let generation: UInt32
+        /// What the epoll set watches the descriptor for (`Epoll.readable`, `.writable`); 0: not in it.
+        var events: UInt32 = 0
+        /// curl no longer watches the socket (its connection waits in curl's cache), but it stays
+        /// in the set for reading until the next transfer on it (`update`).
         var isIdle = false
 
-        init(fd: Int32, isDuplicate: Bool, isTLS: Bool) {
+        init(socket: curl_socket_t, fd: Int32, isDuplicate: Bool, isTLS: Bool, generation: UInt32) {
+            self.socket = socket
             self.fd = fd
             self.isDuplicate = isDuplicate
             self.isTLS = isTLS
+            self.generation = generation
         }
     }
 
-    private let queue: DispatchQueue
-    /// Entered for each source until its cancel handler ran.
-    private let liveSourcesGroup: DispatchGroup
+    private let poller: SocketPoller
     private let logger: Logger
-    /// Called on the queue when curl's socket is ready, with CURL_CSELECT_IN or CURL_CSELECT_OUT.
+    /// Called on the queue when curl's socket is ready, with CURL_CSELECT_IN and/or CURL_CSELECT_OUT.
     private let onReady: (curl_socket_t, Int32) -> Void
 
     /// By curl's socket number.
     private var watches: [curl_socket_t: Watch] = [:]
+    private var nextGeneration: UInt32 = 0
     /// Sockets opened for curl and not yet closed by it.
     private var opened: Set<Int32> = []
-    /// Sources not yet past their cancel handler, by watched descriptor.
-    private var liveSources: [Int32: Int] = [:]
-    /// Descriptors to close when their last source is gone.
-    private var pendingClose: Set<Int32> = []
 
-    init(queue: DispatchQueue, liveSourcesGroup: DispatchGroup, logger: Logger,
-         onReady: @escaping (curl_socket_t, Int32) -> Void) {
-        self.queue = queue
-        self.liveSourcesGroup = liveSourcesGroup
+    /// Nil, with `errno`, when the poller cannot start.
+    init?(queue: DispatchQueue, logger: Logger, onReady: @escaping (curl_socket_t, Int32) -> Void) {
         self.logger = logger
         self.onReady = onReady
+        weak var registry: SocketRegistry?
+        guard let poller = SocketPoller(queue: queue, onEvent: { events, data in registry?.ready(events, data) }) else {
+            return nil
+        }
+        self.poller = poller
+        registry = self
+    }
+
+    /// A registry dropped without `shutdown` (an engine never shut down) still ends the poller's thread.
+    deinit {
+        poller.stop()
     }
 
     /// CURLMOPT_SOCKETFUNCTION: watch `socket` for what curl wants (CURL_POLL_*). `isTLS` says,
     /// when the socket is new, whether its connection speaks TLS.
     ///
-    /// A connection curl keeps for reuse keeps its read source while idle: a small file's transfer
-    /// on a kept connection then costs no source to make and cancel (each an `epoll_ctl` and a
-    /// wake-up of libdispatch's manager thread). Whatever wakes an idle source (the server closing
-    /// the connection) stops it; curl checks a cached connection before it reuses it.
+    /// A connection curl keeps for reuse stays in the set for reading while idle: a small file's
+    /// transfer on a kept connection then costs no `epoll_ctl` to add and remove it. Whatever makes
+    /// an idle socket readable (the server closing the connection) takes it out; curl checks a
+    /// cached connection before it reuses it.
     func update(_ socket: curl_socket_t, what: Int32, isTLS: () -> Bool) {
         if what == CURL_POLL_REMOVE {
             guard let watch = watches[socket] else { return }
-            if watch.isDuplicate || watch.read == nil {
+            if watch.isDuplicate || watch.events & Epoll.readable == 0 {
                 watches[socket] = nil
                 stop(watch)
             } else {
                 watch.isIdle = true
-                watch.write?.cancel()
-                watch.write = nil
+                watch.events = set(watch, Epoll.readable)
             }
             return
         }
@@ -85,34 +94,36 @@ final class SocketRegistry {
         watch.isIdle = false
         let wantsRead = what == CURL_POLL_IN || what == CURL_POLL_INOUT
         let wantsWrite = what == CURL_POLL_OUT || what == CURL_POLL_INOUT
-
-        if wantsRead, watch.read == nil {
-            let source = DispatchSource.makeReadSource(fileDescriptor: watch.fd, queue: queue)
-            arm(source, watching: watch.fd) { [weak self, weak watch] in
-                guard let self, let watch else { return }
-                self.readable(socket, watch)
-            }
-            watch.read = source
-        } else if !wantsRead, let source = watch.read {
-            source.cancel()
-            watch.read = nil
-        }
-        if wantsWrite, watch.write == nil {
-            let source = DispatchSource.makeWriteSource(fileDescriptor: watch.fd, queue: queue)
-            arm(source, watching: watch.fd) { [onReady] in onReady(socket, CURL_CSELECT_OUT) }
-            watch.write = source
-        } else if !wantsWrite, let source = watch.write {
-            source.cancel()
-            watch.write = nil
-        }
+        watch.events = set(watch, (wantsRead ? Epoll.readable : 0) | (wantsWrite ? Epoll.writable : 0))
     }
 
-    /// The read source of `watch` fired: curl's business, unless the socket is idle in curl's cache.
-    private func readable(_ socket: curl_socket_t, _ watch: Watch) {
-        guard watch.isIdle else { return onReady(socket, CURL_CSELECT_IN) }
-        guard watches[socket] === watch else { return }
-        watches[socket] = nil
-        stop(watch)
+    /// Puts `watch` in the epoll set for `events` (out of it for none); returns what it is in for.
+    private func set(_ watch: Watch, _ events: UInt32) -> UInt32 {
+        guard events != watch.events else { return events }
+        let operation: Epoll.Operation = events == 0 ? .delete : watch.events == 0 ? .add : .modify
+        let data = UInt64(watch.generation) << 32 | UInt64(UInt32(bitPattern: watch.socket))
+        guard Epoll.control(poller.epoll, operation, watch.fd, events: events, data: data) == 0 else {
+            logger.error("cannot watch a curl socket", metadata: ["errno": "\(errno)"])
+            return watch.events
+        }
+        return events
+    }
+
+    /// An event of the poller, on the queue: curl's business, unless the socket is idle in curl's
+    /// cache (then it leaves the set) or the event is for a watch that is gone.
+    private func ready(_ events: UInt32, _ data: UInt64) {
+        let socket = Int32(bitPattern: UInt32(truncatingIfNeeded: data))
+        guard let watch = watches[socket], watch.generation == UInt32(truncatingIfNeeded: data >> 32) else { return }
+        let failed = events & (Epoll.hangUp | Epoll.error) != 0
+        let readable = watch.events & Epoll.readable != 0 && (events & Epoll.readable != 0 || failed)
+        let writable = watch.events & Epoll.writable != 0 && (events & Epoll.writable != 0 || failed)
+        if readable, watch.isIdle {
+            watches[socket] = nil
+            stop(watch)
+            return
+        }
+        let select = (readable ? CURL_CSELECT_IN : 0) | (writable ? CURL_CSELECT_OUT : 0)
+        if select != 0 { onReady(socket, select) }
     }
 
     /// Whether curl still watches `socket` for reading and bytes are waiting on it right now
@@ -120,7 +131,7 @@ final class SocketRegistry {
     /// Asked only of TLS sockets: over plain HTTP curl reads until the socket is empty, so the
     /// poll would find nothing (about 2 % of the CPU with 1,000 slow transfers).
     func hasBytesWaiting(_ socket: curl_socket_t) -> Bool {
-        guard let watch = watches[socket], watch.isTLS, !watch.isIdle, watch.read != nil else { return false }
+        guard let watch = watches[socket], watch.isTLS, !watch.isIdle, watch.events & Epoll.readable != 0 else { return false }
         var ready = pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0)
         return poll(&ready, 1, 0) == 1 && ready.revents & Int16(POLLIN) != 0
     }
@@ -138,20 +149,23 @@ final class SocketRegistry {
     func closeSocket(_ fd: curl_socket_t) {
         opened.remove(fd)
         if let watch = watches.removeValue(forKey: fd) { stop(watch) }
-        close(whenUnwatched: fd)
+        Glibc.close(fd)
     }
 
-    /// After curl_multi_cleanup: stop whatever is still watched and close whatever is still open.
+    /// After curl_multi_cleanup: stop whatever is still watched, close whatever is still open, and
+    /// end the poller's thread.
     func shutdown() {
         for watch in watches.values { stop(watch) }
         watches = [:]
-        for fd in opened { close(whenUnwatched: fd) }
+        for fd in opened { Glibc.close(fd) }
         opened = []
+        poller.stop()
     }
 
     private func makeWatch(for socket: curl_socket_t, isTLS: Bool) -> Watch? {
+        nextGeneration &+= 1
         if opened.contains(socket) {
-            let watch = Watch(fd: socket, isDuplicate: false, isTLS: isTLS)
+            let watch = Watch(socket: socket, fd: socket, isDuplicate: false, isTLS: isTLS, generation: nextGeneration)
             watches[socket] = watch
             return watch
         }
@@ -160,41 +174,14 @@ final class SocketRegistry {
             logger.error("cannot watch a curl socket", metadata: ["errno": "\(errno)"])
             return nil
         }
-        let watch = Watch(fd: duplicate, isDuplicate: true, isTLS: false)
+        let watch = Watch(socket: socket, fd: duplicate, isDuplicate: true, isTLS: false, generation: nextGeneration)
         watches[socket] = watch
         return watch
     }
 
-    private func arm(_ source: some DispatchSourceProtocol, watching fd: Int32,
-                     handler: @escaping () -> Void) {
-        liveSources[fd, default: 0] += 1
-        liveSourcesGroup.enter()
-        source.setEventHandler(handler: handler)
-        source.setCancelHandler { [self] in
-            let remaining = liveSources[fd, default: 1] - 1
-            liveSources[fd] = remaining == 0 ? nil : remaining
-            if remaining == 0, pendingClose.remove(fd) != nil {
-                Glibc.close(fd)
-            }
-            liveSourcesGroup.leave()
-        }
-        source.resume()
-    }
-
+    /// Takes `watch` out of the epoll set (before its descriptor can close) and closes our dup.
     private func stop(_ watch: Watch) {
-        watch.read?.cancel()
-        watch.write?.cancel()
-        watch.read = nil
-        watch.write = nil
-        if watch.isDuplicate { close(whenUnwatched: watch.fd) }
-    }
-
-    /// Closes `fd` now if no source watches it, else once the last cancel handler ran.
-    private func close(whenUnwatched fd: Int32) {
-        if liveSources[fd, default: 0] == 0 {
-            Glibc.close(fd)
-        } else {
-            pendingClose.insert(fd)
-        }
+        watch.events = set(watch, 0)
+        if watch.isDuplicate { Glibc.close(watch.fd) }
     }
 }

@@ -247,6 +247,34 @@ import Transfer
         #expect(calls.load(ordering: .relaxed) == 1)
     }
 
+    /// Every response closes its connection, so socket numbers are reused all the time while other
+    /// transfers' events are in flight: each transfer must still get its own body, none stall.
+    @Test func transfersOnConnectionsClosedAfterEachResponseGetTheirOwnBodies() async throws {
+        let origin = try TestOrigin { request in OriginResponse(body: Array(request.path.utf8), framing: .closeDelimited) }
+        defer { origin.stop() }
+        let engine = makeEngine()
+        defer { engine.shutdown() }
+
+        let mismatches = await withTaskGroup(of: Int.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    var wrong = 0
+                    for round in 0..<40 {
+                        let path = "/\(worker)/\(round)"
+                        var request = TransferRequest(url: origin.url(path), sink: .memory(limit: 64))
+                        request.addressPolicy = .allowAll
+                        let result = await engine.run(request)
+                        if result.failure != nil || result.responseBody != Array(path.utf8) { wrong += 1 }
+                    }
+                    return wrong
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(mismatches == 0)
+        #expect(origin.connectionsAccepted == 320)
+    }
+
     @Test func shutdownClosesKeptAliveConnections() async throws {
         let origin = try TestOrigin { _ in OriginResponse(body: [1]) }
         defer { origin.stop() }
