@@ -87,4 +87,26 @@ public enum Epoll {
         return (buffer.loadUnaligned(fromByteOffset: base, as: UInt32.self),
                 buffer.loadUnaligned(fromByteOffset: base + dataOffset, as: UInt64.self))
     }
+
+    /// Starts a detached thread that runs `body` (a loop that waits on an epoll set) and then
+    /// ends; returns pthread_create's status, 0 when the thread started.
+    public static func startThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
+        final class Body {
+            let run: @Sendable () -> Void
+            init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+        }
+        let context = Unmanaged.passRetained(Body(body)).toOpaque()
+        var thread = pthread_t()
+        let status = pthread_create(&thread, nil, { context in
+            guard let context else { return nil }
+            Unmanaged<Body>.fromOpaque(context).takeRetainedValue().run()
+            return nil
+        }, context)
+        if status == 0 {
+            pthread_detach(thread)
+        } else {
+            Unmanaged<Body>.fromOpaque(context).release()
+        }
+        return status
+    }
 }

@@ -75,19 +75,11 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// Starts the loop's thread, which keeps the loop alive until it stops. If that fails, the
     /// loop's descriptors are closed and it must not be used.
     func start() throws {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        let status = pthread_create(&thread, nil, { context in
-            guard let context else { return nil }
-            Unmanaged<EventLoop>.fromOpaque(context).takeRetainedValue().run()
-            return nil
-        }, context)
+        let status = Epoll.startThread { self.run() }
         guard status == 0 else {
-            Unmanaged<EventLoop>.fromOpaque(context).release()
             closeDescriptors()
             throw HTTPServerError("cannot start an event loop thread: \(errorText(status))")
         }
-        pthread_detach(thread)
     }
 
     /// Ends the loop once the jobs already sent have run; later jobs run on a serial queue.

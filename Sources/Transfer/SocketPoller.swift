@@ -41,22 +41,14 @@ final class SocketPoller: @unchecked Sendable {
         wakeup = (pipe[0], pipe[1])
         self.queue = queue
         self.onEvent = onEvent
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        let status = pthread_create(&thread, nil, { context in
-            guard let context else { return nil }
-            Unmanaged<SocketPoller>.fromOpaque(context).takeRetainedValue().run()
-            return nil
-        }, context)
+        let status = Epoll.startThread { self.run() }
         guard status == 0 else {
-            Unmanaged<SocketPoller>.fromOpaque(context).release()
             close(wakeup.read)
             close(wakeup.write)
             close(epoll)
             errno = status
             return nil
         }
-        pthread_detach(thread)
     }
 
     /// Ends the polling thread after the batch it may be handling. Callable on the queue: it does
