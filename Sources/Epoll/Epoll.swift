@@ -88,6 +88,24 @@ public enum Epoll {
                 buffer.loadUnaligned(fromByteOffset: base + dataOffset, as: UInt64.self))
     }
 
+    /// A pipe (both ends non-blocking and close-on-exec) whose read end is in `epoll`, with
+    /// `data`: a byte written to `write` ends the set's wait. Nil, with `errno`, on failure.
+    public static func addWakeupPipe(to epoll: Int32, data: UInt64? = nil) -> (read: Int32, write: Int32)? {
+        var pipe: [Int32] = [-1, -1]
+        guard Glibc.pipe(&pipe) == 0 else { return nil }
+        for fd in pipe {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        guard control(epoll, .add, pipe[0], events: readable, data: data) == 0 else {
+            let code = errno
+            for fd in pipe { close(fd) }
+            errno = code
+            return nil
+        }
+        return (pipe[0], pipe[1])
+    }
+
     /// Starts a detached thread that runs `body` (a loop that waits on an epoll set) and then
     /// ends; returns pthread_create's status, 0 when the thread started.
     public static func startThread(_ body: @escaping @Sendable () -> Void) -> Int32 {

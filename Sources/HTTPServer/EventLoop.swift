@@ -54,22 +54,16 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
 
     init(tickInterval: Double) throws {
         self.tickInterval = tickInterval
-        var pipe: [Int32] = [-1, -1]
         guard let epoll = Epoll.create() else {
             throw HTTPServerError("cannot create an event loop: \(errorText(errno))")
         }
-        guard Glibc.pipe(&pipe) == 0 else {
+        guard let wakeup = Epoll.addWakeupPipe(to: epoll) else {
             let code = errno
             _ = Glibc.close(epoll)
             throw HTTPServerError("cannot create an event loop: \(errorText(code))")
         }
-        for fd in pipe {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
         self.epoll = epoll
-        wakeup = (pipe[0], pipe[1])
-        Epoll.control(epoll, .add, wakeup.read, events: Epoll.readable)
+        self.wakeup = wakeup
     }
 
     /// Starts the loop's thread, which keeps the loop alive until it stops. If that fails, the

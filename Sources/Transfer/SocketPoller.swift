@@ -28,17 +28,14 @@ final class SocketPoller: @unchecked Sendable {
     /// Starts the polling thread; nil, with `errno`, if the descriptors or the thread cannot be had.
     init?(queue: DispatchQueue, onEvent: @escaping (_ events: UInt32, _ data: UInt64) -> Void) {
         guard let epoll = Epoll.create() else { return nil }
-        var pipe: [Int32] = [-1, -1]
-        guard Glibc.pipe(&pipe) == 0, pipe.allSatisfy({ fcntl($0, F_SETFD, FD_CLOEXEC) == 0 }),
-              Epoll.control(epoll, .add, pipe[0], events: Epoll.readable, data: Self.wakeupData) == 0 else {
+        guard let wakeup = Epoll.addWakeupPipe(to: epoll, data: Self.wakeupData) else {
             let code = errno
-            for fd in pipe where fd >= 0 { close(fd) }
             close(epoll)
             errno = code
             return nil
         }
         self.epoll = epoll
-        wakeup = (pipe[0], pipe[1])
+        self.wakeup = wakeup
         self.queue = queue
         self.onEvent = onEvent
         let status = Epoll.startThread { self.run() }

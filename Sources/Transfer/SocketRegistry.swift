@@ -86,7 +86,7 @@ final class SocketRegistry {
                 stop(watch)
             } else {
                 watch.isIdle = true
-                watch.events = set(watch, Epoll.readable)
+                set(watch, Epoll.readable)
             }
             return
         }
@@ -94,19 +94,19 @@ final class SocketRegistry {
         watch.isIdle = false
         let wantsRead = what == CURL_POLL_IN || what == CURL_POLL_INOUT
         let wantsWrite = what == CURL_POLL_OUT || what == CURL_POLL_INOUT
-        watch.events = set(watch, (wantsRead ? Epoll.readable : 0) | (wantsWrite ? Epoll.writable : 0))
+        set(watch, (wantsRead ? Epoll.readable : 0) | (wantsWrite ? Epoll.writable : 0))
     }
 
-    /// Puts `watch` in the epoll set for `events` (out of it for none); returns what it is in for.
-    private func set(_ watch: Watch, _ events: UInt32) -> UInt32 {
-        guard events != watch.events else { return events }
+    /// Puts `watch` in the epoll set for `events` (out of it for none); on failure it stays as it was.
+    private func set(_ watch: Watch, _ events: UInt32) {
+        guard events != watch.events else { return }
         let operation: Epoll.Operation = events == 0 ? .delete : watch.events == 0 ? .add : .modify
         let data = UInt64(watch.generation) << 32 | UInt64(UInt32(bitPattern: watch.socket))
         guard Epoll.control(poller.epoll, operation, watch.fd, events: events, data: data) == 0 else {
             logger.error("cannot watch a curl socket", metadata: ["errno": "\(errno)"])
-            return watch.events
+            return
         }
-        return events
+        watch.events = events
     }
 
     /// An event of the poller, on the queue: curl's business, unless the socket is idle in curl's
@@ -181,7 +181,7 @@ final class SocketRegistry {
 
     /// Takes `watch` out of the epoll set (before its descriptor can close) and closes our dup.
     private func stop(_ watch: Watch) {
-        watch.events = set(watch, 0)
+        set(watch, 0)
         if watch.isDuplicate { Glibc.close(watch.fd) }
     }
 }
