@@ -57,30 +57,40 @@ public enum DestinationPath {
     public static let reservedPrefix = ".fetchd-"
 
     /// The path's components, or a message saying what is wrong with it.
+    /// Checked on the path's bytes in place: every submission's destination comes through here.
     public static func components(of path: String) -> Result<[String], ValidationProblem> {
         if path.isEmpty { return .failure(ValidationProblem("must not be empty")) }
         if path.utf8.count > maxLength { return .failure(ValidationProblem("must be at most \(maxLength) bytes")) }
-        if path.hasPrefix("/") { return .failure(ValidationProblem("must be a relative path, not absolute")) }
-        // Printable ASCII, as most paths are, needs no look at Unicode properties.
-        if !path.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
-            for scalar in path.unicodeScalars where isForbidden(scalar) {
-                return .failure(ValidationProblem("must not contain control, format or separator characters (U+\(String(scalar.value, radix: 16, uppercase: true)))"))
+        var path = path
+        return path.withUTF8 { bytes in
+            if bytes[0] == UInt8(ascii: "/") { return .failure(ValidationProblem("must be a relative path, not absolute")) }
+            // Printable ASCII, as most paths are, needs no look at Unicode properties.
+            if !bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+                for scalar in String(decoding: bytes, as: UTF8.self).unicodeScalars where isForbidden(scalar) {
+                    return .failure(ValidationProblem("must not contain control, format or separator characters (U+\(String(scalar.value, radix: 16, uppercase: true)))"))
+                }
             }
+            if bytes.contains(UInt8(ascii: "\\")) { return .failure(ValidationProblem("must use '/' as the separator, not '\\'")) }
+            // Split as bytes: the file system does, and it costs no grapheme breaking.
+            var parts: [String] = []
+            var partStart = 0
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+                let part = UnsafeBufferPointer(rebasing: bytes[partStart..<index])
+                partStart = index + 1
+                if let problem = problem(withSegment: part) { return .failure(problem) }
+                parts.append(String(decoding: part, as: UTF8.self))
+            }
+            return .success(parts)
         }
-        if path.utf8.contains(UInt8(ascii: "\\")) { return .failure(ValidationProblem("must use '/' as the separator, not '\\'")) }
-        // Split as bytes: the file system does, and it costs no grapheme breaking.
-        let parts = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { String(Substring($0)) }
-        for part in parts {
-            if part.isEmpty { return .failure(ValidationProblem("must not contain empty segments")) }
-            if part == "." || part == ".." { return .failure(ValidationProblem("must not contain '.' or '..' segments")) }
-            if part.utf8.count > maxComponentLength {
-                return .failure(ValidationProblem("each segment must be at most \(maxComponentLength) bytes"))
-            }
-            if part.utf8.starts(with: reservedPrefix.utf8) {
-                return .failure(ValidationProblem("names starting with '\(reservedPrefix)' are reserved"))
-            }
-        }
-        return .success(parts)
+    }
+
+    private static func problem(withSegment part: UnsafeBufferPointer<UInt8>) -> ValidationProblem? {
+        let dot = UInt8(ascii: ".")
+        if part.isEmpty { return ValidationProblem("must not contain empty segments") }
+        if part.allSatisfy({ $0 == dot }) && part.count <= 2 { return ValidationProblem("must not contain '.' or '..' segments") }
+        if part.count > maxComponentLength { return ValidationProblem("each segment must be at most \(maxComponentLength) bytes") }
+        if part.starts(with: reservedPrefix.utf8) { return ValidationProblem("names starting with '\(reservedPrefix)' are reserved") }
+        return nil
     }
 
     /// Control characters (C0, DEL, C1), invisible format characters (bidi overrides, zero-width),

@@ -8,7 +8,7 @@ public enum JSONString {
         text.withUTF8 { utf8 in
             // Most strings need no escape: copy runs between escapes whole.
             var runStart = 0
-            for (index, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            for (index, byte) in utf8.enumerated() where needsEscape(byte) {
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
                 appendEscape(byte, to: &bytes)
                 runStart = index + 1
@@ -16,6 +16,12 @@ public enum JSONString {
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether `byte` cannot stand for itself inside a JSON string: a quote, a backslash or a control character.
+    @inlinable
+    public static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
     /// The byte a one-character escape (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`) stands

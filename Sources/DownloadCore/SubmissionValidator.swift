@@ -25,23 +25,16 @@ public enum SubmissionValidator {
     public static let maxMetadataBytes = 4096
 
     public static func validate(_ body: JSONValue) -> Result<NewDownload, FieldErrors> {
-        guard case .object(let fields) = body else {
+        guard case .object(let object) = body else {
             return .failure(FieldErrors([FieldError(field: "", message: "the body must be a JSON object")]))
         }
         var errors: [FieldError] = []
         func fail(_ field: String, _ message: String) { errors.append(FieldError(field: field, message: message)) }
-        // Most of the names asked for are absent from a body (it names a few of twenty fields):
-        // once every field it has was read, the rest are known absent without hashing their names.
-        var unread = fields.count
-        func field(_ name: String) -> JSONValue? {
-            guard unread > 0, let value = fields[name] else { return nil }
-            unread -= 1
-            return value
-        }
+        var fields = BodyFields(object)
 
         var parsedURL: HTTPURL?
         var url = ""
-        switch field("url") {
+        switch fields.take("url") {
         case nil, .null?: fail("url", "is required")
         case .string(let text)?:
             url = text
@@ -53,7 +46,7 @@ public enum SubmissionValidator {
         }
 
         var destination = Destination(stored: "")
-        switch field("destination") {
+        switch fields.take("destination") {
         case nil, .null?: fail("destination", "is required")
         case .string(let text)?:
             switch Destination.parse(text) {
@@ -65,90 +58,90 @@ public enum SubmissionValidator {
 
         var result = NewDownload(url: url, parsedURL: parsedURL ?? HTTPURL(scheme: "", host: "", port: 0), destination: destination)
 
-        if let value = field("session") {
+        if let value = fields.take("session") {
             if case .string(let text) = value, isValidSession(text) {
                 result.session = text
             } else {
                 fail("session", "must be 1–\(maxSessionLength) characters of A–Z, a–z, 0–9, '.', '_' or '-'")
             }
         }
-        if let value = field("earliestBeginDate"), value != .null {
+        if let value = fields.take("earliestBeginDate"), value != .null {
             switch date(value) {
             case .success(let millis): result.earliestBeginDate = millis
             case .failure(let problem): fail("earliestBeginDate", problem.message)
             }
         }
-        if let value = field("discretionary") {
+        if let value = fields.take("discretionary") {
             if case .bool(let flag) = value { result.discretionary = flag } else { fail("discretionary", "must be a boolean") }
         }
-        if let value = field("urlRefresh") {
+        if let value = fields.take("urlRefresh") {
             if case .bool(let flag) = value { result.urlRefresh = flag } else { fail("urlRefresh", "must be a boolean") }
         }
-        if let value = field("overwrite") {
+        if let value = fields.take("overwrite") {
             if case .bool(let flag) = value { result.overwrite = flag } else { fail("overwrite", "must be a boolean") }
         }
-        if let value = field("priority") {
+        if let value = fields.take("priority") {
             switch priority(value) {
             case .success(let number): result.priority = number
             case .failure(let problem): fail("priority", problem.message)
             }
         }
         for name in ["expectedBytesToSend", "expectedBytesToReceive"] {
-            guard let value = field(name), value != .null else { continue }
+            guard let value = fields.take(name), value != .null else { continue }
             guard case .integer(let count) = value, count >= 0 else {
                 fail(name, "must be an integer ≥ 0")
                 continue
             }
             if name == "expectedBytesToSend" { result.expectedBytesToSend = count } else { result.expectedBytesToReceive = count }
         }
-        if let value = field("webhookURL"), value != .null {
+        if let value = fields.take("webhookURL"), value != .null {
             switch webhookURL(value) {
             case .success(let text): result.webhookURL = text
             case .failure(let problem): fail("webhookURL", problem.message)
             }
         }
-        if let value = field("metadata"), value != .null {
+        if let value = fields.take("metadata"), value != .null {
             switch metadata(value) {
             case .success(let text): result.metadata = text
             case .failure(let problem): fail("metadata", problem.message)
             }
         }
-        if let value = field("sha256"), value != .null {
+        if let value = fields.take("sha256"), value != .null {
             if case .string(let text) = value, text.utf8.count == 64, text.utf8.allSatisfy(isHexDigit) {
                 result.sha256 = text.lowercased()
             } else {
                 fail("sha256", "must be 64 hexadecimal characters")
             }
         }
-        if let value = field("headers"), value != .null {
+        if let value = fields.take("headers"), value != .null {
             switch validateHeaders(value) {
             case .success(let headers): result.headers = headers
             case .failure(let message): fail("headers", message.message)
             }
         }
-        validateFileFields(fields, field, into: &result, fail: fail)
-        if let value = field("mirrors"), value != .null {
+        validateFileFields(&fields, into: &result, fail: fail)
+        if let value = fields.take("mirrors"), value != .null {
             switch mirrors(value) {
             case .success(let urls): result.mirrors = urls
             case .failure(let problem): fail("mirrors", problem.message)
             }
         }
-        if let value = field("connections"), value != .null {
+        if let value = fields.take("connections"), value != .null {
             if case .integer(let count) = value, connectionsRange.contains(Int(clamping: count)) {
                 result.connections = Int(count)
             } else {
                 fail("connections", "must be an integer from \(connectionsRange.lowerBound) to \(connectionsRange.upperBound)")
             }
         }
-        if let value = field("maxBytesPerSecond"), value != .null {
+        if let value = fields.take("maxBytesPerSecond"), value != .null {
             switch maxBytesPerSecond(value) {
             case .success(let rate): result.maxBytesPerSecond = rate
             case .failure(let problem): fail("maxBytesPerSecond", problem.message)
             }
         }
         // Every known name was asked for once: a field left unread is unknown.
-        if unread > 0 {
-            errors.insert(contentsOf: fields.keys.sorted().filter { !knownFields.contains($0) }.map { FieldError(field: $0, message: "unknown field") },
+        if fields.unread > 0 {
+            errors.insert(contentsOf: fields.all.keys.sorted().filter { !knownFields.contains($0) }.map { FieldError(field: $0, message: "unknown field") },
                           at: 0)
         }
         return errors.isEmpty ? .success(result) : .failure(FieldErrors(errors))
@@ -159,13 +152,12 @@ public enum SubmissionValidator {
 
     /// `onConflict`, `checksum`, `checksumURL` and `resourceTimeout`, and how they agree with
     /// `overwrite` and `sha256`.
-    /// `field` reads each of them once; `fields` is asked again for `overwrite`, already read.
-    static func validateFileFields(_ fields: [String: JSONValue], _ field: (String) -> JSONValue?, into result: inout NewDownload,
-                                   fail: (String, String) -> Void) {
-        if let value = field("onConflict"), value != .null {
+    /// Each is taken from `fields` once; `overwrite`, already taken, is looked at again.
+    static func validateFileFields(_ fields: inout BodyFields, into result: inout NewDownload, fail: (String, String) -> Void) {
+        if let value = fields.take("onConflict"), value != .null {
             if case .string(let policy) = value, conflictPolicies.contains(policy) {
                 // `fail` is `overwrite: false`, `overwrite` is `overwrite: true`; rename replaces nothing.
-                if case .bool(let overwrite)? = fields["overwrite"], overwrite != (policy == "overwrite") {
+                if case .bool(let overwrite)? = fields.all["overwrite"], overwrite != (policy == "overwrite") {
                     fail("onConflict", "contradicts \"overwrite\": \(overwrite)")
                 }
                 result.overwrite = policy == "overwrite"
@@ -174,7 +166,7 @@ public enum SubmissionValidator {
                 fail("onConflict", "must be one of \(conflictPolicies.joined(separator: ", "))")
             }
         }
-        if let value = field("checksum"), value != .null {
+        if let value = fields.take("checksum"), value != .null {
             switch checksum(value) {
             case .success(let checksum):
                 result.checksum = checksum
@@ -184,7 +176,7 @@ public enum SubmissionValidator {
             case .failure(let problem): fail("checksum", problem.message)
             }
         }
-        if let value = field("checksumURL"), value != .null {
+        if let value = fields.take("checksumURL"), value != .null {
             switch webhookURL(value) {
             case .success(let text):
                 result.checksumURL = text
@@ -194,7 +186,7 @@ public enum SubmissionValidator {
             case .failure(let problem): fail("checksumURL", problem.message)
             }
         }
-        if let value = field("resourceTimeout"), value != .null {
+        if let value = fields.take("resourceTimeout"), value != .null {
             if case .string(let text) = value, let limit = Units.duration(text), limit > .zero {
                 result.resourceTimeout = text
             } else {
@@ -317,3 +309,4 @@ public enum SubmissionValidator {
         return "!#$%&'*+-.^_`|~".utf8.contains(byte)
     }
 }
+

@@ -26,7 +26,7 @@ enum DownloadJSON {
         }
     }
 
-    /// Writes the job; returns the offset in `json.bytes` where its `waitingFor` value begins.
+    /// Writes the job; returns the offset in the written bytes where its `waitingFor` value begins.
     @discardableResult
     static func write(_ d: Download, waitingFor: WaitingFor?, liveBytes: Int64? = nil, into json: inout JSONWriter) -> Int {
         json.beginObject()
@@ -36,7 +36,7 @@ enum DownloadJSON {
         json.field("session", d.session)
         json.field("state", d.state.rawValue)
         json.key("waitingFor")
-        let waitingForAt = json.bytes.count
+        let waitingForAt = json.count
         json.value(waitingFor?.rawValue)
         json.field("earliestBeginDate", d.earliestBeginDate.map(RFC3339.format))
         json.field("discretionary", d.discretionary)

@@ -64,7 +64,8 @@ extension DownloadsAPI {
         case .keyMismatch:
             throw APIProblem.keyMismatch
         case .inserted(let outcomes):
-            let earliest = outcomes.compactMap { if case .created(let job) = $0 { job.runAt } else { nil } }.min()
+            // By index: iterating the jobs would copy each, a retain per field of its Download.
+            let earliest = outcomes.indices.compactMap { outcomes[$0].isCreated ? jobs[$0].download.runAt : nil }.min()
             if let earliest { scheduler.jobStored(runAt: earliest) }
             return .json(200, answer(judged, jobs, outcomes))
         }
@@ -90,8 +91,8 @@ extension DownloadsAPI {
                 case .created, .replayed:
                     json.field("status", 201)
                     json.key("download")
-                    // A created job is the one given, which the bytes encoded for the event log show
-                    // (not compared: this runs per job); a replayed one is another.
+                    // A created job is the one given, which the bytes encoded for the event log show;
+                    // a replayed one is another.
                     if case .replayed(let job) = outcomes[index] {
                         DownloadJSON.write(job, waitingFor: nil, into: &json)
                     } else if let encoded = jobs[index].statePayload { json.raw(encoded) } else {

@@ -42,9 +42,9 @@ struct DownloadsAPI: Sendable {
         // (and PostgreSQL's event log copies them).
         let encoded = DownloadJSON.Unplanned(download)
         switch try await inserts.insert(NewJob(download: download, idempotency: idempotency, statePayload: encoded.bytes)) {
-        case .created(let created):
-            scheduler.jobStored(runAt: created.runAt)
-            return created201(created, encoded: created == download ? encoded : nil)
+        case .created:
+            scheduler.jobStored(runAt: download.runAt)
+            return created201(download, encoded: encoded)
         case .replayed(let original):
             return created201(original)
         case .keyMismatch:
@@ -118,6 +118,7 @@ struct DownloadsAPI: Sendable {
     }
 
     /// `encoded`: the job's bytes already written (it is queued, so no live byte count differs).
+    /// `encoded`: `download`'s own JSON, when the caller has it.
     private func created201(_ download: Download, encoded: DownloadJSON.Unplanned? = nil) -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.set("Location", "/downloads/\(download.id)")

@@ -64,13 +64,20 @@ public struct NewJob: Sendable {
 }
 
 public enum InsertOutcome: Sendable, Equatable {
-    case created(Download)
+    /// The job given was stored as it was given. (No copy of it: a Download is a retain per field,
+    /// and a batch's outcomes are a thousand of them.)
+    case created
     /// The same idempotency key with the same body: the job it made the first time.
-    case replayed(Download)
+    /// Indirect: the enum is then a word, not a Download's size, for the thousand `.created` of a batch.
+    indirect case replayed(Download)
     /// The same idempotency key with a different body.
     case keyMismatch
     /// A live job already owns the destination.
     case destinationBusy
+
+    public var isCreated: Bool {
+        if case .created = self { true } else { false }
+    }
 }
 
 public enum BatchInsertOutcome: Sendable, Equatable {

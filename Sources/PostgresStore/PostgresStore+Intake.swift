@@ -11,7 +11,7 @@ extension PostgresStore {
         guard !jobs.isEmpty else { return [] }
         return try write { db in
             let outcomes = try insert(jobs, into: db)
-            if outcomes.contains(where: Self.isDueSoon) { try announcer.announce(db) }
+            if outcomes.indices.contains(where: { outcomes[$0].isCreated && Self.isDueSoon(jobs[$0].download) }) { try announcer.announce(db) }
             return outcomes
         }
     }
@@ -20,9 +20,8 @@ extension PostgresStore {
     /// pass each 0.5 s heartbeat, which reads when the queue next changes), so a job due later
     /// is on their timers before it is due. (Waking them for every far-future POST cost each
     /// node a claim pass per announcement.)
-    private static func isDueSoon(_ outcome: InsertOutcome) -> Bool {
-        guard case .created(let download) = outcome else { return false }
-        return download.runAt <= download.createdAt + dueSoon
+    private static func isDueSoon(_ download: Download) -> Bool {
+        download.runAt <= download.createdAt + dueSoon
     }
 
     static let dueSoon: Int64 = 1_000
@@ -44,7 +43,7 @@ extension PostgresStore {
         } else {
             outcomes = try jobs.map { try insert($0.download, idempotency: $0.idempotency, into: db, tags: &tags) }
         }
-        let created = outcomes.compactMap { if case .created(let download) = $0 { download } else { nil } }
+        let created = outcomes.indices.compactMap { outcomes[$0].isCreated ? jobs[$0].download : nil }
         try stateLog.append(db, created, atCommit: true)
         // Every batch on every node that names a session waits for its row from here to the
         // commit, so it is written last, with the COMMIT (in the sessions' order, so that
@@ -88,7 +87,7 @@ extension PostgresStore {
                 UPDATE downloads SET fair_tag = job.tag FROM unnest($1::text[], $2::bigint[]) AS job(id, tag) WHERE downloads.id = job.id
                 """, [.textArray(went.map(\.id)), .textArray(retagged.map(String.init))])
         }
-        return downloads.map { inserted.contains($0.id) ? .created($0) : .destinationBusy }
+        return downloads.map { inserted.contains($0.id) ? .created : .destinationBusy }
     }
 
     private func insert(_ download: Download, idempotency: IdempotencyRecord?, into db: PostgresConnection,
@@ -127,7 +126,7 @@ extension PostgresStore {
                 """, [.text(idempotency.principal), .text(idempotency.key), .text(idempotency.bodySHA256),
                       .text(download.id), .integer(download.createdAt)])
         }
-        return .created(download)
+        return .created
     }
 
     private static func existingKey(_ db: PostgresConnection, _ idempotency: IdempotencyRecord) throws -> (String, String)? {

@@ -42,9 +42,9 @@ extension SQLiteStore {
             let run = jobs[start..<min(start + Self.rowsPerInsert, jobs.count)]
             start = run.endIndex
             var together = 0
-            if run.count == Self.rowsPerInsert, run.allSatisfy({ $0.idempotency == nil }) {
+            if run.count == Self.rowsPerInsert, run.indices.allSatisfy({ run[$0].idempotency == nil }) {
                 together = try insertTogether(run, tags: &tags, logging: &logged, into: db)
-                outcomes += run.prefix(together).map { .created($0.download) }
+                outcomes += repeatElement(.created, count: together)
             }
             for job in run.dropFirst(together) {
                 outcomes.append(try insert(job, with: insertDownload, tags: &tags, logging: &logged, into: db))
@@ -52,7 +52,8 @@ extension SQLiteStore {
         }
         try tags.save(db)
         try stateLog.append(db, logged)
-        try Self.count(created: outcomes.compactMap { if case .created(let job) = $0 { job.state } else { nil } }, in: db)
+        // By index: iterating the jobs would copy each, a retain per field of its Download.
+        try Self.count(created: outcomes.indices.compactMap { outcomes[$0].isCreated ? jobs[$0].download.state : nil }, in: db)
         return outcomes
     }
 
@@ -140,7 +141,7 @@ extension SQLiteStore {
             ).run([.text(idempotency.principal), .text(idempotency.key), .text(idempotency.bodySHA256),
                    .text(job.download.id), .integer(job.download.createdAt)])
         }
-        return .created(job.download)
+        return .created
     }
 
     /// Built once: the statement cache is keyed by the SQL text, and this one is long.

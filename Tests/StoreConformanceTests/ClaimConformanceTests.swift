@@ -148,7 +148,7 @@ import Testing
         let batch = [makeDownload("01A0", session: "big"), makeDownload("01A1", destination: "taken", session: "big"),
                      makeDownload("01A2", session: "big")]
         let outcomes = try db.store.insert(batch.map { NewJob(download: $0, idempotency: nil) })
-        #expect(outcomes == [.created(batch[0]), .destinationBusy, .created(batch[2])])
+        #expect(outcomes == [.created, .destinationBusy, .created])
         _ = try db.store.insert([makeDownload("01B0", session: "small"), makeDownload("01B1", session: "small")]
             .map { NewJob(download: $0, idempotency: nil) })
         #expect(try db.candidates(now: 0, limit: 5) == ["01A0", "01B0", "01X", "01A2", "01B1"])

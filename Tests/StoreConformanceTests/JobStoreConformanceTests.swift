@@ -11,7 +11,7 @@ import Testing
         download.headers = [OriginHeader(name: "X-Key", value: "v")]
         download.expectedSHA256 = String(repeating: "a", count: 64)
         download.earliestBeginDate = 1234
-        #expect(try db.store.insert(download, idempotency: nil) == .created(download))
+        #expect(try db.store.insert(download, idempotency: nil) == .created)
         #expect(try db.store.download(id: "01A") == download)
         #expect(try db.store.download(id: "nope") == nil)
     }
@@ -23,7 +23,7 @@ import Testing
         var first = try #require(try db.store.download(id: "01A"))
         first.state = .cancelled
         #expect(try db.store.update(first, expecting: [.queued]))
-        #expect(try db.store.insert(makeDownload("01C", destination: "same"), idempotency: nil) == .created(makeDownload("01C", destination: "same")))
+        #expect(try db.store.insert(makeDownload("01C", destination: "same"), idempotency: nil) == .created)
     }
 
     @Test(arguments: StoreBackend.all) func aBatchCommitsEachJobAsIfAlone(_ backend: StoreBackend) throws {
@@ -38,7 +38,7 @@ import Testing
             NewJob(download: makeDownload("01D"), idempotency: key),
             NewJob(download: makeDownload("01E"), idempotency: IdempotencyRecord(principal: "anonymous", key: "k1", bodySHA256: "h2")),
         ])
-        #expect(outcomes == [.created(first), .destinationBusy, .created(keyed), .replayed(keyed), .keyMismatch])
+        #expect(outcomes == [.created, .destinationBusy, .created, .replayed(keyed), .keyMismatch])
         #expect(try db.store.list(state: nil, session: nil, limit: 10, cursor: nil).items.map(\.id) == ["01C", "01A"])
     }
 
@@ -97,12 +97,12 @@ import Testing
         let db = try backend.scratch()
         let record = IdempotencyRecord(principal: "anonymous", key: "k1", bodySHA256: "h1")
         let first = makeDownload("01A")
-        #expect(try db.store.insert(first, idempotency: record) == .created(first))
+        #expect(try db.store.insert(first, idempotency: record) == .created)
         #expect(try db.store.insert(makeDownload("01B"), idempotency: record) == .replayed(first))
         #expect(try db.store.insert(makeDownload("01C"), idempotency: IdempotencyRecord(principal: "anonymous", key: "k1", bodySHA256: "h2")) == .keyMismatch)
         // Keys are scoped per principal.
         let other = makeDownload("01D")
-        #expect(try db.store.insert(other, idempotency: IdempotencyRecord(principal: "token:x", key: "k1", bodySHA256: "h1")) == .created(other))
+        #expect(try db.store.insert(other, idempotency: IdempotencyRecord(principal: "token:x", key: "k1", bodySHA256: "h1")) == .created)
     }
 
     @Test(arguments: StoreBackend.all) func listsNewestFirstWithCursorAndFilters(_ backend: StoreBackend) throws {

@@ -202,7 +202,7 @@ import Testing
             asked = outcomes
             return Array("answer".utf8)
         }
-        #expect(first == .inserted([.created(jobs[0].download), .destinationBusy, .created(jobs[2].download)]))
+        #expect(first == .inserted([.created, .destinationBusy, .created]))
         #expect(asked.count == 3)
         let again = try db.store.insertBatch([NewJob(download: makeDownload("01D"), idempotency: nil)], idempotency: key, now: 20) { _ in [] }
         #expect(again == .replayed(Array("answer".utf8)))

@@ -70,7 +70,7 @@ final class ServiceFixture: Sendable {
         submission.discretionary = discretionary
         submission.sha256 = expectedSHA256
         let job = submission.makeDownload(id: id, now: createdAt ?? clock.now)
-        #expect(try store.insert(job, idempotency: nil) == .created(job))
+        #expect(try store.insert(job, idempotency: nil) == .created)
         return job
     }
 
