@@ -118,7 +118,6 @@ struct DownloadsAPI: Sendable {
     }
 
     /// `encoded`: the job's bytes already written (it is queued, so no live byte count differs).
-    /// `encoded`: `download`'s own JSON, when the caller has it.
     private func created201(_ download: Download, encoded: DownloadJSON.Unplanned? = nil) -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.set("Location", "/downloads/\(download.id)")
