@@ -97,28 +97,35 @@ final class FileWriter: @unchecked Sendable {
                     self.store(last)
                 }
             }
-            let length = self.written
-            if self.failure == nil, fsync(self.fd) != 0 { self.fail(errno, "fsync") }
-            if let failure = self.failure {
-                if let unhashed { self.backlog.giveBack(unhashed) }
-                return self.stopDigest {
-                    self.close()
-                    completion(length, .failure(failure))
-                }
-            }
-            guard let digest = self.digest else {
-                if let unhashed { self.backlog.giveBack(unhashed) }
-                self.close()
-                return completion(length, .success(nil))
-            }
-            let path = self.path
-            let done: @Sendable (FileDigests?) -> Void = { digests in
-                self.close()
-                completion(length, digests.map { .success($0) } ?? .failure(.fileError("reading \(path) back to hash it failed")))
-            }
-            guard let unhashed else { return digest.finish(then: done) }
-            done(digest.finishNow(adding: unhashed))
+            let (length, hashNow) = (self.written, unhashed)
+            SyncQueues.run { self.sync(length: length, unhashed: hashNow, then: completion) }
         }
+    }
+
+    /// The end of `finish`, after the last write: fsyncs, hashes what is left and closes the file.
+    /// Nothing touches `queue`'s state from here on.
+    private func sync(length: Int64, unhashed: WriteChunk?,
+                      then completion: @escaping @Sendable (_ length: Int64, _ digests: Result<FileDigests?, TransferFailure>) -> Void) {
+        if failure == nil, fsync(fd) != 0 { fail(errno, "fsync") }
+        if let failure {
+            if let unhashed { backlog.giveBack(unhashed) }
+            return stopDigest {
+                self.close()
+                completion(length, .failure(failure))
+            }
+        }
+        guard let digest else {
+            if let unhashed { backlog.giveBack(unhashed) }
+            close()
+            return completion(length, .success(nil))
+        }
+        let path = self.path
+        let done: @Sendable (FileDigests?) -> Void = { digests in
+            self.close()
+            completion(length, digests.map { .success($0) } ?? .failure(.fileError("reading \(path) back to hash it failed")))
+        }
+        guard let unhashed else { return digest.finish(then: done) }
+        done(digest.finishNow(adding: unhashed))
     }
 
     /// Writes what was handed over and closes the file; `completion` gets its length, on some other queue.
