@@ -5,7 +5,7 @@ import Synchronization
 /// inode, the cache flush). The file writers' queues share threads that number about as many as
 /// the CPUs, so fsyncs there held those threads throughout and files finishing together were
 /// synced one or two at a time: 2,000 small files with every fsync 2 ms slower took 2.2–2.7 s to
-/// the last webhook, and 1.35–1.7 s with their fsyncs overlapping here.
+/// the last webhook, and 1.35–2.0 s with their fsyncs overlapping here.
 ///
 /// One fsync at a time runs where it was asked for (a writer's thread): with a fast disk that is
 /// the usual case, and a hop to another thread would cost more than it saves. The others go to
