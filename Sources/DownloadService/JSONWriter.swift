@@ -52,7 +52,7 @@ struct JSONWriter: ~Copyable {
     mutating func key(_ name: StaticString) {
         separator()
         let length = name.utf8CodeUnitCount
-        reserve(length + 3)
+        reserve(length + 2)
         let destination = base + count
         destination[0] = UInt8(ascii: "\"")
         // Byte by byte: keys are short, and a memmove call for each costs more than the copy.
@@ -60,17 +60,20 @@ struct JSONWriter: ~Copyable {
             for index in 0..<length { destination[1 + index] = source[index] }
         }
         destination[length + 1] = UInt8(ascii: "\"")
-        destination[length + 2] = UInt8(ascii: ":")
-        count += length + 3
-        // The value that follows must not write another comma.
-        needsComma &= ~innermost
+        count += length + 2
+        endKey()
     }
 
     /// A key made at run time (a state's name), escaped.
     mutating func key(text name: String) {
         separator()
         string(name)
+        endKey()
+    }
+
+    private mutating func endKey() {
         put(UInt8(ascii: ":"))
+        // The value that follows must not write another comma.
         needsComma &= ~innermost
     }
 

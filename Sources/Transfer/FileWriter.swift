@@ -81,11 +81,14 @@ final class FileWriter: @unchecked Sendable {
         }
     }
 
+    /// What `finish` reports: the file's length and its digests, or what went wrong.
+    typealias Finished = @Sendable (_ length: Int64, _ digests: Result<FileDigests?, TransferFailure>) -> Void
+
     /// Writes what was handed over and then `last`, fsyncs and closes the file; `completion` gets
     /// the file's length and its digests (or what went wrong), on some other queue. All in one turn
     /// of the writer's queue: a body that is all in `last` (a small file) is hashed right here,
     /// without waking the digest's queue.
-    func finish(last: WriteChunk?, then completion: @escaping @Sendable (_ length: Int64, _ digests: Result<FileDigests?, TransferFailure>) -> Void) {
+    func finish(last: WriteChunk?, then completion: @escaping Finished) {
         if last != nil { backlog.add() }
         queue.async {
             var unhashed: WriteChunk?
@@ -104,8 +107,7 @@ final class FileWriter: @unchecked Sendable {
 
     /// The end of `finish`, after the last write: fsyncs, hashes what is left and closes the file.
     /// Nothing touches `queue`'s state from here on.
-    private func sync(length: Int64, unhashed: WriteChunk?,
-                      then completion: @escaping @Sendable (_ length: Int64, _ digests: Result<FileDigests?, TransferFailure>) -> Void) {
+    private func sync(length: Int64, unhashed: WriteChunk?, then completion: @escaping Finished) {
         if failure == nil, fsync(fd) != 0 { fail(errno, "fsync") }
         if let failure {
             if let unhashed { backlog.giveBack(unhashed) }

@@ -40,12 +40,16 @@ final class SocketPoller: @unchecked Sendable {
         self.onEvent = onEvent
         let status = Epoll.startThread { self.run() }
         guard status == 0 else {
-            close(wakeup.read)
-            close(wakeup.write)
-            close(epoll)
+            closeDescriptors()
             errno = status
             return nil
         }
+    }
+
+    private func closeDescriptors() {
+        close(wakeup.read)
+        close(wakeup.write)
+        close(epoll)
     }
 
     /// Ends the polling thread after the batch it may be handling. Callable on the queue: it does
@@ -61,9 +65,7 @@ final class SocketPoller: @unchecked Sendable {
         let events = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.eventsPerWait * Epoll.eventSize, alignment: 8)
         defer {
             events.deallocate()
-            close(wakeup.read)
-            close(wakeup.write)
-            close(epoll)
+            closeDescriptors()
         }
         var stopping = false
         while !stopping {

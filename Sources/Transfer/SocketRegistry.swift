@@ -23,7 +23,6 @@ final class SocketRegistry {
         let socket: curl_socket_t
         /// The descriptor in the epoll set: curl's socket, or our dup of it.
         let fd: Int32
-        let isDuplicate: Bool
         /// A TLS connection, where a read may leave bytes in the socket (`hasBytesWaiting`).
         let isTLS: Bool
         /// In each event's data beside the socket's number.
@@ -34,10 +33,12 @@ final class SocketRegistry {
         /// in the set for reading until the next transfer on it (`update`).
         var isIdle = false
 
-        init(socket: curl_socket_t, fd: Int32, isDuplicate: Bool, isTLS: Bool, generation: UInt32) {
+        /// A dup of a descriptor curl opened and closes itself: ours to close.
+        var isDuplicate: Bool { fd != socket }
+
+        init(socket: curl_socket_t, fd: Int32, isTLS: Bool, generation: UInt32) {
             self.socket = socket
             self.fd = fd
-            self.isDuplicate = isDuplicate
             self.isTLS = isTLS
             self.generation = generation
         }
@@ -165,7 +166,7 @@ final class SocketRegistry {
     private func makeWatch(for socket: curl_socket_t, isTLS: Bool) -> Watch? {
         nextGeneration &+= 1
         if opened.contains(socket) {
-            let watch = Watch(socket: socket, fd: socket, isDuplicate: false, isTLS: isTLS, generation: nextGeneration)
+            let watch = Watch(socket: socket, fd: socket, isTLS: isTLS, generation: nextGeneration)
             watches[socket] = watch
             return watch
         }
@@ -174,7 +175,7 @@ final class SocketRegistry {
             logger.error("cannot watch a curl socket", metadata: ["errno": "\(errno)"])
             return nil
         }
-        let watch = Watch(socket: socket, fd: duplicate, isDuplicate: true, isTLS: false, generation: nextGeneration)
+        let watch = Watch(socket: socket, fd: duplicate, isTLS: false, generation: nextGeneration)
         watches[socket] = watch
         return watch
     }
