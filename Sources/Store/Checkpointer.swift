@@ -1,4 +1,3 @@
-import CSQLite
 import Dispatch
 import Synchronization
 
@@ -6,12 +5,27 @@ import Synchronization
 /// in the commit that passes SQLite's 1,000 pages: a session action or a batch then does not wait
 /// for the copy (a tenth of a 100,000-job pause), and the next write goes on beside it (a PASSIVE
 /// checkpoint takes no write lock).
-final class Checkpointer: @unchecked Sendable {  // `connection` is used only on `queue`
+///
+/// A PASSIVE checkpoint copies the frames committed before it started. Under a steady stream of
+/// writes (batches) there are always newer ones, so the log was never emptied and SQLite never
+/// started it over: it grew by ~60 MB a second of batch intake, without bound, every frame on a
+/// new page the kernel had to allocate and zero. So once the log holds `restartPages`, the
+/// checkpoint here is followed by a RESTART one with the writer held off: it copies what was
+/// committed meanwhile (a few milliseconds' worth) and has the next write start the log over, on
+/// pages that are then written over in place.
+final class Checkpointer: @unchecked Sendable {  // `connection` and `holdingWriter` are used only on `queue`
     /// The WAL's size, in pages, from which a commit asks for a checkpoint (SQLite's own default).
     static let pages: Int32 = 1000
+    /// The WAL's size, in pages, from which a checkpoint restarts it (32 MiB of 8 KiB pages).
+    static let restartPages = 4096
+    /// How long a restart waits for readers still on the log's frames (the writer waits as long)
+    /// before it leaves the restart to the next checkpoint, in ms.
+    private static let restartWait: Int32 = 10
     private let connection: SQLiteConnection
     private let queue = DispatchQueue(label: "fetchd.sqlite-checkpoint")
     private let running = Atomic<Bool>(false)
+    /// Runs its argument while the store's writer waits.
+    private var holdingWriter: ((() -> Void) -> Void)?
 
     init(path: String) throws {
         connection = try SQLiteConnection(path: path)
@@ -22,11 +36,24 @@ final class Checkpointer: @unchecked Sendable {  // `connection` is used only on
         writer.onCommit { [weak self] pages in self?.committed(walPages: pages) }
     }
 
+    /// Lets checkpoints restart the log: `holdingWriter` runs a body while no transaction of the
+    /// writer runs or starts (it takes the lock the store writes under).
+    func restartsHolding(_ holdingWriter: @escaping (() -> Void) -> Void) {
+        queue.sync { self.holdingWriter = holdingWriter }
+    }
+
     private func committed(walPages: Int32) {
         guard walPages >= Self.pages, !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         queue.async {
             // A checkpoint that cannot finish now (a reader holds old pages) is finished by a later one.
-            try? self.connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            let logPages = try? self.connection.prepare("PRAGMA wal_checkpoint(PASSIVE)").query { row in row.int(1) }.first
+            if let logPages, logPages >= Self.restartPages {
+                self.holdingWriter? {
+                    self.connection.withBusyTimeout(Self.restartWait) {
+                        _ = try? self.connection.execute("PRAGMA wal_checkpoint(RESTART)")
+                    }
+                }
+            }
             self.running.store(false, ordering: .releasing)
         }
     }

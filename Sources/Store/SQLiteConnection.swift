@@ -27,6 +27,8 @@ final class SQLiteConnection {
     private var handle: OpaquePointer?
     private var statements: [String: Statement] = [:]
     private var committed: ((Int32) -> Void)?
+    /// How long a statement waits for a lock another connection holds, in ms.
+    private static let busyTimeout: Int32 = 5000
 
     /// Process-wide settings, made once before the first connection opens (SQLite refuses them after).
     private static let configured: Int32 = fetchd_sqlite3_disable_memstatus()
@@ -44,7 +46,7 @@ final class SQLiteConnection {
             throw StoreError(code: rc, message: "cannot open database \(path): \(message)")
         }
         sqlite3_extended_result_codes(db, 1)
-        sqlite3_busy_timeout(db, 5000)
+        sqlite3_busy_timeout(db, Self.busyTimeout)
     }
 
     func close() {
@@ -98,6 +100,13 @@ final class SQLiteConnection {
             if let context { Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue().committed?(pages) }
             return SQLITE_OK
         }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Runs `body` with statements waiting at most `milliseconds` for another connection's lock.
+    func withBusyTimeout<T>(_ milliseconds: Int32, _ body: () throws -> T) rethrows -> T {
+        sqlite3_busy_timeout(handle, milliseconds)
+        defer { sqlite3_busy_timeout(handle, Self.busyTimeout) }
+        return try body()
     }
 
     func error(_ rc: Int32, in sql: String) -> StoreError {

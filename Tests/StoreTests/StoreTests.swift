@@ -4,6 +4,7 @@ import Foundation
 import Persistence
 @testable import Store
 import TestSupport
+import Synchronization
 import Testing
 
 /// A store in a fresh temporary directory, removed afterwards.
@@ -221,6 +222,40 @@ extension SQLiteStore {
                 && "\(error)".hasSuffix("(in: UPDATE downloads SET state = ? WHERE id = ?)") && !"\(error)".contains("\n")
                 && !"\(error)".contains("hunter2") && !"\(error)".contains("s3cr3t")
         }
+    }
+
+    /// Two writers' batches back to back, so a checkpoint beside them is always behind: the log
+    /// still starts over once it holds `Checkpointer.restartPages`, instead of growing with every
+    /// batch, and every job is there. (Without the restart the log grew to all 238 MB written here.)
+    @Test func theWriteAheadLogStaysBoundedUnderBatchAfterBatch() throws {
+        let db = try TemporaryStore()
+        let writers = 2, batches = 12, jobsPerBatch = 1000
+        let metadata = String(repeating: "m", count: 3000)  // ~10 KB of log a job, with its indexes and event
+        let store = db.store, logPath = db.path + "-wal"
+        let largestLog = Mutex<UInt64>(0)
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: writers) { writer in
+            do {
+                for batch in 0..<batches {
+                    let jobs = (0..<jobsPerBatch).map { index in
+                        var job = makeDownload(String(format: "%d-%02d-%04d", writer, batch, index))
+                        job.metadata = metadata
+                        return NewJob(download: job, idempotency: nil)
+                    }
+                    _ = try store.insert(jobs)
+                    let size = try FileManager.default.attributesOfItem(atPath: logPath)[.size] as? UInt64 ?? 0
+                    largestLog.withLock { $0 = max($0, size) }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        let restartBytes = UInt64(Checkpointer.restartPages * SQLiteStore.pageSize)
+        let largest = largestLog.withLock { $0 }
+        // A restart waits for the checkpoint before it, which a couple of batches (10 MB each) outrun.
+        #expect(largest < restartBytes * 3, "the log reached \(largest) bytes")
+        #expect(try db.store.counts(session: nil)[.queued] == writers * batches * jobsPerBatch)
     }
 
     @Test func aDatabaseFromANewerFetchdIsRefused() throws {
