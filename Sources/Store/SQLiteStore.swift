@@ -60,7 +60,7 @@ public final class SQLiteStore: JobStore {
         connection = Mutex(db)
         self.readers = readers
         self.checkpointer = checkpointer
-        checkpointer.restartsHolding { [unowned self] body in self.connection.withLock { _ in body() } }
+        checkpointer.restartsHolding { [weak self] body in self?.connection.withLock { _ in body() } }
     }
 
     public func close() {
