@@ -98,8 +98,6 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     static let diskRecheckInterval: Int64 = 2000
     /// How soon a failed commit or scheduling pass is tried again.
     static let storeRetryInterval: Int64 = 1000
-    /// A finished body up to this size is synced and hashed soon: the pass for its slot waits for its settlement.
-    static let quickSyncBytes: Int64 = 1 << 20
 
     init(store: any JobStore, transfers: any TransferRunning, template: TransferTemplate, settlement: SettlementContext,
          policy: SchedulingPolicy, disk: DiskSpace, hub: EventHub, clock: Clock, logger: Logger) {
@@ -489,11 +487,11 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         running.slotFreed = true
         active[id] = running
         track(running, starting: false)
-        // The pass for the freed slot goes with the next turn that writes, at the latest the one of
-        // this attempt's own settlement: one transaction settles and claims. A large file's sync
-        // may take a while, so its slot is filled at the queue's next turn.
+        // The pass for the freed slot runs at the queue's next turn, with whatever writes are
+        // waiting then, not with this attempt's own settlement: that one waits for the file's
+        // fsync, and the slot stayed empty meanwhile (2,000 small files: 7 % longer, 5 % more CPU).
         passWanted = true
-        if bytesOnDisk > Self.quickSyncBytes { pendingWrites.wake() }
+        pendingWrites.wake()
     }
 
     /// `atDigestFile`: the attempt ended fetching the digest file, before the job's URL was asked.

@@ -76,7 +76,6 @@ import Transfer
 
     /// Once an attempt's body is in, its slot goes to the next job while the file is synced, hashed
     /// and settled; the job itself completes only when the engine reports the attempt done.
-    /// (A large body: a small one's slot is filled with its settlement, below.)
     @Test func theSlotIsFreedWhenTheBodyIsIn() async throws {
         let run = try Running(["max-transfers": "1"])
         for id in ["j1", "j2"] { try run.fixture.submit(id) }
@@ -84,8 +83,7 @@ import Transfer
         #expect(run.transfers.jobIDs == ["j1"])
 
         let body = Array("j1's bytes".utf8)
-        let large = Scheduler.quickSyncBytes + 1
-        run.transfers.progress("j1", TransferProgress(bytesOnDisk: large, bytesExpected: large, bodyComplete: true))
+        run.transfers.progress("j1", TransferProgress(bytesOnDisk: Int64(body.count), bytesExpected: Int64(body.count), bodyComplete: true))
         #expect(eventually { run.transfers.jobIDs == ["j1", "j2"] })
         #expect(try run.states(["j1", "j2"]) == [.running, .running])
 
@@ -100,21 +98,6 @@ import Transfer
 
         await run.stop()
         #expect(try run.states(["j2", "j3"]) == [.queued, .queued])
-    }
-
-    /// A small body's slot goes to the next job in the transaction that settles it (or in an
-    /// earlier turn that writes): the next job starts and the first completes.
-    @Test func aSmallBodysSlotIsFilledWithItsSettlement() async throws {
-        let run = try Running(["max-transfers": "1"])
-        for id in ["j1", "j2"] { try run.fixture.submit(id) }
-        run.pass()
-        let body = Array("j1's bytes".utf8)
-        run.transfers.progress("j1", TransferProgress(bytesOnDisk: Int64(body.count), bytesExpected: Int64(body.count), bodyComplete: true))
-        try run.succeed("j1", body: body)
-        #expect(eventually { run.transfers.jobIDs == ["j1", "j2"] })
-        #expect(eventually { (try? run.states(["j1", "j2"])) == [.completed, .running] })
-        #expect(run.fixture.destinationBytes("files/j1") == body)
-        await run.stop()
     }
 
     @Test func aHostGetsNoMoreThanItsLimit() async throws {
