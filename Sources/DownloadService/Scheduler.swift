@@ -455,7 +455,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     }
 
     private func progressed(_ id: String, _ progress: TransferProgress) {
-        if progress.bodyComplete { return bodyReceived(id, bytesOnDisk: progress.bytesOnDisk) }
+        if progress.bodyComplete { return bodyReceived(id) }
         guard var running = active[id], running.stopReason == nil else { return }
         if let reason = switchOver(&running, progress) {
             running.stopReason = reason
@@ -482,7 +482,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
 
     /// An attempt's whole body is in: its slot goes to the next job now, and it settles (sync,
     /// hash, place, commit) behind, still `running` in the store until its write is committed.
-    private func bodyReceived(_ id: String, bytesOnDisk: Int64) {
+    private func bodyReceived(_ id: String) {
         guard var running = active[id], running.stopReason == nil, !running.slotFreed, running.ranges == nil else { return }
         running.slotFreed = true
         active[id] = running

@@ -3,8 +3,8 @@ import DownloadCore
 import Foundation
 import Persistence
 @testable import Store
-import TestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 /// A store in a fresh temporary directory, removed afterwards.
