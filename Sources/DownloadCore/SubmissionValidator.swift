@@ -309,4 +309,3 @@ public enum SubmissionValidator {
         return "!#$%&'*+-.^_`|~".utf8.contains(byte)
     }
 }
-

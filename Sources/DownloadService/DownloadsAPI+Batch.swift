@@ -64,8 +64,7 @@ extension DownloadsAPI {
         case .keyMismatch:
             throw APIProblem.keyMismatch
         case .inserted(let outcomes):
-            // By index: iterating the jobs would copy each, a retain per field of its Download.
-            let earliest = outcomes.indices.compactMap { outcomes[$0].isCreated ? jobs[$0].download.runAt : nil }.min()
+            let earliest = outcomes.ofCreated(jobs, \.runAt).min()
             if let earliest { scheduler.jobStored(runAt: earliest) }
             return .json(200, answer(judged, jobs, outcomes))
         }

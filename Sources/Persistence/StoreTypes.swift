@@ -80,6 +80,15 @@ public enum InsertOutcome: Sendable, Equatable {
     }
 }
 
+extension Array where Element == InsertOutcome {
+    /// `value` of each of `jobs` whose outcome (the same index here) is `.created`, in order. By
+    /// index: iterating the jobs would copy each, a retain per field of its Download.
+    @inlinable
+    public func ofCreated<T>(_ jobs: [NewJob], _ value: (Download) -> T) -> [T] {
+        indices.compactMap { self[$0].isCreated ? value(jobs[$0].download) : nil }
+    }
+}
+
 public enum BatchInsertOutcome: Sendable, Equatable {
     case inserted([InsertOutcome])
     /// The answer kept with the batch's idempotency key.

@@ -11,7 +11,7 @@ extension PostgresStore {
         guard !jobs.isEmpty else { return [] }
         return try write { db in
             let outcomes = try insert(jobs, into: db)
-            if outcomes.indices.contains(where: { outcomes[$0].isCreated && Self.isDueSoon(jobs[$0].download) }) { try announcer.announce(db) }
+            if outcomes.ofCreated(jobs, Self.isDueSoon).contains(true) { try announcer.announce(db) }
             return outcomes
         }
     }
@@ -43,7 +43,7 @@ extension PostgresStore {
         } else {
             outcomes = try jobs.map { try insert($0.download, idempotency: $0.idempotency, into: db, tags: &tags) }
         }
-        let created = outcomes.indices.compactMap { outcomes[$0].isCreated ? jobs[$0].download : nil }
+        let created = outcomes.ofCreated(jobs) { $0 }
         try stateLog.append(db, created, atCommit: true)
         // Every batch on every node that names a session waits for its row from here to the
         // commit, so it is written last, with the COMMIT (in the sessions' order, so that

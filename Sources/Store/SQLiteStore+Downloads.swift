@@ -52,8 +52,7 @@ extension SQLiteStore {
         }
         try tags.save(db)
         try stateLog.append(db, logged)
-        // By index: iterating the jobs would copy each, a retain per field of its Download.
-        try Self.count(created: outcomes.indices.compactMap { outcomes[$0].isCreated ? jobs[$0].download.state : nil }, in: db)
+        try Self.count(created: outcomes.ofCreated(jobs, \.state), in: db)
         return outcomes
     }
 
