@@ -170,7 +170,12 @@ extension SQLiteStore {
             var conditions: [String] = []
             var values: [SQLValue] = []
             if let state { conditions.append("state = ?"); values.append(.text(state.rawValue)) }
-            if let session { conditions.append("session = ?"); values.append(.text(session)) }
+            if let session {
+                conditions.append("session = ?")
+                values.append(.text(session))
+                // Through downloads_session (its part for the state), not through the whole state's jobs.
+                if let state { conditions.append(Self.sessionIndexPart(state)) }
+            }
             if let cursor { conditions.append("id < ?"); values.append(.text(cursor)) }
             let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
             values.append(.integer(Int64(limit + 1)))
@@ -305,8 +310,12 @@ extension SQLiteStore {
     }
 
     static func finishedSession(_ db: SQLiteConnection, session: String) throws -> SessionSnapshot? {
-        // Most terminal updates leave live jobs behind: one index seek says so without counting the session.
-        let live = try db.prepare("SELECT EXISTS (SELECT 1 FROM downloads WHERE session = ? AND state IN ('queued','running','paused'))")
+        // Most terminal updates leave live jobs behind: a seek in `downloads_session` to the session's
+        // unfinished part (migration 20) says so without counting the session.
+        let live = try db.prepare("""
+            SELECT EXISTS (SELECT 1 FROM downloads WHERE session = ? AND \(sessionIndexPart(.queued))
+                AND (state = 'queued' OR state = 'running' OR state = 'paused'))
+            """)
             .query([.text(session)]) { $0.int(0) }.first ?? 0
         guard live == 0 else { return nil }
         let counts = countsByState(try db.prepare("SELECT state, COUNT(*) FROM downloads WHERE session = ? GROUP BY state")

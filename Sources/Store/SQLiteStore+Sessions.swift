@@ -12,13 +12,13 @@ extension SQLiteStore {
         if let narrowed = action.state { states = states.intersection([narrowed]) }
         return try withConnection { db in
             try db.transaction {
-                let matched = try db.prepare(
-                    "SELECT COUNT(*) FROM downloads WHERE session = ?" + (action.state == nil ? "" : " AND state = ?")
-                ).query([.text(action.session)] + (action.state.map { [.text($0.rawValue)] } ?? [])) { $0.int(0) }.first ?? 0
+                let counted = action.state.map { Self.sessionJobs(in: $0, session: "?1", state: "?2") } ?? (table: "downloads", condition: "session = ?1")
+                let matched = try db.prepare("SELECT COUNT(*) FROM \(counted.table) WHERE \(counted.condition)")
+                    .query([.text(action.session)] + (action.state.map { [.text($0.rawValue)] } ?? [])) { $0.int(0) }.first ?? 0
                 guard !states.isEmpty else { return SessionActionResult(matched: matched, changed: [], wereRunning: []) }
+                let running = Self.sessionJobs(in: .running, session: "?1", state: "'running'")
                 let wereRunning = states.contains(.running)
-                    ? try db.prepare("SELECT id FROM downloads WHERE session = ? AND state = 'running'")
-                        .query([.text(action.session)]) { $0.string(0) }
+                    ? try db.prepare("SELECT id FROM \(running.table) WHERE \(running.condition)").query([.text(action.session)]) { $0.string(0) }
                     : []
                 var changed: [String] = []
                 // One UPDATE per state the jobs leave, in the order of the session index, so that
@@ -26,8 +26,8 @@ extension SQLiteStore {
                 // Without triggers: the other one on downloads, `downloads_live_destination_follows`
                 // (migration 18), has nothing to do for these SETs (pause and resume keep a job
                 // live, cancel clears `live_destination`, retry sets it).
-                let change = SessionChange(action.kind)
                 for from in states.sorted(by: { $0.rawValue < $1.rawValue }) {
+                    let change = SessionChange(action.kind, from: from)
                     let bound: [SQLValue] = [.integer(action.now), .text(action.session), .text(from.rawValue)]
                     if action.kind == .cancel {
                         // A cancel's webhook events need the jobs as Downloads anyway.
@@ -63,6 +63,21 @@ extension SQLiteStore {
         }
     }
 
+    /// Where to find a session's jobs in one state, as the table to read and the condition, given
+    /// the SQL of the session and of the state: the few running jobs through the state index (the
+    /// session index would step over all the session's queued and paused jobs to find them), the
+    /// others through `downloads_session` (migration 20), in its unfinished part or its finished one.
+    static func sessionJobs(in state: DownloadState, session: String, state value: String) -> (table: String, condition: String) {
+        if state == .running { return ("downloads INDEXED BY downloads_state", "state = \(value) AND session = \(session)") }
+        return ("downloads", "session = \(session) AND \(sessionIndexPart(state)) AND state = \(value)")
+    }
+
+    /// The condition on `downloads_session`'s second column (migration 20) of the part that holds
+    /// the jobs in `state`: `finished_at` is set by every write that ends a job and cleared by a retry.
+    static func sessionIndexPart(_ state: DownloadState) -> String {
+        state.isTerminal ? "finished_at IS NOT NULL" : "finished_at IS NULL"
+    }
+
     /// Moves `count` jobs from one state to another in `job_counts`, for a write made without the
     /// trigger that counts each job (`SQLiteConnection.withoutTriggers`).
     private static func move(_ count: Int, from: DownloadState, to: DownloadState, in db: SQLiteConnection) throws {
@@ -73,8 +88,8 @@ extension SQLiteStore {
     }
 }
 
-/// What a session action sets on each job it changes (not the state it reads them in), as SQL:
-/// `?1` is the time, `?2` the session, `?3` the state the jobs leave.
+/// What a session action sets on each job it changes in one state, as SQL: `?1` is the time, `?2`
+/// the session, `?3` the state the jobs leave.
 private struct SessionChange {
     /// Column by column: the new value's expression.
     let assignments: KeyValuePairs<String, String>
@@ -82,7 +97,11 @@ private struct SessionChange {
     /// IGNORE), which only its RETURNING tells.
     let ignoresConflicts: Bool
 
-    init(_ kind: SessionActionKind) {
+    /// Which jobs of the session it changes: the table to read them from and the condition.
+    let jobs: (table: String, condition: String)
+
+    init(_ kind: SessionActionKind, from: DownloadState) {
+        jobs = SQLiteStore.sessionJobs(in: from, session: "?2", state: "?3")
         ignoresConflicts = kind == .retry
         switch kind {
         case .pause:
@@ -102,18 +121,16 @@ private struct SessionChange {
         }
     }
 
-    private static let matching = "WHERE session = ?2 AND state = ?3"
-
     var update: String {
         // OR IGNORE: a failed job whose destination another live job owns now stays failed.
         let verb = ignoresConflicts ? "UPDATE OR IGNORE" : "UPDATE"
         let set = assignments.map { "\($0.key) = \($0.value)" }.joined(separator: ", ")
-        return "\(verb) downloads SET \(set), revision = revision + 1 \(Self.matching)"
+        return "\(verb) \(jobs.table) SET \(set), revision = revision + 1 WHERE \(jobs.condition)"
     }
 
     /// The jobs the UPDATE changes, as `StateLog.snapshotColumns` of the rows it leaves.
     var preview: String {
         let columns = DownloadColumns.written.map { column in assignments.first { $0.key == column }?.value ?? column }
-        return "SELECT id, session, \(columns.joined(separator: ", ")), revision + 1 FROM downloads \(Self.matching)"
+        return "SELECT id, session, \(columns.joined(separator: ", ")), revision + 1 FROM \(jobs.table) WHERE \(jobs.condition)"
     }
 }

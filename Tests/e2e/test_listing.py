@@ -69,6 +69,9 @@ def test_filter_by_state_and_session(populated):
     items = api.get("/downloads?state=queued&session=list-a").json()["items"]
     expected = [i for i in reversed(created["list-a"]) if i not in cancelled]
     assert ids(items) == expected
+    # Finished jobs are listed from the other part of the session index than live ones.
+    assert ids(api.get("/downloads?state=cancelled&session=list-a").json()["items"]) == list(reversed(cancelled))
+    assert api.get("/downloads?state=cancelled&session=list-b").json()["items"] == []
 
 
 def test_unknown_session_lists_nothing(populated):
