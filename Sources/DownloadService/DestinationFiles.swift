@@ -225,12 +225,14 @@ final class PlacedDirectory {
 
     deinit { close(fd) }
 
-    /// Makes the new names durable: one fsync per distinct directory.
-    static func sync(_ directories: [PlacedDirectory]) {
+    /// Makes the new names durable: one fsync per distinct directory. Nil once all are synced, or
+    /// what failed: until a name is durable a crash may lose it, so its completion waits.
+    static func sync(_ directories: [PlacedDirectory]) -> String? {
         var synced = Set<String>()
         for directory in directories where synced.insert(directory.path).inserted {
-            fsync(directory.fd)
+            guard fsync(directory.fd) == 0 else { return describeErrno("cannot sync the directory '\(directory.path)'") }
         }
+        return nil
     }
 }
 

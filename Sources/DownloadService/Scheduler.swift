@@ -535,10 +535,16 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// to the queue (or `claiming` asks for one).
     private func commit(_ writes: [JobWrite], claiming: Bool = false) {
         let batch = unsavedWrites.take(adding: writes)
+        if let problem = PlacedDirectory.sync(batch.compactMap(\.placedIn)) {
+            // Like a write the store refused: the jobs stay `running`, their partial files stay
+            // (a restart finds such a file placed), and the whole batch is tried again later.
+            logger.error("finished files' names not durable; trying again", metadata: ["jobs": "\(batch.count)", "error": "\(problem)"])
+            unsavedWrites.keep(batch)
+            return
+        }
         let claiming = (claiming || passWanted || attemptsEnded) && !stopping
         if claiming { (passWanted, attemptsEnded) = (false, false) }
         guard !batch.isEmpty || claiming else { return }
-        PlacedDirectory.sync(batch.compactMap(\.placedIn))
         let changes = batch.flatMap(\.changes)
         do {
             if !claiming {
