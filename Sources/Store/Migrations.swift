@@ -280,9 +280,9 @@ enum Migrations {
         PRAGMA writable_schema = RESET;
         """,
         // 20: a session's jobs by whether they are finished (`finished_at`, set by every write that
-        // ends a job and cleared by a retry), not by state: a pause or resume of 100,000 jobs left
-        // each in its place here, where under (session, state) it moved every entry and, changing
-        // the index it walked, had SQLite list the jobs in a temporary b-tree before the first write.
+        // ends a job and cleared by a retry), not by state: a pause or resume of 100,000 jobs leaves
+        // each entry in its place, where under (session, state) it moved every one and, changing the
+        // index it walked, had SQLite list the jobs in a temporary b-tree before the first write.
         """
         DROP INDEX downloads_session;
         CREATE INDEX downloads_session ON downloads(session, finished_at);

@@ -167,19 +167,24 @@ extension SQLiteStore {
     /// Newest first; the cursor is the id of the last item of the previous page (ids sort by creation).
     public func list(state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage {
         try withReader { db in
+            var table = "downloads"
             var conditions: [String] = []
             var values: [SQLValue] = []
-            if let state { conditions.append("state = ?"); values.append(.text(state.rawValue)) }
-            if let session {
-                conditions.append("session = ?")
-                values.append(.text(session))
-                // Through downloads_session (its part for the state), not through the whole state's jobs.
-                if let state { conditions.append(Self.sessionIndexPart(state)) }
+            switch (state, session) {
+            case let (state?, session?):
+                // A session's jobs in a state as a session action finds them (each `?` after these is ?3, ?4).
+                let jobs = Self.sessionJobs(in: state, session: "?1", state: "?2")
+                table = jobs.table
+                conditions.append(jobs.condition)
+                values += [.text(session), .text(state.rawValue)]
+            case let (state?, nil): conditions.append("state = ?"); values.append(.text(state.rawValue))
+            case let (nil, session?): conditions.append("session = ?"); values.append(.text(session))
+            case (nil, nil): break
             }
             if let cursor { conditions.append("id < ?"); values.append(.text(cursor)) }
             let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
             values.append(.integer(Int64(limit + 1)))
-            var items = try db.prepare("SELECT \(DownloadColumns.list) FROM downloads \(filter) ORDER BY id DESC LIMIT ?")
+            var items = try db.prepare("SELECT \(DownloadColumns.list) FROM \(table) \(filter) ORDER BY id DESC LIMIT ?")
                 .query(values, DownloadColumns.download)
             var next: String?
             if items.count > limit {

@@ -117,6 +117,11 @@ import Testing
         #expect(page3.nextCursor == nil)
         #expect(try db.store.list(state: nil, session: "even", limit: 10, cursor: nil).items.map(\.id) == ["01A4", "01A2", "01A0"])
         #expect(try db.store.list(state: .running, session: nil, limit: 10, cursor: nil).items.isEmpty)
+        let queuedEven = try db.store.list(state: .queued, session: "even", limit: 2, cursor: nil)
+        #expect(queuedEven.items.map(\.id) == ["01A4", "01A2"])
+        #expect(try db.store.list(state: .queued, session: "even", limit: 2, cursor: queuedEven.nextCursor).items.map(\.id) == ["01A0"])
+        #expect(try db.store.list(state: .running, session: "even", limit: 10, cursor: nil).items.isEmpty)
+        #expect(try db.store.list(state: .completed, session: "even", limit: 10, cursor: nil).items.isEmpty)
     }
 
     @Test(arguments: StoreBackend.all) func terminalTransitionsRecordTheirEventsAndFinishTheSession(_ backend: StoreBackend) throws {
