@@ -160,6 +160,15 @@ struct DestinationFiles: Sendable {
         return nil
     }
 
+    /// Makes the entries of the destination's directory durable, for a completion found placed at
+    /// start (`Recovery`): nil once synced, or what failed.
+    func syncDirectory(of destination: Destination) -> String? {
+        guard destination.isValid, case .success(let fd?) = openDirectories(destination.directories, create: false) else {
+            return "cannot open the directory of '\(destination.path)'"
+        }
+        return PlacedDirectory.sync([PlacedDirectory(fd: fd, path: destination.directories.joined(separator: "/"))])
+    }
+
     /// Undoes `place` when the completion could not be committed (the job was cancelled meanwhile).
     func unplace(partial: String, destination: Destination) {
         guard isPlaced(partial: partial, destination: destination),

@@ -26,6 +26,12 @@ struct Recovery {
         for job in interrupted {
             let partialPath = partials.path(job.id)
             if let path = placedPath(job, partialPath: partialPath), let digest = sha256(ofFile: partialPath) {
+                // Its name durable before the completion is committed, as for any finished transfer;
+                // until then it stays running (a later start, or a later takeover, tries again).
+                if let problem = files.syncDirectory(of: job.destination) {
+                    logger.error("placed download not made durable; left running", metadata: ["download.id": "\(job.id)", "error": "\(problem)"])
+                    continue
+                }
                 var done = job
                 done.state = .completed
                 done.path = path

@@ -1,7 +1,8 @@
-"""A finished file's name is durable before its completion is committed: when the fsync of its
-directory fails (the disk reports EIO), the job stays `running` with its partial data and no
-webhook goes out, and it completes once the directory can be synced. The fault is injected into
-the real fsync(2) by an LD_PRELOAD library built here with the toolchain's clang."""
+"""A finished file's name is durable before its completion is committed, at the end of a transfer
+and when a start finds it placed: when the fsync of its directory fails (the disk reports EIO),
+the job stays `running` with its partial data and no webhook goes out, and it completes once the
+directory can be synced. The fault is injected into the real fsync(2) by an LD_PRELOAD library
+built here with the toolchain's clang."""
 
 from __future__ import annotations
 
@@ -51,26 +52,54 @@ def failing_directory_sync(tmp_path):
     return {"LD_PRELOAD": str(library), "FAIL_DIRECTORY_FSYNC_WHILE": str(flag)}, flag
 
 
-def test_a_completion_waits_until_its_directory_is_synced(fetchd, origin, receiver, failing_directory_sync):
+def held_back(fd, receiver, job_id: str) -> bool:
+    """The job is still `running` with its partial data, and no completion went out."""
+    return (fd.api.get(f"/downloads/{job_id}").json()["state"] == "running" and fd.partial_path(job_id).exists()
+            and receiver.events("download.completed", job_id) == [])
+
+
+def assert_completed(fd, receiver, job_id: str, destination: str, data: bytes) -> None:
+    done = fd.api.wait_state(job_id, "completed")
+    assert done["sha256"] == sha256_hex(data)
+    assert fd.dest(destination).read_bytes() == data
+    assert all(d.verified for d in receiver.wait_event("download.completed", job_id))
+    wait_for(lambda: not fd.partial_path(job_id).exists())
+
+
+def a_held_back_job(fetchd, origin, receiver, failing_directory_sync, destination: str):
+    """A fetchd whose directory syncs fail, and a job of it whose file is placed but whose
+    completion waits: (fetchd, job, its body, the flag that keeps the syncs failing)."""
     env, flag = failing_directory_sync
     data = os.urandom(300_000)
-    url = origin.add("/dirsync.bin", data)
+    url = origin.add("/" + destination, data)
     fd = fetchd(env=env)
-
-    job = fd.api.submit({"url": url, "destination": "synced/dirsync.bin", "webhookURL": receiver.url})
-
-    # The body is in and linked into place, but its name is not durable: not completed, no webhook.
+    job = fd.api.submit({"url": url, "destination": destination, "webhookURL": receiver.url})
     wait_for(lambda: "names not durable" in fd.log_text(), timeout=20)
+    return fd, job, data, flag
+
+
+def test_a_completion_waits_until_its_directory_is_synced(fetchd, origin, receiver, failing_directory_sync):
+    fd, job, data, flag = a_held_back_job(fetchd, origin, receiver, failing_directory_sync, "synced/dirsync.bin")
+
+    # The body is in and linked into place, but its name is not durable.
     assert fd.dest("synced/dirsync.bin").read_bytes() == data
-    assert holds_for(lambda: fd.api.get(f"/downloads/{job['id']}").json()["state"] == "running", 1.0)
-    assert fd.partial_path(job["id"]).exists()
-    assert receiver.events("download.completed", job["id"]) == []
+    assert holds_for(lambda: held_back(fd, receiver, job["id"]), 1.0)
 
     Path(flag).unlink()  # the disk recovers
 
-    done = fd.api.wait_state(job["id"], "completed")
-    assert done["sha256"] == sha256_hex(data)
-    assert fd.dest("synced/dirsync.bin").read_bytes() == data
-    deliveries = receiver.wait_event("download.completed", job["id"])
-    assert all(d.verified for d in deliveries)
-    wait_for(lambda: not fd.partial_path(job["id"]).exists())
+    assert_completed(fd, receiver, job["id"], "synced/dirsync.bin", data)
+
+
+def test_a_completion_found_placed_at_start_waits_for_its_directory_too(fetchd, origin, receiver, failing_directory_sync):
+    fd, job, data, flag = a_held_back_job(fetchd, origin, receiver, failing_directory_sync, "recovered/file.bin")
+
+    fd.kill()  # the file is placed, its completion not committed
+    fd.start()  # and its directory still cannot be synced
+    wait_for(lambda: "placed download not made durable" in fd.logs[-1].read_text(errors="replace"), timeout=20)
+    assert held_back(fd, receiver, job["id"])
+
+    fd.kill()
+    Path(flag).unlink()
+    fd.start()
+
+    assert_completed(fd, receiver, job["id"], "recovered/file.bin", data)
