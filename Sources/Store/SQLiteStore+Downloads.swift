@@ -318,7 +318,7 @@ extension SQLiteStore {
         // Most terminal updates leave live jobs behind: a seek in `downloads_session` to the session's
         // unfinished part (migration 20) says so without counting the session.
         let live = try db.prepare("""
-            SELECT EXISTS (SELECT 1 FROM downloads WHERE session = ? AND \(sessionIndexPart(.queued))
+            SELECT EXISTS (SELECT 1 FROM downloads WHERE session = ? AND \(sessionIndexPart(finished: false))
                 AND (state = 'queued' OR state = 'running' OR state = 'paused'))
             """)
             .query([.text(session)]) { $0.int(0) }.first ?? 0

@@ -16,10 +16,11 @@ extension SQLiteStore {
                 let matched = try db.prepare("SELECT COUNT(*) FROM \(counted.table) WHERE \(counted.condition)")
                     .query([.text(action.session)] + (action.state.map { [.text($0.rawValue)] } ?? [])) { $0.int(0) }.first ?? 0
                 guard !states.isEmpty else { return SessionActionResult(matched: matched, changed: [], wereRunning: []) }
-                let running = Self.sessionJobs(in: .running, session: "?1", state: "'running'")
-                let wereRunning = states.contains(.running)
-                    ? try db.prepare("SELECT id FROM \(running.table) WHERE \(running.condition)").query([.text(action.session)]) { $0.string(0) }
-                    : []
+                var wereRunning: [String] = []
+                if states.contains(.running) {
+                    let running = Self.sessionJobs(in: .running, session: "?1", state: "'running'")
+                    wereRunning = try db.prepare("SELECT id FROM \(running.table) WHERE \(running.condition)").query([.text(action.session)]) { $0.string(0) }
+                }
                 var changed: [String] = []
                 // One UPDATE per state the jobs leave, in the order of the session index, so that
                 // each counts its jobs once in `job_counts` instead of the trigger once per job.
@@ -69,13 +70,14 @@ extension SQLiteStore {
     /// others through `downloads_session` (migration 20), in its unfinished part or its finished one.
     static func sessionJobs(in state: DownloadState, session: String, state value: String) -> (table: String, condition: String) {
         if state == .running { return ("downloads INDEXED BY downloads_state", "state = \(value) AND session = \(session)") }
-        return ("downloads", "session = \(session) AND \(sessionIndexPart(state)) AND state = \(value)")
+        return ("downloads", "session = \(session) AND \(sessionIndexPart(finished: state.isTerminal)) AND state = \(value)")
     }
 
-    /// The condition on `downloads_session`'s second column (migration 20) of the part that holds
-    /// the jobs in `state`: `finished_at` is set by every write that ends a job and cleared by a retry.
-    static func sessionIndexPart(_ state: DownloadState) -> String {
-        state.isTerminal ? "finished_at IS NOT NULL" : "finished_at IS NULL"
+    /// The condition on `downloads_session`'s second column (migration 20) of the part that holds a
+    /// session's finished or unfinished jobs: `finished_at` is set by every write that ends a job
+    /// and cleared by a retry.
+    static func sessionIndexPart(finished: Bool) -> String {
+        finished ? "finished_at IS NOT NULL" : "finished_at IS NULL"
     }
 
     /// Moves `count` jobs from one state to another in `job_counts`, for a write made without the
