@@ -24,6 +24,8 @@ final class Checkpointer: @unchecked Sendable {  // `connection` and `holdingWri
     private let connection: SQLiteConnection
     private let queue = DispatchQueue(label: "fetchd.sqlite-checkpoint")
     private let running = Atomic<Bool>(false)
+    /// The log's size, in frames, when the last checkpoint was asked for.
+    private let askedAt = Atomic<Int32>(0)
     /// Runs its argument while the store's writer waits.
     private var holdingWriter: ((() -> Void) -> Void)?
 
@@ -42,8 +44,15 @@ final class Checkpointer: @unchecked Sendable {  // `connection` and `holdingWri
         queue.sync { self.holdingWriter = holdingWriter }
     }
 
+    /// A checkpoint is asked for once every `pages` frames the log grows by (or when a log started
+    /// over reaches `pages`). Asking after every commit once the log held `pages`, as SQLite does,
+    /// copied the few pages each commit wrote (the tables' and indexes' tail pages again and
+    /// again) and synced the log and the database twice for every commit.
     private func committed(walPages: Int32) {
-        guard walPages >= Self.pages, !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let last = askedAt.load(ordering: .relaxed)
+        guard walPages >= Self.pages, walPages < last || walPages - last >= Self.pages,
+              !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        askedAt.store(walPages, ordering: .relaxed)
         queue.async {
             // A checkpoint that cannot finish now (a reader holds old pages) is finished by a later one.
             let logPages = try? self.connection.prepare("PRAGMA wal_checkpoint(PASSIVE)").query { row in row.int(1) }.first
