@@ -18,6 +18,17 @@ public enum JSONString {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// `texts` as a JSON array of strings.
+    public static func array(_ texts: [String]) -> String {
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        for text in texts {
+            if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+            append(text, to: &bytes)
+        }
+        bytes.append(UInt8(ascii: "]"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Whether `byte` cannot stand for itself inside a JSON string: a quote, a backslash or a control character.
     @inlinable
     public static func needsEscape(_ byte: UInt8) -> Bool {

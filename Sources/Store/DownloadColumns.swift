@@ -15,6 +15,8 @@ enum DownloadColumns {
     /// and the client's; bind `stateValues` then the id.
     /// Also sets `live_destination`, which follows the state.
     static let stateAssignments = assignments(["live_destination"]) { !clientOwned.contains($0) }
+    /// The columns `stateAssignments` sets, in the order of `stateValues`.
+    static let stateColumns = written.dropFirst().filter { !clientOwned.contains($0) } + ["live_destination"]
     /// The same for a client's change: the client's columns only.
     static let clientAssignments = assignments([]) { clientOwned.contains($0) }
 

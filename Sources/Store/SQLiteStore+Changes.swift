@@ -9,14 +9,25 @@ extension SQLiteStore {
     public func apply(_ changes: [StoreChange]) throws -> [Bool] {
         guard !changes.isEmpty else { return [] }
         return try withConnection { db in
-            try db.transaction { try changes.map { try self.apply($0, db) } }
+            try db.transaction { try apply(changes, db) }
         }
     }
 
-    func apply(_ change: StoreChange, _ db: SQLiteConnection) throws -> Bool {
+    /// The changes in the caller's transaction, in order; the new states they write go to the event
+    /// log together after them (a row per run of one session's jobs, not one per job).
+    func apply(_ changes: [StoreChange], _ db: SQLiteConnection) throws -> [Bool] {
+        var logged: [Download] = []
+        let applied = try changes.map { try apply($0, db, logging: &logged) }
+        if !logged.isEmpty { try stateLog.append(db, logged) }
+        return applied
+    }
+
+    private func apply(_ change: StoreChange, _ db: SQLiteConnection, logging logged: inout [Download]) throws -> Bool {
         switch change {
         case .update(let download, let expecting, let events, let attempt, let sessionFinished):
-            return try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
+            let written = try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
+            if written { logged.append(download) }
+            return written
         case .progress(let id, let bytesReceived, let bytesExpected, let validator):
             try Self.updateProgress(db, id: id, bytesReceived: bytesReceived, bytesExpected: bytesExpected, validator: validator)
             return true
@@ -44,15 +55,30 @@ extension SQLiteStore {
         }
     }
 
-    /// Compare-and-set to `running`; the virtual time of fair queueing moves up to the job's tag.
-    func claim(_ db: SQLiteConnection, _ job: Download) throws -> Bool {
-        try db.prepare("UPDATE downloads SET \(DownloadColumns.stateAssignments) WHERE id = ? AND state = 'queued'")
-            .run(DownloadColumns.stateValues(job) + [.text(job.id)])
-        guard db.changes == 1 else { return false }
-        try stateLog.append(db, job)
+    /// Compare-and-set of each job to `running`, in order; the jobs claimed. Only the columns that
+    /// differ from the row as `candidates` has it (read in this transaction) are written: starting
+    /// an attempt changes five of the row's 46, and an index whose columns are not written is left
+    /// alone (the session's and the live destination's would otherwise be rewritten as they were).
+    /// Their states go to the event log together, and the virtual time of fair queueing moves up to
+    /// the latest tag among them.
+    func claim(_ db: SQLiteConnection, _ jobs: [Download], readAs candidates: [String: Download]) throws -> [Download] {
+        var claimed: [Download] = []
+        for job in jobs {
+            let after = DownloadColumns.stateValues(job)
+            let before = candidates[job.id].map(DownloadColumns.stateValues)
+            let changed = after.indices.filter { before?[$0] != after[$0] }
+            let assignments = (changed.map { "\(DownloadColumns.stateColumns[$0]) = ?" } + ["revision = revision + 1"])
+                .joined(separator: ", ")
+            try db.prepare("UPDATE downloads SET \(assignments) WHERE id = ? AND state = 'queued'")
+                .run(changed.map { after[$0] } + [.text(job.id)])
+            if db.changes == 1 { claimed.append(job) }
+        }
+        guard !claimed.isEmpty else { return [] }
+        try stateLog.append(db, claimed)
         try db.prepare("""
-            UPDATE scheduler_state SET value = MAX(value, (SELECT fair_tag FROM downloads WHERE id = ?)) WHERE key = 'virtual_time'
-            """).run([.text(job.id)])
-        return true
+            UPDATE scheduler_state SET value = MAX(value, (SELECT MAX(fair_tag) FROM downloads
+            WHERE id IN (SELECT value FROM json_each(?)))) WHERE key = 'virtual_time'
+            """).run([.text(JSONString.array(claimed.map(\.id)))])
+        return claimed
     }
 }

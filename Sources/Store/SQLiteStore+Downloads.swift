@@ -196,7 +196,7 @@ extension SQLiteStore {
     }
 
     /// Writes `download` if the stored job is still in one of `expecting` (compare-and-set), together with
-    /// its events. When the write makes the job terminal and leaves its session with no live job,
+    /// its events (the caller logs its new state). When the write makes the job terminal and leaves its session with no live job,
     /// `sessionFinished` is asked for the events that announce it, in the same transaction.
     /// Returns false, writing nothing, if the stored state was not one expected.
     func update(
@@ -215,7 +215,6 @@ extension SQLiteStore {
             throw DestinationBusy()
         }
         guard db.changes == 1 else { return false }
-        try stateLog.append(db, download)
         if let attempt { try Self.record(db, attempt: attempt, of: download.id) }
         var allEvents = events
         if download.state.isTerminal, let sessionFinished,

@@ -12,15 +12,24 @@ extension SQLiteStore {
 
     public func applyAndClaim(_ changes: [StoreChange], _ pass: ClaimPass) throws -> (applied: [Bool], claim: ClaimResult) {
         try withConnection { db in
-            try db.transaction { (applied: try changes.map { try self.apply($0, db) }, claim: try claim(db, pass)) }
+            try db.transaction { (applied: try apply(changes, db), claim: try claim(db, pass)) }
         }
     }
 
     private func claim(_ db: SQLiteConnection, _ pass: ClaimPass) throws -> ClaimResult {
         try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
-        let claimed = try pass.claimLaneByLane(
-            dueJobs: { lane, excludingHosts, limit in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) },
-            claim: { try self.claim(db, $0) })
+        // The chosen jobs are claimed together at the pass's end, as PostgreSQL's pass does: a job
+        // is in one lane, so no later lane's candidates could include it.
+        var candidates: [String: Download] = [:]
+        var chosen: [Download] = []
+        _ = try pass.claimLaneByLane(
+            dueJobs: { lane, excludingHosts, limit in
+                let jobs = try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit)
+                for job in jobs { candidates[job.id] = job }
+                return jobs
+            },
+            claim: { chosen.append($0); return true })
+        let claimed = try claim(db, chosen, readAs: candidates)
         return ClaimResult(claimed: claimed, nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
     }
 

@@ -87,15 +87,9 @@ struct StateLog: Sendable {
             try insert(db).run([.text(session), .text(ids.first ?? ""), now, .blob(payload)])
             return
         }
-        var idList: [UInt8] = []
-        for id in ids {
-            idList.append(idList.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
-            JSONString.append(id, to: &idList)
-        }
-        idList.append(UInt8(ascii: "]"))
         try db.prepare("""
             INSERT INTO event_log (seq, count, session, download_id, created_at, payload) VALUES (\(Self.nextSeq) + ?1, ?1, ?, ?, ?, ?)
-            """).run([.integer(Int64(ids.count)), .text(session), .text(String(decoding: idList, as: UTF8.self)), now, .blob(payload)])
+            """).run([.integer(Int64(ids.count)), .text(session), .text(JSONString.array(ids)), now, .blob(payload)])
     }
 
     /// The events of `rows` after `sequence`, at most `limit`, with the snapshots among them turned

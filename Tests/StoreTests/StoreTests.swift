@@ -57,7 +57,7 @@ extension SQLiteStore {
     }
 
     func claim(_ job: Download) throws -> Bool {
-        try withConnection { db in try db.transaction { try self.claim(db, job) } }
+        try withConnection { db in try db.transaction { try self.claim(db, [job], readAs: [:]).count == 1 } }
     }
 }
 
