@@ -11,13 +11,6 @@ struct StateLog: Sendable {
     /// The most events one row holds.
     static let eventsPerRow = 1000
 
-    /// `encoded`: the payload when the caller encoded it already (`NewJob.statePayload`).
-    func append(_ db: SQLiteConnection, _ download: Download, encoded: [UInt8]? = nil) throws {
-        try insert(db).run([
-            .text(download.session), .text(download.id), .integer(Self.now()), .blob(encoded ?? payload(download)),
-        ])
-    }
-
     /// One job's new state for the log: its payload.
     struct Entry {
         var id: String
