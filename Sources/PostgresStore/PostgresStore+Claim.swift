@@ -26,15 +26,9 @@ extension PostgresStore {
         // The jobs the pass chooses are claimed together at its end, each only if it is still
         // the row the pass read (its revision): no other claim runs meanwhile (the lock), and
         // a job changed since (cancelled, paused, patched) waits for the next pass.
-        var candidates: [String: Download] = [:]
-        var chosen: [Download] = []
-        _ = try pass.claimLaneByLane(
-            dueJobs: { lane, excludingHosts, limit in
-                let jobs = try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit)
-                for job in jobs { candidates[job.id] = job }
-                return jobs
-            },
-            claim: { chosen.append($0); return true })
+        let (chosen, candidates) = try pass.chooseLaneByLane { lane, excludingHosts, limit in
+            try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit)
+        }
         let (claimed, queueChange) = try claim(db, chosen, readAs: candidates)
         // With the COMMIT, in one round trip: the claim lock is held until then.
         try stateLog.append(db, claimed, atCommit: true)

@@ -18,17 +18,9 @@ extension SQLiteStore {
 
     private func claim(_ db: SQLiteConnection, _ pass: ClaimPass) throws -> ClaimResult {
         try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
-        // The chosen jobs are claimed together at the pass's end, as PostgreSQL's pass does: a job
-        // is in one lane, so no later lane's candidates could include it.
-        var candidates: [String: Download] = [:]
-        var chosen: [Download] = []
-        _ = try pass.claimLaneByLane(
-            dueJobs: { lane, excludingHosts, limit in
-                let jobs = try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit)
-                for job in jobs { candidates[job.id] = job }
-                return jobs
-            },
-            claim: { chosen.append($0); return true })
+        let (chosen, candidates) = try pass.chooseLaneByLane { lane, excludingHosts, limit in
+            try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit)
+        }
         let claimed = try claim(db, chosen, readAs: candidates)
         return ClaimResult(claimed: claimed, nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
     }
