@@ -15,9 +15,12 @@ extension SQLiteStore {
     }
 
     /// Pending deliveries that are due, oldest first, leaving out those already in flight and a
-    /// `session.finished` whose URL still has earlier events of the same session to settle.
+    /// `session.finished` whose URL still has earlier events of the same session to settle. Read
+    /// on a reader, like `nextDeliveryAt`: the dispatcher scans after every committed batch of
+    /// settlements, and on the writer's connection each scan waited for, and held up, the
+    /// scheduler's next commit (the writer's lock was the webhooks' most contended call).
     public func dueDeliveries(now: Int64, limit: Int, excluding inFlight: Set<String>) throws -> [WebhookDelivery] {
-        try withConnection { db in
+        try withReader { db in
             let rows = try db.prepare("""
                 SELECT d.event_id, d.url, e.type, e.payload, d.attempts FROM webhook_deliveries d
                 JOIN webhook_events e ON e.id = d.event_id
@@ -27,16 +30,21 @@ extension SQLiteStore {
                     SELECT 1 FROM webhook_events pe JOIN webhook_deliveries p ON p.event_id = pe.id AND p.url = d.url
                     WHERE pe.session = e.session AND pe.id < e.id AND p.state = 'pending'))
                 ORDER BY d.next_attempt_at, d.event_id LIMIT ?
-                """).query([.integer(now), .integer(Int64(limit + inFlight.count))]) {
-                WebhookDelivery(eventID: $0.string(0), url: $0.string(1), type: $0.string(2), payload: $0.blob(3), attempts: $0.int(4))
+                """).query([.integer(now), .integer(Int64(limit + inFlight.count))]) { row -> WebhookDelivery? in
+                var delivery = WebhookDelivery(eventID: row.string(0), url: row.string(1), type: row.string(2), payload: [],
+                                               attempts: row.int(4))
+                // Those in flight are the oldest, so they come first: their payloads are not copied.
+                guard !inFlight.contains(delivery.key) else { return nil }
+                delivery.payload = row.blob(3)
+                return delivery
             }
-            return Array(rows.filter { !inFlight.contains($0.key) }.prefix(limit))
+            return Array(rows.compactMap { $0 }.prefix(limit))
         }
     }
 
     /// When the next pending delivery that is not yet due becomes due.
     public func nextDeliveryAt(after now: Int64) throws -> Int64? {
-        try withConnection { db in
+        try withReader { db in
             try db.prepare("SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at > ?")
                 .query([.integer(now)]) { $0.optionalInt64(0) }.first ?? nil
         }
