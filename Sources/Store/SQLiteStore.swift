@@ -8,7 +8,7 @@ import Synchronization
 /// the last committed state, so a long write (a batch of inserts, a retention pass) never stalls a
 /// `GET`.
 public final class SQLiteStore: JobStore {
-    let connection: Mutex<SQLiteConnection>
+    let connection: SleepingLock<SQLiteConnection>
     private let readers: [ReadConnection]
     private let checkpointer: Checkpointer
     /// Where the next read starts looking for an idle reader, so reads spread over them.
@@ -57,7 +57,7 @@ public final class SQLiteStore: JobStore {
             throw error
         }
         checkpointer.follow(db)
-        connection = Mutex(db)
+        connection = SleepingLock(db)
         self.readers = readers
         self.checkpointer = checkpointer
         checkpointer.restartsHolding { [weak self] body in self?.connection.withLock { _ in body() } }
