@@ -12,6 +12,12 @@ public enum DownloadTable {
         "mirrors", "connections", "max_bytes_per_second", "mirror_index", "mirror_misses", "ranges",
     ]
 
+    /// Where the columns a state change writes (every one but the id and the client's) are in
+    /// `columns`; found once, so that writing a job hashes no column names.
+    public static let stateIndices = columns.indices.dropFirst().filter { !clientOwned.contains(columns[$0]) }
+    /// Where the client's columns are in `columns`.
+    public static let clientIndices = columns.indices.dropFirst().filter { clientOwned.contains(columns[$0]) }
+
     /// What a client may change after submit (`PATCH`): written at insert and by `change`, never by
     /// a state change, so a state change the scheduler writes from its own (older) copy of a running
     /// job cannot undo a client's change.

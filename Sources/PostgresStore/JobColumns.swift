@@ -20,7 +20,7 @@ enum JobColumns {
     static let stateAssignments = assignments { !clientOwned.contains($0) }
     static let stateCount = stateColumns.count
     /// The columns a state change writes, in `stateValues` order.
-    static let stateColumns = written.dropFirst().filter { !clientOwned.contains($0) }
+    static let stateColumns = DownloadTable.stateIndices.map { written[$0] }
     /// `stateAssignments` from the same columns of the row `source` (an UPDATE … FROM many jobs),
     /// or of those of them in `columns`.
     static func stateAssignments(from source: String, columns: [String] = stateColumns) -> String {
@@ -37,11 +37,13 @@ enum JobColumns {
     }
 
     static func stateValues(_ d: Download) -> [PostgresValue] {
-        zip(written, values(d)).dropFirst().filter { !clientOwned.contains($0.0) }.map(\.1)
+        let all = values(d)
+        return DownloadTable.stateIndices.map { all[$0] }
     }
 
     static func clientValues(_ d: Download) -> [PostgresValue] {
-        zip(written, values(d)).dropFirst().filter { clientOwned.contains($0.0) }.map(\.1)
+        let all = values(d)
+        return DownloadTable.clientIndices.map { all[$0] }
     }
 
     static func values(_ d: Download) -> [PostgresValue] {

@@ -4,7 +4,6 @@ import Persistence
 /// The mapping between `Download` and a row of the downloads table, in one place.
 enum DownloadColumns {
     static let written = DownloadTable.columns
-    static let clientOwned = DownloadTable.clientOwned
 
     /// Every column `download(_:)` reads: the written ones, then the revision the store keeps.
     static let list = (written + ["revision"]).joined(separator: ", ")
@@ -14,19 +13,20 @@ enum DownloadColumns {
     /// `destination = ?, …, revision = revision + 1` for a state change: every column but the id
     /// and the client's; bind `stateValues` then the id.
     /// Also sets `live_destination`, which follows the state.
-    static let stateAssignments = assignments(["live_destination"]) { !clientOwned.contains($0) }
+    static let stateAssignments = assignments(stateColumns)
     /// The columns `stateAssignments` sets, in the order of `stateValues`.
-    static let stateColumns = written.dropFirst().filter { !clientOwned.contains($0) } + ["live_destination"]
+    static let stateColumns = DownloadTable.stateIndices.map { written[$0] } + ["live_destination"]
     /// The same for a client's change: the client's columns only.
-    static let clientAssignments = assignments([]) { clientOwned.contains($0) }
+    static let clientAssignments = assignments(DownloadTable.clientIndices.map { written[$0] })
 
-    private static func assignments(_ kept: [String], _ include: (String) -> Bool) -> String {
-        (written.dropFirst().filter(include).map { "\($0) = ?" } + kept.map { "\($0) = ?" } + ["revision = revision + 1"])
-            .joined(separator: ", ")
+    /// `a = ?, b = ?, …, revision = revision + 1`: an UPDATE's SET list for `columns`.
+    static func assignments(_ columns: [String]) -> String {
+        (columns.map { "\($0) = ?" } + ["revision = revision + 1"]).joined(separator: ", ")
     }
 
     static func stateValues(_ d: Download) -> [SQLValue] {
-        zip(written, values(d)).dropFirst().filter { !clientOwned.contains($0.0) }.map(\.1) + [liveDestination(d)]
+        let all = values(d)
+        return DownloadTable.stateIndices.map { all[$0] } + [liveDestination(d)]
     }
 
     /// The destination while the job is live and names a file (not a `dir/`), else NULL. The
@@ -37,7 +37,8 @@ enum DownloadColumns {
     }
 
     static func clientValues(_ d: Download) -> [SQLValue] {
-        zip(written, values(d)).dropFirst().filter { clientOwned.contains($0.0) }.map(\.1)
+        let all = values(d)
+        return DownloadTable.clientIndices.map { all[$0] }
     }
 
     static func values(_ d: Download) -> [SQLValue] {

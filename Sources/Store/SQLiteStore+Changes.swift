@@ -67,8 +67,7 @@ extension SQLiteStore {
             let after = DownloadColumns.stateValues(job)
             let before = candidates[job.id].map(DownloadColumns.stateValues)
             let changed = after.indices.filter { before?[$0] != after[$0] }
-            let assignments = (changed.map { "\(DownloadColumns.stateColumns[$0]) = ?" } + ["revision = revision + 1"])
-                .joined(separator: ", ")
+            let assignments = DownloadColumns.assignments(changed.map { DownloadColumns.stateColumns[$0] })
             try db.prepare("UPDATE downloads SET \(assignments) WHERE id = ? AND state = 'queued'")
                 .run(changed.map { after[$0] } + [.text(job.id)])
             if db.changes == 1 { claimed.append(job) }
