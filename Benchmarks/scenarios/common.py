@@ -49,36 +49,37 @@ def settle_disk(*paths: str):
                 os.close(fd)
 
 
-def wait_for_quick_file_creation(ctx, directories: int = 10, files: int = 40, quick_us: float = 100,
-                                 patience_s: float = 420) -> float:
-    """Waits until creating a file costs what it costs on a quiet disk, and returns that cost (µs).
+def wait_for_forgotten_deletions(ctx):
+    """Waits until the files the last run removed no longer slow the creation of new ones.
 
     On ext4 without a journal (this machine's root) a new inode is not given a number freed in
-    the last 60 s, or 300 s while its inode table block is unwritten (`recently_deleted` in
-    fs/ext4/ialloc.c), and every creation walks past all of them: after a run's 12,000 files were
-    removed, creating a file took 570-850 µs instead of ~20, and curl needed 1.2-1.6 s instead of
-    0.15 s for the small files. The cost depends on the block group a new directory lands in, so
-    the probe makes files in several fresh directories and goes by the slowest. The probe files
-    are kept (in the run's directory) so as not to add to what is being waited out."""
-    attempt = 0
-    started = time.monotonic()
-    while True:
-        costs = []
-        for d in range(directories):
-            directory = ctx.fresh(f"inode-probe-{attempt}-{d}")
-            t0 = time.perf_counter()
-            for i in range(files):
-                os.close(os.open(os.path.join(directory, f"p{i}"), os.O_CREAT | os.O_WRONLY, 0o644))
-            costs.append((time.perf_counter() - t0) / files * 1e6)
-        cost = max(costs)
-        if cost <= quick_us or time.monotonic() - started > patience_s:
-            ctx.log(f"creating a file: {cost:.0f} µs in the slowest of {directories} directories"
-                    + ("" if cost <= quick_us else " (still slow; measuring anyway)"))
-            return cost
-        ctx.log(f"creating a file: {cost:.0f} µs in the slowest of {directories} directories, "
-                "waiting for the disk to forget recently deleted inodes")
-        attempt += 1
-        time.sleep(15)
+    the last 60 s, or the last 360 s while its inode table block is dirty (`recently_deleted` in
+    fs/ext4/ialloc.c) — and creating files nearby keeps it dirty — and every creation walks past
+    all of them: after a run's work directory (12,000 small files among its contents) was
+    removed, curl needed 0.4-1.6 s instead of 0.15 s for the 2,000 files; after a sync and 65 s
+    one curl took 0.19 s and the next 0.42 s again; probing with files of our own did not see it.
+    So run.py notes when it removes its work directory (`note_mass_deletion`), and the next run
+    waits until 370 s have passed. Removals by other programs are not seen: wait six minutes
+    after them before measuring."""
+    try:
+        with open(os.path.join(ctx.cache, MASS_DELETION_NOTE)) as f:
+            removed_at = float(f.read())
+    except (OSError, ValueError):
+        return
+    wait = removed_at + 370 - time.time()
+    if wait > 0:
+        ctx.log(f"waiting {wait:.0f} s for the disk to forget the files the last run removed")
+        time.sleep(wait)
+
+
+MASS_DELETION_NOTE = "last-mass-deletion"
+
+
+def note_mass_deletion(cache: str):
+    """Records that many files were removed just now (`wait_for_forgotten_deletions`)."""
+    os.makedirs(cache, exist_ok=True)
+    with open(os.path.join(cache, MASS_DELETION_NOTE), "w") as f:
+        f.write(f"{time.time()}")
 
 
 def aria2c(*args) -> list[str]:

@@ -21,7 +21,7 @@ from benchlib.fetchd import Fetchd
 from benchlib.origin import Origin, make_small_files
 from benchlib.table import Row
 from benchlib.webhooks import WebhookReceiver
-from .common import alternating, aria2c, settle_disk, wait_for_quick_file_creation
+from .common import alternating, aria2c, settle_disk, wait_for_forgotten_deletions
 
 SIZE, PARALLEL = 16 << 10, 16
 
@@ -70,7 +70,7 @@ def run(ctx) -> list[Row]:
     def with_aria2(r, out):
         return procs.measured(lambda: procs.run(aria2c("-j", str(PARALLEL), "-i", url_list, "-d", out)))
 
-    wait_for_quick_file_creation(ctx)
+    wait_for_forgotten_deletions(ctx)
     to_completion = []
     tools = {"fetchd": with_fetchd, "curl": with_curl, "aria2c": with_aria2}
     wall = {name: [] for name in tools}
@@ -78,7 +78,7 @@ def run(ctx) -> list[Row]:
     for r, name in alternating(list(tools), ctx.rounds):
         # A directory of its own for every run, nothing deleted until the scenario ends: after
         # thousands of files are deleted, ext4 without a journal (as here) spends the next minutes
-        # skipping their inodes when it makes new files (`wait_for_quick_file_creation`), which
+        # skipping their inodes when it makes new files (`wait_for_forgotten_deletions`), which
         # slowed whichever tool ran next (curl 0.21 s after nothing was deleted, 0.97 and 1.48 s
         # after a round's files were).
         out = ctx.fresh(f"small-out-{name}-{r}")
