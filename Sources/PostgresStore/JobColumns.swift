@@ -6,7 +6,6 @@ import Persistence
 /// store keeps comes last when read.
 enum JobColumns {
     static let written = DownloadTable.columns
-    static let clientOwned = DownloadTable.clientOwned
 
     /// For SELECT and RETURNING: every column `download(_:)` reads, in order.
     static let list = (written + ["revision"]).joined(separator: ", ")
@@ -17,7 +16,7 @@ enum JobColumns {
 
     /// `destination = $1, …, revision = revision + 1` for a state change: every column but the id
     /// and the client's; bind `stateValues`, then the id as `$\(stateCount + 1)`.
-    static let stateAssignments = assignments { !clientOwned.contains($0) }
+    static let stateAssignments = assignments(stateColumns)
     static let stateCount = stateColumns.count
     /// The columns a state change writes, in `stateValues` order.
     static let stateColumns = DownloadTable.stateIndices.map { written[$0] }
@@ -27,13 +26,12 @@ enum JobColumns {
         (columns.map { "\($0) = \(source).\($0)" } + ["revision = downloads.revision + 1"]).joined(separator: ", ")
     }
     /// The same for a client's change: the client's columns only, bound from `clientValues`.
-    static let clientAssignments = assignments { clientOwned.contains($0) }
-    static let clientCount = clientOwned.count
+    static let clientAssignments = assignments(DownloadTable.clientIndices.map { written[$0] })
+    static let clientCount = DownloadTable.clientIndices.count
 
-    private static func assignments(_ include: (String) -> Bool) -> String {
-        let columns = written.dropFirst().filter(include)
-        return (columns.indices.map { "\(columns[$0]) = $\($0 + 1)" } + ["revision = revision + 1"])
-            .joined(separator: ", ")
+    /// `a = $1, b = $2, …, revision = revision + 1`.
+    private static func assignments(_ columns: [String]) -> String {
+        (columns.indices.map { "\(columns[$0]) = $\($0 + 1)" } + ["revision = revision + 1"]).joined(separator: ", ")
     }
 
     static func stateValues(_ d: Download) -> [PostgresValue] {

@@ -1,5 +1,4 @@
 import DownloadCore
-import Foundation
 import Persistence
 
 /// The scheduler's queries. Each touches only the rows it returns or changes, through partial
@@ -42,8 +41,7 @@ extension SQLiteStore {
     /// Due jobs of one lane, best first, leaving out hosts that are at their limit.
     static func dueJobs(_ db: SQLiteConnection, lane: Lane, excludingHosts: [String], limit: Int) throws -> [Download] {
         let queries = DueQueries.of(lane)
-        // Mostly none: a pass for a free slot need not build a JSONEncoder for "[]".
-        let hosts = excludingHosts.isEmpty ? "[]" : String(decoding: try JSONEncoder().encode(excludingHosts), as: UTF8.self)
+        let hosts = JSONString.array(excludingHosts)
         // Walking the lane in order and skipping full hosts would step over every due job of theirs
         // ranked above the jobs it returns: a million behind one busy host. So the walk stops after
         // a few times `limit` jobs, and if full hosts held too many of those, the best jobs of each
