@@ -61,8 +61,7 @@ def main() -> int:
             status, body = fetchd.api.request("POST", "/downloads/batch", {"items": jobs[first:first + BATCH]})
             if status != 200:
                 raise RuntimeError(f"batch answered {status}: {str(body)[:300]}")
-        procs.wait_until(lambda: receiver.counts().get("download.completed", 0) >= count, 600, 0.005,
-                         f"{count} download.completed webhooks")
+        receiver.wait_for("download.completed", count, 600)
         seconds, cpu = time.perf_counter() - started, procs.cpu_seconds(fetchd.pid) - cpu_before
         for sampler in filter(None, [perf, recorder]):
             sampler.send_signal(signal.SIGINT)

@@ -23,6 +23,16 @@ class WebhookReceiver:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=30) as resp:
             return json.load(resp)
 
+    def wait_for(self, kind: str, count: int, timeout: float) -> dict:
+        """Waits until `count` deliveries of `kind` have arrived in all (not polling: the receiver
+        answers once they have); returns the counts then."""
+        url = f"http://127.0.0.1:{self.port}/wait?type={kind}&count={count}"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp:
+                return json.load(resp)
+        except TimeoutError:
+            raise TimeoutError(f"{count} {kind} webhooks not in after {timeout:.0f} s: {self.counts()}") from None
+
     def _up(self) -> bool:
         try:
             self.counts()

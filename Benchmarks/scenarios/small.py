@@ -7,7 +7,7 @@ before wrk is spawned): to the last completion — the latest "download complete
 log, which it writes once the job's completed state is committed (its file synced, hashed and
 linked in), stamped from the same system clock on the same machine in milliseconds; `finishedAt`
 is earlier, taken when the settlement is decided — and to the last `download.completed` webhook as
-the receiver counted it (polled every 10 ms). curl's and aria2's times are their run time to exit.
+the receiver counted it (it answers the driver's one waiting request then). curl's and aria2's times are their run time to exit.
 
 fetchd runs with 16 transfer slots, all usable for the one origin (FETCHD_MAX_TRANSFERS=16,
 FETCHD_MAX_TRANSFERS_PER_HOST=16), like the peers' 16; it still hashes, fsyncs, commits and
@@ -47,8 +47,7 @@ def run(ctx) -> list[Row]:
             started.append(time.time())
             submitter = wrk.start(fetchd.base + "/downloads", PARALLEL, threads=1, script=wrk.lua("post_small_files.lua"),
                                   script_args=[origin.url("f"), count, session, receiver.url])
-            procs.wait_until(lambda: receiver.counts().get("download.completed", 0) - before >= count,
-                             600, 0.01, f"{count} download.completed webhooks")
+            receiver.wait_for("download.completed", before + count, 600)
             submitted = wrk.finish(submitter)
             if submitted["failed"]:
                 raise RuntimeError(f"small: {submitted['failed']} POSTs failed")
