@@ -189,21 +189,25 @@ struct DestinationFiles: Sendable {
     /// Opens the directory chain under the root without following links. `.success(nil)` means a
     /// directory does not exist (and `create` was false).
     private func openDirectories(_ names: ArraySlice<String>, create: Bool) -> Result<Int32?, Problem> {
-        var dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dir >= 0 else { return .failure(.io(describeErrno("cannot open the download root"))) }
+        // From the root kept open (`OpenRoot`): placing a file looks up its own directories, not the
+        // root's whole path again (an open and a close fewer per file). The root itself stays open;
+        // the caller owns what is returned.
+        guard let rootFD = openRoot.descriptor() else { return .failure(.io(describeErrno("cannot open the download root"))) }
+        var dir = rootFD
+        func release() { if dir != rootFD { close(dir) } }
         for name in names {
             var next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 && errno == ENOENT {
-                guard create else { close(dir); return .success(nil) }
+                guard create else { release(); return .success(nil) }
                 if mkdirat(dir, name, 0o755) != 0 && errno != EEXIST {
                     let failure = problem(from: errno, "cannot create directory '\(name)'")
-                    close(dir)
+                    release()
                     return .failure(failure)
                 }
                 next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             }
             let openErrno = errno
-            close(dir)
+            release()
             guard next >= 0 else {
                 if openErrno == ELOOP || openErrno == ENOTDIR {
                     return .failure(.invalid("'\(name)' on the way is a symbolic link or not a directory"))
@@ -212,7 +216,10 @@ struct DestinationFiles: Sendable {
             }
             dir = next
         }
-        return .success(dir)
+        guard dir == rootFD else { return .success(dir) }
+        // A file right under the root: a descriptor of the caller's own.
+        let own = openat(rootFD, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        return own >= 0 ? .success(own) : .failure(.io(describeErrno("cannot open the download root")))
     }
 
     private func problem(from code: Int32, _ message: String) -> Problem {
@@ -249,8 +256,9 @@ func describeErrno(_ message: String) -> String {
     "\(message): \(String(cString: strerror(errno)))"
 }
 
-/// The download root, opened at its first use and kept open, so that a check at submit looks its
-/// path up relative to it (`fstatat`) rather than walking the root's own path again each time.
+/// The download root, opened at its first use and kept open, so that a check at submit and the
+/// placing of a finished file look their paths up relative to it rather than walking the root's
+/// own path again each time.
 /// A root that could not be opened is tried again next time.
 private final class OpenRoot: Sendable {
     private let path: String

@@ -76,7 +76,7 @@ extension SQLiteStore {
         var chosenTags: [Int64] = []
         chosenTags.reserveCapacity(run.count)
         var values: [SQLValue] = []
-        values.reserveCapacity(run.count * (DownloadColumns.written.count + 3))
+        values.reserveCapacity(run.count * (DownloadColumns.written.count + 4))
         var entries: [NewRowSnapshot] = []
         entries.reserveCapacity(run.count)
         // By index: `for job in run` would copy each job, a retain per field of its Download.
@@ -92,6 +92,7 @@ extension SQLiteStore {
             values.append(.integer(run[index].download.discretionary ? 1 : 0))
             values.append(.integer(tag))
             values.append(DownloadColumns.liveDestination(run[index].download))
+            values.append(Self.dueAtInsert(run[index].download))
         }
         do {
             try db.prepare(Self.insertRowsSQL).run(values)
@@ -126,7 +127,10 @@ extension SQLiteStore {
         do {
             // A failed statement is undone on its own; the transaction and the batch's other jobs go on.
             let values = DownloadColumns.values(job.download)
-            try insertDownload.run(values, [.integer(job.download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(job.download)])
+            try insertDownload.run(values, [
+                .integer(job.download.discretionary ? 1 : 0), .integer(tag), DownloadColumns.liveDestination(job.download),
+                Self.dueAtInsert(job.download),
+            ])
             // The log keeps the new row's snapshot (as a session action's rows), not the Download's
             // JSON: less than half the bytes, which the commit and the checkpoint then copy.
             logged.append(NewRowSnapshot(id: job.download.id, session: job.download.session, values: values))
@@ -145,10 +149,18 @@ extension SQLiteStore {
 
     /// Built once: the statement cache is keyed by the SQL text, and this one is long.
     private static let insertDownloadSQL = "INSERT INTO downloads (\(insertColumns)) VALUES \(rowPlaceholders)"
-    private static let insertColumns = "\(DownloadColumns.insertList), lane, fair_tag, live_destination"
-    private static let rowPlaceholders = "(\(DownloadColumns.placeholders), ?, ?, ?)"
+    private static let insertColumns = "\(DownloadColumns.insertList), lane, fair_tag, live_destination, due"
+    private static let rowPlaceholders = "(\(DownloadColumns.placeholders), ?, ?, ?, ?)"
 
-    /// Jobs a multi-row insert writes (`insertTogether`): 50 rows bind 2,450 values, well under
+    /// A job that may run from the moment it is created is inserted due, straight into its lane's
+    /// claim index, rather than into the pending one for the next pass to move it over (`promote`):
+    /// one UPDATE and two index entries fewer per job (2,000 small files: 361 promotions of 44 µs).
+    /// A later `run_at` waits for the promotion as before.
+    private static func dueAtInsert(_ download: Download) -> SQLValue {
+        .integer(download.state == .queued && download.runAt <= download.createdAt ? 1 : 0)
+    }
+
+    /// Jobs a multi-row insert writes (`insertTogether`): 50 rows bind 2,500 values, well under
     /// SQLite's limit of 32,766.
     static let rowsPerInsert = 50
     /// OR FAIL, not the default ABORT: a statement that need not undo its own rows keeps no

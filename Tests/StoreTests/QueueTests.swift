@@ -9,9 +9,9 @@ import Testing
 
     @Test func jobsBecomeDueWhenPromotedAndComeByPriorityThenAge() throws {
         let db = try TemporaryStore()
-        _ = try db.store.insert(makeDownload("01A", priority: 0.1), idempotency: nil)
-        _ = try db.store.insert(makeDownload("01B", priority: 0.9), idempotency: nil)
-        _ = try db.store.insert(makeDownload("01C", priority: 0.9), idempotency: nil)
+        _ = try db.store.insert(makeDownload("01A", priority: 0.1, runAt: 1000), idempotency: nil)
+        _ = try db.store.insert(makeDownload("01B", priority: 0.9, runAt: 1000), idempotency: nil)
+        _ = try db.store.insert(makeDownload("01C", priority: 0.9, runAt: 1000), idempotency: nil)
         _ = try db.store.insert(makeDownload("01D", priority: 1.0, runAt: 5000), idempotency: nil)
         #expect(try db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 10).isEmpty)  // not promoted yet
         try db.store.promote(now: 1000, agedBefore: 0)
@@ -19,6 +19,19 @@ import Testing
         #expect(try db.store.nextQueueChange(after: 1000, agingDelay: 86_400_000) == 5000)
         try db.store.promote(now: 5000, agedBefore: 0)
         #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 1)) == ["01D"])
+    }
+
+    /// One at a time or many together: a job that may run from its creation needs no promotion.
+    @Test func aJobThatMayRunWhenCreatedIsDueAtOnce() throws {
+        let db = try TemporaryStore()
+        _ = try db.store.insert(makeDownload("01A", runAt: 100, createdAt: 100), idempotency: nil)
+        _ = try db.store.insert(makeDownload("01B", runAt: 200, createdAt: 100), idempotency: nil)
+        _ = try db.store.insert([
+            NewJob(download: makeDownload("01C", runAt: 100, createdAt: 100), idempotency: nil),
+            NewJob(download: makeDownload("01D", runAt: 300, createdAt: 100), idempotency: nil),
+        ])
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 10)) == ["01A", "01C"])
+        #expect(try db.store.nextQueueChange(after: 100, agingDelay: 86_400_000) == 200)
     }
 
     @Test func fullHostsAreLeftOutWithoutHidingOtherHosts() throws {
