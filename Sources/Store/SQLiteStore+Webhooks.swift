@@ -21,24 +21,24 @@ extension SQLiteStore {
     /// scheduler's next commit (the writer's lock was the webhooks' most contended call).
     public func dueDeliveries(now: Int64, limit: Int, excluding inFlight: Set<String>) throws -> [WebhookDelivery] {
         try withReader { db in
-            let rows = try db.prepare("""
-                SELECT d.event_id, d.url, e.type, e.payload, d.attempts FROM webhook_deliveries d
+            // The deliveries in flight (up to 32 while small files complete) are left out on the due
+            // index alone, which holds `event_id` and `url` (their `WebhookDelivery.key`, spelled in
+            // SQL): neither their rows nor their events are read (a scan took ~104 µs when they
+            // were read and then skipped here).
+            try db.prepare("""
+                SELECT d.event_id, d.url, e.type, e.payload, d.attempts FROM webhook_deliveries d INDEXED BY webhook_deliveries_due
                 JOIN webhook_events e ON e.id = d.event_id
                 WHERE d.state = 'pending' AND d.next_attempt_at <= ?
+                AND d.event_id || ' ' || d.url NOT IN (SELECT value FROM json_each(?))
                 -- session.finished waits until every earlier event of its session to the same URL is settled.
                 AND (e.type != 'session.finished' OR NOT EXISTS (
                     SELECT 1 FROM webhook_events pe JOIN webhook_deliveries p ON p.event_id = pe.id AND p.url = d.url
                     WHERE pe.session = e.session AND pe.id < e.id AND p.state = 'pending'))
                 ORDER BY d.next_attempt_at, d.event_id LIMIT ?
-                """).query([.integer(now), .integer(Int64(limit + inFlight.count))]) { row -> WebhookDelivery? in
-                var delivery = WebhookDelivery(eventID: row.string(0), url: row.string(1), type: row.string(2), payload: [],
-                                               attempts: row.int(4))
-                // Those in flight are the oldest, so they come first: their payloads are not copied.
-                guard !inFlight.contains(delivery.key) else { return nil }
-                delivery.payload = row.blob(3)
-                return delivery
+                """).query([.integer(now), .text(JSONString.array(Array(inFlight))), .integer(Int64(limit))]) { row in
+                WebhookDelivery(eventID: row.string(0), url: row.string(1), type: row.string(2), payload: row.blob(3),
+                                attempts: row.int(4))
             }
-            return Array(rows.compactMap { $0 }.prefix(limit))
         }
     }
 
