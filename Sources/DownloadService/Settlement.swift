@@ -174,6 +174,9 @@ struct Settlement {
             queued.runAt = now
             queued.error = job.error
             return transition(queued, attempt: attempt(reason == .shutdown ? "interrupted" : "changed"))
+        case .unclaimed:
+            // Never asked for (`Scheduler.finished` settles nothing of a job this node did not claim).
+            return JobWrite(changes: [])
         }
     }
 

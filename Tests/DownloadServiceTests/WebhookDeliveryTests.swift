@@ -130,7 +130,7 @@ import Transfer
     @Test func anAnswerNotRecordedIsRecordedLaterNotSentAgain() throws {
         let fixture = try ServiceFixture()
         try cancelTheSessionsOnlyJob(fixture)
-        let store = DeliveryRecordingFails(fixture.store)
+        let store = FailingWrites(fixture.store)
         let sender = FakeWebhookSender()
         let dispatcher = dispatcher(store, sender, fixture)
         defer { dispatcher.stop() }
@@ -142,7 +142,7 @@ import Transfer
         dispatcher.queue.sync {}  // the turn whose recording failed is over
         #expect(sender.all.count == 1)
 
-        store.failing.store(false, ordering: .sequentiallyConsistent)
+        store.recordingFails.store(false, ordering: .sequentiallyConsistent)
         #expect(eventually { sender.all.count == 2 })
         #expect(sender.all.map(\.delivery.type) == ["download.cancelled", "session.finished"])
         #expect(try fixture.store.webhookBacklog().pending == 1)  // session.finished, not answered yet

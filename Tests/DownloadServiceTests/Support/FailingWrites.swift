@@ -3,13 +3,16 @@ import Persistence
 import Store
 import Synchronization
 
-/// A real store whose recording of webhook delivery outcomes fails while `failing` is set, as
-/// when the database cannot be written; everything else goes to the store.
-final class DeliveryRecordingFails: JobStore {
+/// A real store some of whose writes do not take while their switch is on: the recording of
+/// webhook delivery outcomes fails (`recordingFails`, on from the start), as when the database
+/// cannot be written; and the jobs a scheduling pass chooses are left unclaimed (`claimsLost`), as
+/// when another node claimed them first. Everything else goes to the store.
+final class FailingWrites: JobStore {
     struct WriteFailed: Error {}
 
     let store: SQLiteStore
-    let failing = Atomic<Bool>(true)
+    let recordingFails = Atomic<Bool>(true)
+    let claimsLost = Atomic<Bool>(false)
     /// How many recordings failed.
     let failures = Atomic<Int>(0)
 
@@ -18,7 +21,7 @@ final class DeliveryRecordingFails: JobStore {
     }
 
     func recordDeliveryAttempts(_ attempts: [DeliveryAttempt]) throws {
-        if failing.load(ordering: .sequentiallyConsistent) {
+        if recordingFails.load(ordering: .sequentiallyConsistent) {
             failures.add(1, ordering: .sequentiallyConsistent)
             throw WriteFailed()
         }
@@ -38,9 +41,20 @@ final class DeliveryRecordingFails: JobStore {
     func queueDepth() throws -> QueueDepth { try store.queueDepth() }
     func webhookBacklog() throws -> WebhookBacklog { try store.webhookBacklog() }
     func apply(_ changes: [StoreChange]) throws -> [Bool] { try store.apply(changes) }
-    func claim(_ pass: ClaimPass) throws -> ClaimResult { try store.claim(pass) }
+    func claim(_ pass: ClaimPass) throws -> ClaimResult { try store.claim(losing(pass)) }
     func applyAndClaim(_ changes: [StoreChange], _ pass: ClaimPass) throws -> (applied: [Bool], claim: ClaimResult) {
-        try store.applyAndClaim(changes, pass)
+        try store.applyAndClaim(changes, losing(pass))
+    }
+
+    /// With `claimsLost`: the pass chooses as always, but the store is told it chose nothing.
+    private func losing(_ pass: ClaimPass) -> ClaimPass {
+        guard claimsLost.load(ordering: .sequentiallyConsistent) else { return pass }
+        var lost = pass
+        lost.choose = { candidate in
+            _ = pass.choose(candidate)
+            return nil
+        }
+        return lost
     }
     func interruptedJobs() throws -> [Download] { try store.interruptedJobs() }
     func hostBackoffs(after now: Int64) throws -> [String: Int64] { try store.hostBackoffs(after: now) }

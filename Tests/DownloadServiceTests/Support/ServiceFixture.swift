@@ -51,9 +51,10 @@ final class ServiceFixture: Sendable {
     }
 
     /// A scheduler over this store and `transfers`, with the limits of `settings` (flag names).
-    func scheduler(_ settings: [String: String], transfers: FakeTransfers) throws -> Scheduler {
+    /// `store`: the fixture's own unless another is given (one that wraps it).
+    func scheduler(_ settings: [String: String], transfers: FakeTransfers, store: (any JobStore)? = nil) throws -> Scheduler {
         let configuration = try Configuration(values: settings.merging(["disk-reserve": "0"]) { mine, _ in mine })
-        return Scheduler(store: store, transfers: transfers, template: TransferTemplate(configuration: configuration),
+        return Scheduler(store: store ?? self.store, transfers: transfers, template: TransferTemplate(configuration: configuration),
                          settlement: settlementContext(), policy: SchedulingPolicy(capacity: configuration.capacity),
                          disk: DiskSpace(paths: [partials.directory, files.root]), hub: EventHub(clock: clock.clock),
                          clock: clock.clock, logger: Self.quiet)
