@@ -88,6 +88,9 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     private var attemptsEnded = false
     /// A transfer's body is in and its slot free: the next turn claims a job for it.
     private var passWanted = false
+    /// The last scheduling pass failed in the store: the next one starts its transfers only once
+    /// its claims are committed.
+    private var lastPassFailed = false
     /// Whether the hosts held across a restart have been read from the store.
     private var backoffsRestored = false
     private var stopping = false
@@ -294,7 +297,10 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                     // Started now, not once the claim is committed: its request is on its way while
                     // the pass writes and commits (2,000 small files: ~4 % sooner). A claim that
                     // does not commit stops it again (`abandon`).
-                    if running.download.awaitingURLSince == nil { self.start(running.download, resumeFrom: partialBytes) }
+                    // After a pass that failed, the claim is awaited first: no request per retry.
+                    if running.download.awaitingURLSince == nil, !self.lastPassFailed {
+                        self.start(running.download, resumeFrom: partialBytes)
+                    }
                     return running.download
                 case .wait(.diskSpace):
                     waitsForDisk = true
@@ -307,6 +313,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         do {
             let result = try claim(pass)
             let claimed = Set(result.claimed.map(\.id))
+            let startedEarly = !lastPassFailed
+            lastPassFailed = false
             for (running, partialBytes) in reserved {
                 // A job a client (or another node) changed meanwhile was not claimed.
                 guard claimed.contains(running.download.id) else {
@@ -316,6 +324,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 hub.publish(running.download.id, .state(running.download))
                 if running.download.awaitingURLSince != nil {
                     expireURL(running, partialBytes: partialBytes, now: now)
+                } else if !startedEarly {
+                    start(running.download, resumeFrom: partialBytes)
                 }
             }
             let wakeUps = [
@@ -328,6 +338,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             return true
         } catch {
             for (running, _) in reserved { abandon(running.download.id) }
+            lastPassFailed = true
             logger.error("scheduling failed", metadata: ["error": "\(error)"])
             arm(at: now + Self.storeRetryInterval, now: now)
             return false
@@ -512,11 +523,10 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
     func finished(_ id: String, _ result: TransferResult, digestFileProblem: String? = nil, atDigestFile: Bool = false) {
         guard var running = active[id] else { return }
         if running.stopReason == .unclaimed {
+            // Its slot is free for the next pass, which other events bring (not asked for here: with
+            // a store that cannot commit, that would be a pass, a request and a cancel in a loop).
             release(running)
             live.withLock { _ = $0.removeValue(forKey: id) }
-            // Its slot is free: the next turn's pass may fill it.
-            attemptsEnded = true
-            pendingWrites.wake()
             if stopping, active.isEmpty { resumeDrained() }
             return
         }
