@@ -296,8 +296,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                     reserved.append((running, partialBytes))
                     // Started now, not once the claim is committed: its request is on its way while
                     // the pass writes and commits (2,000 small files: ~4 % sooner). A claim that
-                    // does not commit stops it again (`abandon`).
-                    // After a pass that failed, the claim is awaited first: no request per retry.
+                    // does not commit stops it again (`abandon`); after a pass that failed, the
+                    // claims are awaited first, so that a failing store costs no request per retry.
                     if running.download.awaitingURLSince == nil, !self.lastPassFailed {
                         self.start(running.download, resumeFrom: partialBytes)
                     }
