@@ -7,7 +7,8 @@ before wrk is spawned): to the last completion — the latest "download complete
 log, which it writes once the job's completed state is committed (its file synced, hashed and
 linked in), stamped from the same system clock on the same machine in milliseconds; `finishedAt`
 is earlier, taken when the settlement is decided — and to the last `download.completed` webhook as
-the receiver counted it (it answers the driver's one waiting request then). curl's and aria2's times are their run time to exit.
+the receiver counted it (it answers the driver's one waiting request then). curl's and aria2's
+times are their run time to exit.
 
 fetchd runs with 16 transfer slots, all usable for the one origin (FETCHD_MAX_TRANSFERS=16,
 FETCHD_MAX_TRANSFERS_PER_HOST=16), like the peers' 16; it still hashes, fsyncs, commits and

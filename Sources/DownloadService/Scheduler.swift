@@ -313,7 +313,6 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         do {
             let result = try claim(pass)
             let claimed = Set(result.claimed.map(\.id))
-            let startedEarly = !lastPassFailed
             lastPassFailed = false
             for (running, partialBytes) in reserved {
                 // A job a client (or another node) changed meanwhile was not claimed.
@@ -324,7 +323,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
                 hub.publish(running.download.id, .state(running.download))
                 if running.download.awaitingURLSince != nil {
                     expireURL(running, partialBytes: partialBytes, now: now)
-                } else if !startedEarly {
+                } else if active[running.download.id]?.isAttempting == false {  // not started with the pass
                     start(running.download, resumeFrom: partialBytes)
                 }
             }
