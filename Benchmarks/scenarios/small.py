@@ -78,7 +78,8 @@ def run(ctx) -> list[Row]:
     wall = {name: [] for name in tools}
     cpu = {name: [] for name in tools}
     # Round 0 runs each tool once untimed (as hyperfine's --warmup): the first run of the scenario
-    # met colder caches than the rest (2026-12-01: fetchd 1.12 s, then 0.84 and 0.82 s; aria2
+    # met colder caches than the rest, more so where the host pages out memory left idle during the
+    # wait above (run.py's `damon_reclaim`; 2026-12-01: fetchd 1.12 s, then 0.84 and 0.82 s; aria2
     # 1.87, then 1.74 and 1.62 s; curl 0.16, then 0.15 s), whichever tool went first.
     warmup = [(0, name) for name in tools]
     for r, name in warmup + [(r + 1, name) for r, name in alternating(list(tools), ctx.rounds)]:
