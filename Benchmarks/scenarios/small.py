@@ -60,7 +60,8 @@ def run(ctx) -> list[Row]:
         counts = fetchd.api.session_counts(session)
         if counts["completed"] != count:
             raise RuntimeError(f"small: fetchd finished with {counts}")
-        completion[r] = max(fetchd.logged_times("download completed")) / 1000 - started[0]
+        if r > 0:  # round 0 is the warm-up
+            to_completion.append(max(fetchd.logged_times("download completed")) / 1000 - started[0])
         fetchd.stop()
         return result
 
@@ -73,7 +74,7 @@ def run(ctx) -> list[Row]:
         return procs.measured(lambda: procs.run(aria2c("-j", str(PARALLEL), "-i", url_list, "-d", out)))
 
     wait_for_forgotten_deletions(ctx)
-    completion = {}
+    to_completion = []
     tools = {"fetchd": with_fetchd, "curl": with_curl, "aria2c": with_aria2}
     wall = {name: [] for name in tools}
     cpu = {name: [] for name in tools}
@@ -81,8 +82,8 @@ def run(ctx) -> list[Row]:
     # met colder caches than the rest, more so where the host pages out memory left idle during the
     # wait above (run.py's `damon_reclaim`; 2026-12-01: fetchd 1.12 s, then 0.84 and 0.82 s; aria2
     # 1.87, then 1.74 and 1.62 s; curl 0.16, then 0.15 s), whichever tool went first.
-    warmup = [(0, name) for name in tools]
-    for r, name in warmup + [(r + 1, name) for r, name in alternating(list(tools), ctx.rounds)]:
+    runs = [(0, name) for name in tools] + [(timed + 1, name) for timed, name in alternating(list(tools), ctx.rounds)]
+    for r, name in runs:
         # A directory of its own for every run, nothing deleted until the scenario ends: after
         # thousands of files are deleted, ext4 without a journal (as here) spends the next minutes
         # skipping their inodes when it makes new files (`wait_for_forgotten_deletions`), which
@@ -99,7 +100,6 @@ def run(ctx) -> list[Row]:
         settle_disk(*(os.path.join(out, name) for name in os.listdir(out)))
     receiver.stop()
     origin.stop()
-    to_completion = [completion[r] for r in sorted(completion) if r > 0]
     label = f"2 small {count}×16 KiB"
     note = "submitted by wrk"
     return [
