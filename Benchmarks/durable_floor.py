@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""The floor of a durable small-file queue on this machine, beside curl (issue 17).
+
+    python3 Benchmarks/durable_floor.py [--files 2000] [--rounds 3]
+
+Builds `floor/floor.c` (C, SQLite, OpenSSL's libcrypto) and runs it alternately with
+`curl --parallel --parallel-max 16` fetching the same files of 16 KiB from nginx on loopback. The
+floor does, on one thread and without any HTTP, only the durable work a service keeping fetchd's
+promises owes each file (see floor.c): the job inserted, claimed and settled in SQLite with its
+attempt, webhook event and delivery rows; the file written, hashed, fsynced, linked into place and
+its directory synced; an HMAC. It runs in four modes: all of it; without any fsync (`nosync`);
+the database only (`db`); the files only (`files`).
+
+curl's whole run, nginx's side aside, is one process fetching and writing every file. The floor's
+CPU time against curl's says how far below curl's pace a durable queue cannot go: fetchd must
+also parse the POST, run the transfer (curl's work) and send the webhook, so on N cores its wall
+time is at least (floor CPU + curl CPU) / N, even with nginx, the client and the webhook receiver
+costing nothing and every core always busy. Prints the medians as a table and that bound as a
+ratio to curl's wall time.
+
+Files are never deleted between runs, only at the end, and a start within six minutes of that (or
+of `make bench`'s end) waits until the disk has forgotten them (`wait_for_forgotten_deletions` in
+scenarios/common.py): right after such a removal every tool here took 2-4 × longer to create its
+files. Removals by other programs are not seen: wait six minutes after them before measuring.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from benchlib import procs  # noqa: E402
+from benchlib.origin import Origin, make_small_files  # noqa: E402
+from scenarios.common import note_mass_deletion, wait_for_forgotten_deletions  # noqa: E402
+
+SIZE, PARALLEL = 16 << 10, 16
+MODES = ["all", "nosync", "db", "files"]
+
+
+def log(line: str):
+    print(line, file=sys.stderr)
+
+
+def build(work: str) -> str:
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor", "floor.c")
+    binary = os.path.join(work, "floor")
+    # The Swift toolchain brings clang where a machine has no cc.
+    compiler = shutil.which("cc") or shutil.which("clang")
+    if compiler is None:
+        sys.exit("durable_floor: no C compiler (cc or clang) on PATH")
+    procs.run([compiler, "-O2", "-o", binary, source, "-lsqlite3", "-lcrypto"])
+    return binary
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fetchd-bench-files"))
+    args = parser.parse_args()
+    files = os.path.join(args.cache, "small")
+    make_small_files(files, args.files, SIZE)
+    wait_for_forgotten_deletions(types.SimpleNamespace(cache=args.cache, quick=False, log=log))
+    work = tempfile.mkdtemp(prefix="fetchd-floor-")
+    origin = Origin(os.path.join(work, "origin"), files)
+    wall = {name: [] for name in ["curl"] + MODES}
+    cpu = {name: [] for name in wall}
+    try:
+        floor = build(work)
+        for r in range(args.rounds):
+            for name in wall:
+                out = os.path.join(work, f"{name}-{r}")
+                os.makedirs(out)
+                if name == "curl":
+                    seconds, cpu_seconds = procs.measured(lambda: procs.run([
+                        "curl", "-sS", "--fail", "--parallel", "--parallel-max", str(PARALLEL),
+                        "-o", os.path.join(out, "f#1.bin"), origin.url(f"f[0-{args.files - 1}].bin")]))
+                else:
+                    result = json.loads(subprocess.run([floor, out, str(args.files), name], check=True,
+                                                       capture_output=True, text=True).stdout)
+                    seconds, cpu_seconds = result["wall_s"], result["cpu_s"]
+                wall[name].append(seconds)
+                cpu[name].append(cpu_seconds)
+                log(f"round {r + 1} {name}: {seconds:.3f} s, {cpu_seconds:.3f} s CPU")
+    finally:
+        origin.stop()
+        shutil.rmtree(work, ignore_errors=True)
+        note_mass_deletion(args.cache)
+    median = {name: (statistics.median(wall[name]), statistics.median(cpu[name])) for name in wall}
+    curl_wall, curl_cpu = median["curl"]
+    print(f"\n{args.files} files of 16 KiB, medians of {args.rounds} alternating rounds, nproc {os.cpu_count()}\n")
+    print("| run | wall | CPU | CPU per file | CPU / curl's CPU |")
+    print("|---|---|---|---|---|")
+    for name, (seconds, cpu_seconds) in median.items():
+        label = "curl --parallel 16 (the whole download)" if name == "curl" else f"floor, {name}"
+        print(f"| {label} | {seconds:.3f} s | {cpu_seconds:.3f} s | {cpu_seconds / args.files * 1e6:.0f} µs | "
+              f"{cpu_seconds / curl_cpu:.2f} |")
+    cores = os.cpu_count() or 1
+    bound = (median["all"][1] + curl_cpu) / cores
+    print(f"\nlower bound for a durable queue on {cores} cores: (floor CPU + curl CPU) / {cores} = {bound:.3f} s "
+          f"= {bound / curl_wall:.2f} × curl's wall time (the target is <= 1.5 ×)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
