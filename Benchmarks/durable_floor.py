@@ -19,9 +19,8 @@ costing nothing and every core always busy. Prints the medians as a table and th
 ratio to curl's wall time.
 
 Files are never deleted between runs, only at the end, and a start within six minutes of that (or
-of `make bench`'s end) waits until the disk has forgotten them (`wait_for_forgotten_deletions` in
-scenarios/common.py): right after such a removal every tool here took 2-4 × longer to create its
-files. Removals by other programs are not seen: wait six minutes after them before measuring.
+of `make bench`'s end) waits until the disk has forgotten them (`benchlib/deletions.py`): right
+after such a removal every tool here took 2-4 × longer to create its files.
 """
 import argparse
 import json
@@ -31,20 +30,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from benchlib import procs  # noqa: E402
 from benchlib.origin import Origin, make_small_files  # noqa: E402
-from scenarios.common import note_mass_deletion, wait_for_forgotten_deletions  # noqa: E402
+from benchlib.standalone import file_creation_scratch, log  # noqa: E402
 
 SIZE, PARALLEL = 16 << 10, 16
 MODES = ["all", "nosync", "db", "files"]
-
-
-def log(line: str):
-    print(line, file=sys.stderr)
 
 
 def build(work: str) -> str:
@@ -66,12 +60,10 @@ def main() -> int:
     args = parser.parse_args()
     files = os.path.join(args.cache, "small")
     make_small_files(files, args.files, SIZE)
-    wait_for_forgotten_deletions(types.SimpleNamespace(cache=args.cache, quick=False, log=log))
-    work = tempfile.mkdtemp(prefix="fetchd-floor-")
-    origin = Origin(os.path.join(work, "origin"), files)
     wall = {name: [] for name in ["curl"] + MODES}
     cpu = {name: [] for name in wall}
-    try:
+    with file_creation_scratch("fetchd-floor-", args.cache) as work:
+        origin = Origin(os.path.join(work, "origin"), files)
         floor = build(work)
         for r in range(args.rounds):
             for name in wall:
@@ -88,10 +80,6 @@ def main() -> int:
                 wall[name].append(seconds)
                 cpu[name].append(cpu_seconds)
                 log(f"round {r + 1} {name}: {seconds:.3f} s, {cpu_seconds:.3f} s CPU")
-    finally:
-        origin.stop()
-        shutil.rmtree(work, ignore_errors=True)
-        note_mass_deletion(args.cache)
     median = {name: (statistics.median(wall[name]), statistics.median(cpu[name])) for name in wall}
     curl_wall, curl_cpu = median["curl"]
     print(f"\n{args.files} files of 16 KiB, medians of {args.rounds} alternating rounds, nproc {os.cpu_count()}\n")

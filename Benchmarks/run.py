@@ -23,10 +23,9 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import procs  # noqa: E402
+from benchlib import deletions, procs  # noqa: E402
 from benchlib.context import Context  # noqa: E402
 from benchlib.table import Row, render  # noqa: E402
-from scenarios.common import note_mass_deletion  # noqa: E402
 from scenarios import batch, cap, concurrency, https, intake, queue, segmented, sessions, single, small  # noqa: E402
 
 SCENARIOS = {"single": single, "small": small, "intake": intake, "queue": queue, "concurrency": concurrency,
@@ -76,7 +75,7 @@ def main() -> int:
     finally:
         procs.stop_all()
         shutil.rmtree(workdir, ignore_errors=True)
-        note_mass_deletion(args.cache)
+        deletions.note(args.cache)
     header += f", took {time.perf_counter() - started:.0f} s, load average after {os.getloadavg()[0]:.1f}"
     print(f"\n{header}\n\n{render(rows)}\n")
     if args.json:

@@ -8,13 +8,14 @@ fetchd with 16 slots fetches `--files` files of 16 KiB from nginx on loopback, s
 `POST /downloads/batch` requests of 500 so the client costs little, until the last
 `download.completed` webhook. Prints one JSON line: the time to that webhook, fetchd's CPU
 time per file (/proc/<pid>/stat) and, per file, what `perf stat` counted on fetchd's threads.
-Run two binaries alternately to compare them. `--record FILE` also samples fetchd with
+Run two binaries alternately to compare them; each run starts once the disk has forgotten the
+files the last one removed (`benchlib/deletions.py`), which otherwise made the next run's file
+creations 0.5 ms or more each. `--record FILE` also samples fetchd with
 `perf record -g` into FILE meanwhile (read it with `perf report -i FILE --no-children`).
 """
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import procs  # noqa: E402
 from benchlib.fetchd import Fetchd  # noqa: E402
 from benchlib.origin import Origin, make_small_files  # noqa: E402
+from benchlib.standalone import file_creation_scratch  # noqa: E402
 from benchlib.webhooks import WebhookReceiver  # noqa: E402
 
 EVENTS = ["context-switches", "syscalls:sys_enter_fsync", "syscalls:sys_enter_pwrite64", "syscalls:sys_enter_futex",
@@ -44,10 +46,9 @@ def main() -> int:
     count = args.files
     files = os.path.join(args.cache, "small")
     make_small_files(files, count, SIZE)
-    work = tempfile.mkdtemp(prefix="fetchd-small-counts-")
-    origin = Origin(os.path.join(work, "origin"), files)
-    receiver = WebhookReceiver()
-    try:
+    with file_creation_scratch("fetchd-small-counts-", args.cache) as work:
+        origin = Origin(os.path.join(work, "origin"), files)
+        receiver = WebhookReceiver()
         fetchd = Fetchd(args.fetchd, os.path.join(work, "fetchd"), FETCHD_MAX_TRANSFERS=PARALLEL,
                         FETCHD_MAX_TRANSFERS_PER_HOST=PARALLEL)
         jobs = [{"url": origin.url(f"f{i}.bin"), "destination": f"s/f{i}.bin", "session": "s", "webhookURL": receiver.url}
@@ -79,11 +80,6 @@ def main() -> int:
         print(json.dumps({"fetchd": args.fetchd, "files": count, "to_last_webhook_s": round(seconds, 3),
                           "cpu_per_file_ms": round(cpu / count * 1000, 3), "per_file": per_file,
                           "load": round(os.getloadavg()[0], 1)}))
-    finally:
-        receiver.stop()
-        origin.stop()
-        procs.stop_all()
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

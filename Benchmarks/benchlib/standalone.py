@@ -1,4 +1,4 @@
-"""For the benchmarks that are scripts of their own (churn.py, shutdown.py): a scratch directory
+"""For the benchmarks that are scripts of their own (churn.py, shutdown.py, …): a scratch directory
 and the guarantee that every process they started is stopped, on errors, Ctrl-C and SIGTERM too."""
 import contextlib
 import shutil
@@ -7,7 +7,7 @@ import sys
 import tempfile
 import time
 
-from . import procs
+from . import deletions, procs
 
 
 @contextlib.contextmanager
@@ -19,6 +19,18 @@ def scratch(prefix: str):
     finally:
         procs.stop_all()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def file_creation_scratch(prefix: str, cache: str):
+    """`scratch` for a script that times the creation of many files: it starts once the disk has
+    forgotten the files removed before, and notes its own removal (`benchlib.deletions`)."""
+    deletions.wait(cache, log)
+    try:
+        with scratch(prefix) as workdir:
+            yield workdir
+    finally:
+        deletions.note(cache)
 
 
 def log(message: str):

@@ -1,9 +1,8 @@
 """Pieces several scenarios share."""
 import os
 import shutil
-import time
 
-from benchlib import procs
+from benchlib import deletions, procs
 from benchlib.fetchd import Fetchd
 from benchlib.origin import Origin
 
@@ -50,38 +49,14 @@ def settle_disk(*paths: str):
 
 
 def wait_for_forgotten_deletions(ctx):
-    """Waits until the files the last run removed no longer slow the creation of new ones.
-
-    On ext4 without a journal (this machine's root) a new inode is not given a number freed in
-    the last 60 s, or the last 360 s while its inode table block is dirty (`recently_deleted` in
-    fs/ext4/ialloc.c) — and creating files nearby keeps it dirty — and every creation walks past
-    all of them: after a run's work directory (12,000 small files among its contents) was
-    removed, curl needed 0.4-1.6 s instead of 0.15 s for the 2,000 files; after a sync and 65 s
-    one curl took 0.19 s and the next 0.42 s again; probing with files of our own did not see it.
-    So run.py notes when it removes its work directory (`note_mass_deletion`), and the next full
-    run waits until 370 s have passed (a quick one only says so). Removals by other programs are not seen: wait six minutes
-    after them before measuring."""
-    try:
-        with open(os.path.join(ctx.cache, MASS_DELETION_NOTE)) as f:
-            removed_at = float(f.read())
-    except (OSError, ValueError):
-        return
-    wait = removed_at + 370 - time.time()
-    if wait > 0 and ctx.quick:  # bench-quick promises a few minutes: it says so rather than waits
-        ctx.log(f"the last run removed its files {370 - wait:.0f} s ago: small files may be slowed for all tools")
+    """Waits until the files the last run removed no longer slow the creation of new ones
+    (`benchlib.deletions`); a quick run only says so, as bench-quick promises a few minutes."""
+    wait = deletions.seconds_to_wait(ctx.cache)
+    if wait > 0 and ctx.quick:
+        ctx.log(f"the last run removed its files {deletions.FORGOTTEN_AFTER - wait:.0f} s ago: "
+                "small files may be slowed for all tools")
     elif wait > 0:
-        ctx.log(f"waiting {wait:.0f} s for the disk to forget the files the last run removed")
-        time.sleep(wait)
-
-
-MASS_DELETION_NOTE = "last-mass-deletion"
-
-
-def note_mass_deletion(cache: str):
-    """Records that many files were removed just now (`wait_for_forgotten_deletions`)."""
-    os.makedirs(cache, exist_ok=True)
-    with open(os.path.join(cache, MASS_DELETION_NOTE), "w") as f:
-        f.write(f"{time.time()}")
+        deletions.wait(ctx.cache, ctx.log)
 
 
 def aria2c(*args) -> list[str]:
