@@ -115,6 +115,12 @@ class Origin:
     def url(self, name: str, slow: bool = False) -> str:
         return f"http://127.0.0.1:{self.port}/{'slow' if slow else 'files'}/{name}"
 
+    def cpu_seconds(self) -> float:
+        """The CPU time nginx has used so far, its master's and its workers'."""
+        with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+            workers = [int(pid) for pid in f.read().split()]
+        return sum(procs.cpu_seconds(pid) for pid in [self.proc.pid] + workers)
+
     def stop(self):
         procs.stop(self.proc, timeout=5)
         time.sleep(0.05)
