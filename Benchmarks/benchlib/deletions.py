@@ -26,6 +26,7 @@ def seconds_to_wait(cache: str) -> float:
 
 
 def wait(cache: str, log):
+    """Sleeps until `seconds_to_wait` has passed, saying so through `log`."""
     seconds = seconds_to_wait(cache)
     if seconds > 0:
         log(f"waiting {seconds:.0f} s for the disk to forget the files the last run removed")

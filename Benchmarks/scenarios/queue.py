@@ -20,9 +20,9 @@ fresh copy:
   Dispatch rate = PROBE / (last "transfer started" log line - T): jobs started per second once
   due, wake-up included (the log's millisecond timestamps, because `startedAt` is the time the
   scheduler's pass began, the same for every job one pass claims). Measured at 10,000 and at N
-  queued, in alternating rounds; the target is that the second is within 20 % of the first. The fetchd is then killed
-  (SIGKILL, which fetchd must survive anyway), because settling thousands of completions at N
-  queued can take very long.
+  queued, in alternating rounds; the target is that the second is within 20 % of the first. The
+  fetchd is then killed (SIGKILL, which fetchd must survive anyway), because settling thousands of
+  completions at N queued can take very long.
 """
 import glob
 import os
