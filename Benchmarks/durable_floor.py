@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import procs  # noqa: E402
 from benchlib.origin import Origin, make_small_files  # noqa: E402
 from benchlib.standalone import file_creation_scratch, log  # noqa: E402
-from scenarios.common import alternating  # noqa: E402
+from scenarios.common import round_label, with_warm_up  # noqa: E402
 
 SIZE, PARALLEL = 16 << 10, 16
 MODES = ["all", "nosync", "db", "files"]
@@ -68,10 +68,7 @@ def main() -> int:
     with file_creation_scratch("fetchd-floor-", args.cache) as work:
         origin = Origin(os.path.join(work, "origin"), files)
         floor = build(work)
-        # Round 0 runs each once untimed, as the small-files scenario does: the first run after the
-        # wait met caches the host had emptied meanwhile (curl 3.55 s, then 0.23 s).
-        runs = [(0, name) for name in wall] + [(timed + 1, name) for timed, name in alternating(list(wall), args.rounds)]
-        for r, name in runs:
+        for r, name in with_warm_up(list(wall), args.rounds):
             out = os.path.join(work, f"{name}-{r}")
             os.makedirs(out)
             if name == "curl":
@@ -88,7 +85,7 @@ def main() -> int:
             if r > 0:
                 wall[name].append(seconds)
                 cpu[name].append(cpu_seconds)
-            log(f"{f'round {r}' if r else 'warm-up'} {name}: {seconds:.3f} s, {cpu_seconds:.3f} s CPU")
+            log(f"{round_label(r)} {name}: {seconds:.3f} s, {cpu_seconds:.3f} s CPU")
     median = {name: (statistics.median(wall[name]), statistics.median(cpu[name])) for name in wall}
     curl_wall, curl_cpu = median["curl"]
     print(f"\n{args.files} files of 16 KiB, medians of {args.rounds} alternating rounds, nproc {os.cpu_count()}\n")

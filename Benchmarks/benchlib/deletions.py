@@ -15,7 +15,7 @@ NOTE = "last-mass-deletion"
 FORGOTTEN_AFTER = 370
 
 
-def seconds_to_wait(cache: str) -> float:
+def _seconds_to_wait(cache: str) -> float:
     """How long until the files last noted as removed under `cache`'s note no longer slow creation."""
     try:
         with open(os.path.join(cache, NOTE)) as f:
@@ -25,12 +25,18 @@ def seconds_to_wait(cache: str) -> float:
     return max(0.0, removed_at + FORGOTTEN_AFTER - time.time())
 
 
-def wait(cache: str, log):
-    """Sleeps until `seconds_to_wait` has passed, saying so through `log`."""
-    seconds = seconds_to_wait(cache)
-    if seconds > 0:
-        log(f"waiting {seconds:.0f} s for the disk to forget the files the last run removed")
-        time.sleep(seconds)
+def wait(cache: str, log, only_say: bool = False):
+    """Sleeps until the files last noted as removed no longer slow creation, saying so through
+    `log`; with `only_say` (bench-quick, which promises a few minutes) it says so and goes on."""
+    seconds = _seconds_to_wait(cache)
+    if seconds <= 0:
+        return
+    if only_say:
+        log(f"the last run removed its files {FORGOTTEN_AFTER - seconds:.0f} s ago: "
+            "small files may be slowed for all tools")
+        return
+    log(f"waiting {seconds:.0f} s for the disk to forget the files the last run removed")
+    time.sleep(seconds)
 
 
 def note(cache: str):

@@ -17,6 +17,20 @@ def alternating(tools: list, rounds: int):
             yield r, tool
 
 
+def with_warm_up(tools: list, rounds: int):
+    """Yields (round, tool): round 0 runs each tool once untimed (as hyperfine's --warmup), then
+    rounds 1..`rounds` alternate. The first run after a wait met colder caches than the rest, more
+    so where the host pages out memory left idle (run.py's `damon_reclaim`; 2026-12-01, small files:
+    fetchd 1.12 s, then 0.84 and 0.82 s; the floor's curl 3.55 s, then 0.23 s)."""
+    yield from ((0, tool) for tool in tools)
+    yield from ((r + 1, tool) for r, tool in alternating(tools, rounds))
+
+
+def round_label(r: int) -> str:
+    """How the progress output names round `r` of `with_warm_up`."""
+    return f"round {r}" if r else "warm-up"
+
+
 def rate_rounds(ctx, tools: dict, label: str, scale: float = 1, unit: str = "req/s") -> tuple[dict, dict]:
     """Runs each of `tools` (name -> fn(round) returning a wrk result) once per round, alternating;
     returns per tool the rates (wrk's requests/s × scale) and the sum of failed requests."""
@@ -50,13 +64,8 @@ def settle_disk(*paths: str):
 
 def wait_for_forgotten_deletions(ctx):
     """Waits until the files the last run removed no longer slow the creation of new ones
-    (`benchlib.deletions`); a quick run only says so, as bench-quick promises a few minutes."""
-    wait = deletions.seconds_to_wait(ctx.cache)
-    if wait > 0 and ctx.quick:
-        ctx.log(f"the last run removed its files {deletions.FORGOTTEN_AFTER - wait:.0f} s ago: "
-                "small files may be slowed for all tools")
-    elif wait > 0:
-        deletions.wait(ctx.cache, ctx.log)
+    (`benchlib.deletions`); a quick run only says so."""
+    deletions.wait(ctx.cache, ctx.log, only_say=ctx.quick)
 
 
 def aria2c(*args) -> list[str]:

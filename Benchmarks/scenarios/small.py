@@ -24,7 +24,7 @@ from benchlib.fetchd import Fetchd
 from benchlib.origin import Origin, make_small_files
 from benchlib.table import Row
 from benchlib.webhooks import WebhookReceiver
-from .common import alternating, aria2c, settle_disk, wait_for_forgotten_deletions
+from .common import aria2c, round_label, settle_disk, wait_for_forgotten_deletions, with_warm_up
 
 SIZE, PARALLEL = 16 << 10, 16
 
@@ -78,12 +78,7 @@ def run(ctx) -> list[Row]:
     tools = {"fetchd": with_fetchd, "curl": with_curl, "aria2c": with_aria2}
     wall = {name: [] for name in tools}
     cpu = {name: [] for name in tools}
-    # Round 0 runs each tool once untimed (as hyperfine's --warmup): the first run of the scenario
-    # met colder caches than the rest, more so where the host pages out memory left idle during the
-    # wait above (run.py's `damon_reclaim`; 2026-12-01: fetchd 1.12 s, then 0.84 and 0.82 s; aria2
-    # 1.87, then 1.74 and 1.62 s; curl 0.16, then 0.15 s), whichever tool went first.
-    runs = [(0, name) for name in tools] + [(timed + 1, name) for timed, name in alternating(list(tools), ctx.rounds)]
-    for r, name in runs:
+    for r, name in with_warm_up(list(tools), ctx.rounds):
         # A directory of its own for every run, nothing deleted until the scenario ends: after
         # thousands of files are deleted, ext4 without a journal (as here) spends the next minutes
         # skipping their inodes when it makes new files (`wait_for_forgotten_deletions`), which
@@ -96,7 +91,7 @@ def run(ctx) -> list[Row]:
             cpu[name].append(cpu_seconds)
         if name != "fetchd" and len(os.listdir(out)) != count:
             raise RuntimeError(f"small: {name} left {len(os.listdir(out))} files")
-        ctx.log(f"small {f'round {r}' if r else 'warm-up'} {name}: {seconds:.2f} s, {cpu_seconds:.2f} s CPU")
+        ctx.log(f"small {round_label(r)} {name}: {seconds:.2f} s, {cpu_seconds:.2f} s CPU")
         settle_disk(*(os.path.join(out, name) for name in os.listdir(out)))
     receiver.stop()
     origin.stop()
