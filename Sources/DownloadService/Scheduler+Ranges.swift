@@ -1,13 +1,18 @@
 import DownloadCore
 import Transfer
 
-/// Segmented downloads: a job with `connections` > 1 starts over one connection; once that
-/// connection has told the size and a strong validator, it stops and the job goes on over several,
-/// each byte range into the one preallocated partial file, each range's `next` saved with the
-/// job's progress so that a crash or fault resumes every range on its own. Every connection counts
-/// against its host's `maxTransfersPerHost`; the job counts once against `maxTransfers`.
+/// Segmented downloads: a job with `connections` > 1 first asks one connection for the first
+/// `minimumRangedSize` bytes. A 206 for that part tells the size and a validator and proves that
+/// the origin honours `Range`; the job then goes on over several connections, each byte range into
+/// the one preallocated partial file, each range's `next` saved with the job's progress so that a
+/// crash or fault resumes every range on its own. The first request ends where its part does, so
+/// no connection is closed half-read while the ranges' open: at no moment does the job hold more
+/// connections to the origin than it counts. An origin that ignores `Range` answers the first
+/// request with the whole file, which then simply arrives over that one connection. Every
+/// connection counts against its host's `maxTransfersPerHost`; the job counts once against `maxTransfers`.
 extension Scheduler {
-    /// The least size worth splitting: below it one connection finishes about as soon.
+    /// The least size worth splitting, and what a first connection asks for: below it one
+    /// connection finishes about as soon.
     static let minimumRangedSize: Int64 = 1 << 20
     /// How often a segmented job's ranges are written: more often than one connection's progress,
     /// since after a crash every range fetches again what it got since.
@@ -28,9 +33,9 @@ extension Scheduler {
         }
     }
 
-    /// A first connection's progress: the reason to stop it and go on over several connections
-    /// (or to drop data carried over from another URL of another size), or nil to let it run.
-    /// Gives back the connections it will not use once it is clear it stays alone.
+    /// A first connection's progress: the reason to stop it (to drop data carried over from
+    /// another URL of another size), or nil to let it run. Gives back the connections it will not
+    /// use once it is clear it stays alone: the origin sent more than the first part.
     func switchOver(_ running: inout Active, _ progress: TransferProgress) -> StopReason? {
         let job = running.download
         if job.validator == "", let size = progress.bytesExpected, let known = job.bytesExpectedFromOrigin, size != known {
@@ -40,32 +45,35 @@ extension Scheduler {
         }
         guard running.mayUseRanges, progress.bytesExpected != nil || progress.validator != nil else { return nil }
         running.mayUseRanges = false
-        if let size = progress.bytesExpected, size >= Self.minimumRangedSize, let validator = progress.validator,
-           !validator.hasPrefix("W/"), progress.bytesOnDisk < size {
-            running.download.bytesExpectedFromOrigin = size
-            running.download.validator = validator
-            return .toRanges
-        }
-        setConnections(&running, 1)
+        if !progress.isFirstPart { setConnections(&running, 1) }
         return nil
     }
 
-    /// The first connection stopped: the job goes on over its connections, the bytes it wrote
-    /// kept as the first ranges' progress.
-    func continueInRanges(_ running: inout Active, _ result: TransferResult) {
-        let job = running.download
-        guard let size = job.bytesExpectedFromOrigin else { return }
+    /// The first connection got the first part it asked for: the rest comes over the job's
+    /// connections when it is large enough and has a strong validator for `If-Range`, or else over
+    /// one connection from where the part ended (the one just used, which curl keeps open).
+    func goOn(afterFirstPart running: inout Active, _ result: TransferResult) {
         let written = result.bytesOnDisk
-        running.firstResponse = (result.contentDisposition, result.effectiveURL)
-        running.download.ranges = ByteRange.pieces(size: size, connections: running.connections).map {
-            RangeProgress(start: $0.start, end: $0.end, next: min(max(written, $0.start), $0.end))
-        }
-        running.stopReason = nil
         running.transferID = nil
-        active[job.id] = running
-        logger.info("download goes on over several connections",
-                    metadata: ["download.id": "\(job.id)", "connections": "\(running.connections)", "bytes": "\(written)"])
-        startRanges(running.download)
+        running.mayUseRanges = false
+        if let size = result.bytesExpected, size - written >= Self.minimumRangedSize, running.connections > 1,
+           let validator = result.validator, !validator.hasPrefix("W/") {
+            running.download.bytesExpectedFromOrigin = size
+            running.download.validator = validator
+            running.firstResponse = (result.contentDisposition, result.effectiveURL)
+            running.download.ranges = [RangeProgress(start: 0, end: written, next: written)].filter { $0.end > 0 }
+                + ByteRange.pieces(from: written, size: size, connections: running.connections).map {
+                    RangeProgress(start: $0.start, end: $0.end, next: $0.start)
+                }
+            active[running.download.id] = running
+            logger.info("download goes on over several connections",
+                        metadata: ["download.id": "\(running.download.id)", "connections": "\(running.connections)", "bytes": "\(written)"])
+            return startRanges(running.download)
+        }
+        setConnections(&running, 1)
+        if let validator = result.validator { running.download.validator = validator }
+        active[running.download.id] = running
+        start(running.download, resumeFrom: written)
     }
 
     /// Starts (or resumes) the job's ranges; a job whose partial file no longer holds their

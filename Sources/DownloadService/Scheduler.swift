@@ -16,10 +16,9 @@ struct LiveProgress: Sendable, Equatable {
 /// One timer for the next change of the queue; nothing polls while idle.
 final class Scheduler: @unchecked Sendable {  // all mutable state below is touched only on `queue`
     /// Why a transfer was stopped on purpose: `requestChanged` is a client's new url, headers,
-    /// mirrors or rate cap; `toRanges` ends a first connection to go on over several (see
-    /// Scheduler+Ranges); `sizeMismatch` drops data carried over from another URL; `unclaimed` ends
+    /// mirrors or rate cap; `sizeMismatch` drops data carried over from another URL; `unclaimed` ends
     /// a transfer its pass started before the claim, which then did not commit (`abandon`).
-    enum StopReason { case cancel, pause, shutdown, requestChanged, toRanges, sizeMismatch, unclaimed }
+    enum StopReason { case cancel, pause, shutdown, requestChanged, sizeMismatch, unclaimed }
 
     struct Active {
         var download: Download
@@ -35,14 +34,15 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         var digestFile: DigestFile? = nil
         /// Connections it holds of its host's `maxTransfersPerHost`.
         var connections = 1
-        /// A first connection that goes on over `connections` once the size and validator are known.
+        /// A first connection that asks for the first part only, to go on over `connections` (see
+        /// Scheduler+Ranges), until its response shows it stays alone.
         var mayUseRanges = false
         /// The attempt over several connections, when it runs so.
         var ranges: (any SegmentsRunning)?
         /// Bytes on disk when the attempt (over several connections) started.
         var bytesAtStart: Int64 = 0
         /// What the first connection's response said to name the file by, kept for the settlement
-        /// of the ranges it handed over to (a directory destination's file is named at placement).
+        /// of the ranges that followed it (a directory destination's file is named at placement).
         var firstResponse: (contentDisposition: String?, effectiveURL: String?)?
         /// Its body is in and its slot went to the next job; it settles behind (`bodyReceived`).
         var slotFreed = false
@@ -216,7 +216,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             running.download.mirrors = job.mirrors
             running.download.maxBytesPerSecond = job.maxBytesPerSecond
             self.active[job.id] = running
-            if restart, running.stopReason == nil || running.stopReason == .toRanges, running.isAttempting {
+            if restart, running.stopReason == nil, running.isAttempting {
                 self.active[job.id]?.stopReason = .requestChanged
                 self.cancelAttempt(of: running)
             }
@@ -425,7 +425,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         // Every attempt begins with its digest file, one that resumes ranges too.
         if let checksumURL = job.checksumURL, digestFile == nil { return fetchDigestFile(checksumURL, for: id, resumeFrom: resumeFrom) }
         if !job.ranges.isEmpty { return startRanges(job) }
-        let request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom, digestFile: digestFile, now: clock.now())
+        var request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom, digestFile: digestFile, now: clock.now())
+        if active[id]?.mayUseRanges == true { request.firstPartLength = Self.minimumRangedSize }
         logger.info("transfer started", metadata: ["download.id": "\(id)", "attempt": "\(job.attempts)", "resume.offset": "\(resumeFrom)"])
         let transferID = transfers.start(
             request,
@@ -529,8 +530,8 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
             if stopping, active.isEmpty { resumeDrained() }
             return
         }
-        if running.stopReason == .toRanges, !result.isComplete {
-            return continueInRanges(&running, result)
+        if running.stopReason == nil, result.partReceived {
+            return goOn(afterFirstPart: &running, result)
         }
         if running.stopReason == .sizeMismatch {
             running.download = startsOver(running.download)
@@ -544,8 +545,7 @@ final class Scheduler: @unchecked Sendable {  // all mutable state below is touc
         let outcome = Settlement(context: settlement, job: running.download, result: result, startedAt: running.attemptStartedAt,
                                  now: clock.now(), jitter: Double.random(in: 0..<1), digestFile: running.digestFile,
                                  reachedURL: !atDigestFile)
-        // A first connection that completed before it could hand over to several settles as it is.
-        let stopReason = running.stopReason == .toRanges ? nil : running.stopReason
+        let stopReason = running.stopReason
         if let reason = stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {
             pendingWrites.add(outcome.stopped(reason))
         } else if let digestFileProblem {

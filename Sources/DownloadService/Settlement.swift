@@ -166,7 +166,7 @@ struct Settlement {
                               validator: result.validator),
                 .attempt(attempt("paused"), of: job.id),
             ])
-        case .shutdown, .requestChanged, .toRanges, .sizeMismatch:
+        case .shutdown, .requestChanged, .sizeMismatch:
             // Back to the queue, due at once, to go on from the partial data (after a changed
             // request, with the new one and If-Range).
             var queued = attemptRecorded()

@@ -69,6 +69,11 @@ final class EasyTransfer {
             let sink = try FileSink(path: path, keepExisting: validator != nil, extraDigest: request.extraDigest,
                                    staging: staging, onWritable: onWritable)
             if let validator, sink.length > 0 { resume = Resume(offset: sink.length, end: nil, validator: validator) }
+            if let length = request.firstPartLength {
+                // Without a validator there is nothing to resume: the part starts the file.
+                let offset = resume?.offset ?? 0
+                resume = Resume(offset: offset, end: offset + max(1, length), validator: resume?.validator ?? "")
+            }
             file = sink
         case .segment(let path, let from, let end, let validator):
             file = try FileSink(path: path, keepExisting: true, extraDigest: nil, segmentFrom: from,
@@ -391,7 +396,8 @@ final class EasyTransfer {
             var writing = false
             if case .writeFile? = receiver.plan?.action { writing = true }
             let progress = TransferProgress(bytesOnDisk: receiver.bytesOnDisk, bytesExpected: receiver.plan?.bytesExpected,
-                                            validator: writing ? receiver.head?.validator : nil)
+                                            validator: writing ? receiver.head?.validator : nil,
+                                            isFirstPart: firstPartEnd != nil)
             if progress != lastProgress {
                 lastProgress = progress
                 onProgress(progress)
@@ -498,6 +504,11 @@ final class EasyTransfer {
         guard result.failure == nil else { return false }
         switch receiver.plan?.action {
         case .writeFile:
+            if let partEnd = firstPartEnd, file.length == partEnd {
+                // The part asked for is in; the rest of the representation is for the requests that follow.
+                result.partReceived = true
+                return false
+            }
             if let expected = receiver.segmentEnd ?? receiver.plan?.bytesExpected, file.length != expected {
                 // A 206 may legally carry less than asked for; the rest is still missing.
                 result.failure = .network("the response ended at byte \(file.length) of \(expected)")
@@ -509,6 +520,15 @@ final class EasyTransfer {
         default:
             return false
         }
+    }
+
+    /// Where the response's part ends, when it is the first part the request asked for
+    /// (`TransferRequest.firstPartLength`) and the representation goes on past it.
+    private var firstPartEnd: Int64? {
+        guard request.firstPartLength != nil, case .writeFile(startOver: false)? = receiver.plan?.action,
+              case .bytes(_, let last, let total)? = receiver.head?.contentRange else { return nil }
+        if let total, last + 1 >= total { return nil }
+        return last + 1
     }
 
     private func failure(for outcome: Outcome) -> TransferFailure? {

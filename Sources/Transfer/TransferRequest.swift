@@ -53,6 +53,14 @@ public struct TransferRequest: Sendable {
     /// A digest to compute while writing the file besides SHA-256 (always computed): the
     /// algorithm of the job's `checksum`, when it is not sha256. See `TransferResult.extraDigest`.
     public var extraDigest: DigestAlgorithm? = nil
+    /// File sink: asks for only this many bytes from where the file starts or resumes, as the
+    /// first connection of a download that may go on over several (`Range: bytes=N-(N+length-1)`,
+    /// with `If-Range` when resuming). A 206 that carries that part of a larger representation
+    /// ends the transfer there, without a failure and without a digest (`TransferResult.partReceived`);
+    /// a 200, or a 206 that reaches the end, is taken as for any request. The part tells the size,
+    /// the validator and whether the origin honours `Range`, and leaves no connection to close
+    /// half-read before the next requests go out.
+    public var firstPartLength: Int64? = nil
 
     public init(url: String, sink: Sink) {
         self.url = url

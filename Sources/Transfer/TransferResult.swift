@@ -22,12 +22,17 @@ public struct TransferProgress: Sendable, Equatable {
     /// The whole body is in and the connection is done with; the file is being synced and hashed,
     /// and `onComplete` follows. The last report of an attempt that completes (not for a segment).
     public var bodyComplete: Bool
+    /// The response is the first part asked for (`TransferRequest.firstPartLength`) of a larger
+    /// representation: the origin honours `Range`, and the transfer ends where the part does.
+    public var isFirstPart: Bool
 
-    public init(bytesOnDisk: Int64, bytesExpected: Int64?, validator: String? = nil, bodyComplete: Bool = false) {
+    public init(bytesOnDisk: Int64, bytesExpected: Int64?, validator: String? = nil, bodyComplete: Bool = false,
+                isFirstPart: Bool = false) {
         self.bytesOnDisk = bytesOnDisk
         self.bytesExpected = bytesExpected
         self.validator = validator
         self.bodyComplete = bodyComplete
+        self.isFirstPart = isFirstPart
     }
 }
 
@@ -87,6 +92,10 @@ public struct TransferResult: Sendable {
     /// Memory sink: the body, truncated to the sink's limit.
     public var responseBody: [UInt8]
     public var effectiveURL: String?
+    /// The first part the request asked for (`TransferRequest.firstPartLength`) is in the file,
+    /// and the representation goes on past it: no failure, no digest; `bytesOnDisk` is where the
+    /// part ended and `bytesExpected` the whole size, when the origin said.
+    public var partReceived = false
 
     /// Public so that callers can build results for their own tests.
     public init(

@@ -418,6 +418,7 @@ class _TrackingServer(http.server.ThreadingHTTPServer):
     def process_request(self, request, client_address):
         with self._open_lock:
             self._open.add(request)
+            self.owner.peak_open = max(self.owner.peak_open, len(self._open))
         self.owner.accepted += 1  # only the serving thread accepts
         super().process_request(request, client_address)
 
@@ -447,6 +448,9 @@ class _ServerThread:
         self.port = 0
         self.stopping = threading.Event()
         self.accepted = 0  # TCP connections accepted, over every run
+        # The most TCP connections open at once, as the server saw them: from accept until it
+        # found the connection closed (a handler notices a client's close at its next read or write).
+        self.peak_open = 0
 
     def start(self, port: int | None = None) -> None:
         assert self.server is None, "already running"

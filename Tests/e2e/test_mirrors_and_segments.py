@@ -140,13 +140,28 @@ def test_four_connections_fetch_four_ranges_at_once(fetchd, origin):
     done = fd.api.wait_state(job["id"], "completed", timeout=30)
     assert done["sha256"] == sha256_hex(body)
     assert fd.dest("four.bin").read_bytes() == body
-    ranged = [r for r in origin.requests_for("/four.bin") if range_start(r) is not None]
-    assert len(ranged) == 4
-    assert sorted(r.headers["range"].split("=")[1].split("-")[1] for r in ranged) == \
-        sorted(str((i + 1) * 2 * MiB - 1) for i in range(4))
-    assert all(r.headers.get("if-range") for r in ranged)
-    # One connection fetched the head before the size was known; the ranges went on from it.
-    assert origin.served("/four.bin") <= len(body) * 1.05
+    first, *ranged = origin.requests_for("/four.bin")
+    # The first connection asks for the first MiB alone: its 206 tells the size and proves Range
+    # is honoured; then four ranges cover the rest, back to back, each with If-Range.
+    assert first.headers.get("range") == f"bytes=0-{MiB - 1}" and "if-range" not in first.headers
+    assert len(ranged) == 4 and all(r.headers.get("if-range") for r in ranged)
+    bounds = sorted(tuple(int(n) for n in r.headers["range"].split("=")[1].split("-")) for r in ranged)
+    assert bounds[0][0] == MiB and bounds[-1][1] == len(body) - 1
+    assert all(a[1] + 1 == b[0] for a, b in zip(bounds, bounds[1:])), bounds
+    assert origin.served("/four.bin") == len(body)
+
+
+@pytest.mark.parametrize("per_host, expected", [(None, 4), ("2", 2)])
+def test_a_segmented_job_never_holds_more_connections_than_it_counts(fetchd, origin, per_host, expected):
+    """At no moment, as the origin sees it, more connections than the job's `connections`, nor
+    more than the per-host limit: the first request counts as one of them."""
+    fd = fetchd(env={"FETCHD_MAX_TRANSFERS_PER_HOST": per_host} if per_host else None)
+    body = os.urandom(6 * MiB)
+    url = origin.add("/counted.bin", body, rate=1 * MiB)  # per connection
+    job = fd.api.submit({"url": url, "destination": "counted.bin", "connections": 4, "sha256": sha256_hex(body)})
+    wait_for(lambda: origin.responding.get("/counted.bin", 0) == expected, timeout=15)
+    assert fd.api.wait_state(job["id"], "completed", timeout=30)["sha256"] == sha256_hex(body)
+    assert (origin.peak_open, origin.peak_concurrent) == (expected, expected)
 
 
 def test_one_connection_when_the_origin_does_not_honour_range(fetchd, origin):
@@ -157,6 +172,10 @@ def test_one_connection_when_the_origin_does_not_honour_range(fetchd, origin):
     done = fd.api.wait_state(job["id"], "completed", timeout=30)
     assert done["sha256"] == sha256_hex(body)
     assert fd.dest("whole.bin").read_bytes() == body
+    # The first request's 200 said Range is not honoured: the file came once, over that connection.
+    assert len(origin.requests_for("/whole.bin")) == 1
+    assert origin.served("/whole.bin") == len(body)
+    assert origin.peak_open == 1
 
 
 def test_a_killed_segmented_download_resumes_every_range(fetchd, origin):

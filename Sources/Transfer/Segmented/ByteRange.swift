@@ -21,11 +21,14 @@ public struct ByteRange: Sendable, Equatable, Hashable {
     /// The longest range `pieces` makes.
     public static let pieceSize: Int64 = 16 << 20
 
-    /// `size` bytes in ranges for `connections` at a time: `connections` of them, or more of at
-    /// most `pieceSize` for a large file, so that the ranges fill the file roughly front to back
-    /// (each connection takes the next range as it finishes one) and it can be hashed as it fills.
-    public static func pieces(size: Int64, connections: Int) -> [ByteRange] {
-        split(size: size, connections: max(connections, Int((size + pieceSize - 1) / pieceSize)))
+    /// Bytes `start..<size` in ranges for `connections` at a time: `connections` of them, or more
+    /// of at most `pieceSize` for a large file, so that the ranges fill the file roughly front to
+    /// back (each connection takes the next range as it finishes one) and it can be hashed as it
+    /// fills. `start` is where what is on disk already ends (a first part, say).
+    public static func pieces(from start: Int64 = 0, size: Int64, connections: Int) -> [ByteRange] {
+        let length = size - start
+        return split(size: length, connections: max(connections, Int((length + pieceSize - 1) / pieceSize)))
+            .map { ByteRange(start: $0.start + start, end: $0.end + start) }
     }
 
     /// `size` bytes split into `connections` ranges of (nearly) equal length, none empty (so fewer

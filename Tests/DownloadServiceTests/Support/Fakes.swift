@@ -70,11 +70,27 @@ final class FakeTransfers: TransferRunning {
         all.last { $0.jobID == jobID }?.onComplete(result)
     }
 
-    /// The fixture's jobs use one connection; a segmented attempt never ends here.
+    /// A segmented attempt as it was asked for.
+    struct SegmentsStarted: Sendable {
+        let size: Int64
+        let validator: String
+        let ranges: [ByteRange]
+        let connections: Int
+    }
+
+    private let segmentsStarted = Mutex<[SegmentsStarted]>([])
+
+    /// Every segmented attempt started so far, in order.
+    var segments: [SegmentsStarted] { segmentsStarted.withLock { $0 } }
+
+    /// Records the segmented attempt, which never ends here.
     func startSegments(_ request: TransferRequest, path: String, size: Int64, validator: String, ranges: [ByteRange],
                        connections: Int, onProgress: @escaping @Sendable (SegmentedProgress) -> Void,
                        onComplete: @escaping @Sendable (SegmentedResult) -> Void) -> any SegmentsRunning {
-        NoSegments()
+        segmentsStarted.withLock {
+            $0.append(SegmentsStarted(size: size, validator: validator, ranges: ranges, connections: connections))
+        }
+        return NoSegments()
     }
 
     private struct NoSegments: SegmentsRunning {

@@ -63,13 +63,15 @@ final class ServiceFixture: Sendable {
     /// Stores a queued job for `http://<host>/<id>` into `files/<id>`, created now unless told otherwise.
     @discardableResult
     func submit(_ id: String, host: String = "origin.example", session: String = "s", priority: Double = 0.5,
-                discretionary: Bool = false, createdAt: Int64? = nil, expectedSHA256: String? = nil) throws -> Download {
+                discretionary: Bool = false, createdAt: Int64? = nil, expectedSHA256: String? = nil,
+                connections: Int? = nil) throws -> Download {
         let url = "http://\(host)/\(id)"
         var submission = NewDownload(url: url, parsedURL: try HTTPURL.parse(url).get(), destination: Destination(stored: "files/\(id)"))
         submission.session = session
         submission.priority = priority
         submission.discretionary = discretionary
         submission.sha256 = expectedSHA256
+        submission.connections = connections
         let job = submission.makeDownload(id: id, now: createdAt ?? clock.now)
         #expect(try store.insert(job, idempotency: nil) == .created)
         return job
