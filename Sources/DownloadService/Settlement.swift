@@ -153,7 +153,7 @@ struct Settlement {
     }
 
     /// The transfer was stopped on purpose: by a cancel, a pause, or fetchd shutting down.
-    func stopped(_ reason: Scheduler.StopReason) -> JobWrite {
+    func stopped(_ reason: StopReason) -> JobWrite {
         switch reason {
         case .cancel:
             context.partials.remove(job.id)

@@ -29,7 +29,7 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(10)) { [unowned self] in self.deliverDue() }
     /// Outcomes the store could not record: recorded again until it takes them, their deliveries
     /// kept in flight meanwhile, so an answered delivery is not sent again for every failed write.
-    private lazy var unrecorded = UnsavedBatch<DeliveryAttempt>(queue: queue, delay: .milliseconds(Int(Scheduler.storeRetryInterval))) {
+    private lazy var unrecorded = UnsavedBatch<DeliveryAttempt>(queue: queue, delay: .milliseconds(Int(Completer.storeRetryInterval))) {
         [unowned self] in self.record([])
     }
     private var stopping = false

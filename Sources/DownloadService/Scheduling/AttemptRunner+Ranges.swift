@@ -6,11 +6,11 @@ import Transfer
 /// the origin honours `Range`; the job then goes on over several connections, each byte range into
 /// the one preallocated partial file, each range's `next` saved with the job's progress so that a
 /// crash or fault resumes every range on its own. The first request ends where its part does, so
-/// no connection is closed half-read while the ranges' open: at no moment does the job hold more
+/// no connection is closed half-read while the ranges open: at no moment does the job hold more
 /// connections to the origin than it counts. An origin that ignores `Range` answers the first
 /// request with the whole file, which then simply arrives over that one connection. Every
 /// connection counts against its host's `maxTransfersPerHost`; the job counts once against `maxTransfers`.
-extension Scheduler {
+extension AttemptRunner {
     /// The least size worth splitting, and what a first connection asks for: below it one
     /// connection finishes about as soon.
     static let minimumRangedSize: Int64 = 1 << 20
@@ -18,62 +18,47 @@ extension Scheduler {
     /// since after a crash every range fetches again what it got since.
     static let rangesPersistInterval: Int64 = 250
 
-    /// Connections a job may open now: what it asks for, within what its host has left (at least one).
-    func connectionsFree(for job: Download) -> Int {
-        let used = load.runningByHost[job.hostKey, default: 0]
-        return max(1, min(job.connections, policy.capacity.maxTransfersPerHost - used))
-    }
-
-    /// Whether the running attempt has a transfer to stop.
-    func cancelAttempt(of running: Active) {
-        if let ranges = running.ranges {
-            ranges.cancel()
-        } else if let transferID = running.transferID {
-            transfers.cancel(transferID)
-        }
-    }
-
     /// A first connection's progress: the reason to stop it (to drop data carried over from
     /// another URL of another size), or nil to let it run. Gives back the connections it will not
     /// use once it is clear it stays alone: the origin sent more than the first part.
-    func switchOver(_ running: inout Active, _ progress: TransferProgress) -> StopReason? {
-        let job = running.download
+    func switchOver(_ attempt: inout ActiveAttempt, _ progress: TransferProgress) -> StopReason? {
+        let job = attempt.download
         if job.validator == "", let size = progress.bytesExpected, let known = job.bytesExpectedFromOrigin, size != known {
             logger.info("carried-over data does not fit this URL; starting from zero",
                         metadata: ["download.id": "\(job.id)", "size": "\(size)", "expected": "\(known)"])
             return .sizeMismatch
         }
-        guard running.mayUseRanges, progress.bytesExpected != nil || progress.validator != nil else { return nil }
-        running.mayUseRanges = false
-        if !progress.isFirstPart { setConnections(&running, 1) }
+        guard attempt.mayUseRanges, progress.bytesExpected != nil || progress.validator != nil else { return nil }
+        attempt.mayUseRanges = false
+        if !progress.isFirstPart { ledger.setConnections(&attempt, 1) }
         return nil
     }
 
     /// The first connection got the first part it asked for: the rest comes over the job's
     /// connections when it is large enough and has a strong validator for `If-Range`, or else over
     /// one connection from where the part ended (the one just used, which curl keeps open).
-    func goOn(afterFirstPart running: inout Active, _ result: TransferResult) {
+    func goOn(afterFirstPart attempt: inout ActiveAttempt, _ result: TransferResult) {
         let written = result.bytesOnDisk
-        running.transferID = nil
-        running.mayUseRanges = false
-        if let size = result.bytesExpected, size - written >= Self.minimumRangedSize, running.connections > 1,
+        attempt.transferID = nil
+        attempt.mayUseRanges = false
+        if let size = result.bytesExpected, size - written >= Self.minimumRangedSize, attempt.connections > 1,
            let validator = result.validator, !validator.hasPrefix("W/") {
-            running.download.bytesExpectedFromOrigin = size
-            running.download.validator = validator
-            running.firstResponse = (result.contentDisposition, result.effectiveURL)
-            running.download.ranges = [RangeProgress(start: 0, end: written, next: written)].filter { $0.end > 0 }
-                + ByteRange.pieces(from: written, size: size, connections: running.connections).map {
+            attempt.download.bytesExpectedFromOrigin = size
+            attempt.download.validator = validator
+            attempt.firstResponse = (result.contentDisposition, result.effectiveURL)
+            attempt.download.ranges = [RangeProgress(start: 0, end: written, next: written)].filter { $0.end > 0 }
+                + ByteRange.pieces(from: written, size: size, connections: attempt.connections).map {
                     RangeProgress(start: $0.start, end: $0.end, next: $0.start)
                 }
-            active[running.download.id] = running
+            active[attempt.download.id] = attempt
             logger.info("download goes on over several connections",
-                        metadata: ["download.id": "\(running.download.id)", "connections": "\(running.connections)", "bytes": "\(written)"])
-            return startRanges(running.download)
+                        metadata: ["download.id": "\(attempt.download.id)", "connections": "\(attempt.connections)", "bytes": "\(written)"])
+            return startRanges(attempt.download)
         }
-        setConnections(&running, 1)
-        if let validator = result.validator { running.download.validator = validator }
-        active[running.download.id] = running
-        start(running.download, resumeFrom: written)
+        ledger.setConnections(&attempt, 1)
+        if let validator = result.validator { attempt.download.validator = validator }
+        active[attempt.download.id] = attempt
+        start(attempt.download, resumeFrom: written)
     }
 
     /// Starts (or resumes) the job's ranges; a job whose partial file no longer holds their
@@ -85,11 +70,11 @@ extension Scheduler {
         guard let size = job.ranges.last?.end, size == job.bytesExpectedFromOrigin,
               job.ranges.allSatisfy({ $0.next == $0.start || $0.next <= length }), let validator = job.validator else {
             let fresh = startsOver(job)
-            if var running = active[id] {
-                running.download = fresh
+            if var attempt = active[id] {
+                attempt.download = fresh
                 // Its first connection may hand over to several again, as a new job's does.
-                running.mayUseRanges = running.connections > 1
-                active[id] = running
+                attempt.mayUseRanges = attempt.connections > 1
+                active[id] = attempt
             }
             return start(fresh, resumeFrom: 0)
         }
@@ -125,42 +110,41 @@ extension Scheduler {
     }
 
     private func rangesProgressed(_ id: String, _ progress: SegmentedProgress) {
-        guard var running = active[id], running.stopReason == nil else { return }
+        guard var attempt = active[id], attempt.stopReason == nil else { return }
         let bytes = progress.bytesOnDisk
-        running.download.ranges = progress.ranges.map { RangeProgress(start: $0.start, end: $0.end, next: $0.next) }
-        let expected = running.download.bytesExpectedFromOrigin
-        live.withLock { $0[id] = LiveProgress(session: running.download.session, bytesReceived: bytes, bytesExpected: expected) }
-        hub.publish(id, .progress(bytesReceived: bytes, bytesExpected: expected))
+        attempt.download.ranges = progress.ranges.map { RangeProgress(start: $0.start, end: $0.end, next: $0.next) }
+        let expected = attempt.download.bytesExpectedFromOrigin
+        report(id, session: attempt.download.session, bytes: bytes, expected: expected)
         let now = clock.now()
-        if now - running.persistedAt >= Self.rangesPersistInterval {
-            running.persistedAt = now
-            pendingWrites.add(JobWrite(changes: [.ranges(id: id, ranges: running.download.ranges, bytesReceived: bytes,
-                                                         bytesExpected: expected, validator: running.download.validator)]))
+        if now - attempt.persistedAt >= Self.rangesPersistInterval {
+            attempt.persistedAt = now
+            completer.add(JobWrite(changes: [.ranges(id: id, ranges: attempt.download.ranges, bytesReceived: bytes,
+                                                     bytesExpected: expected, validator: attempt.download.validator)]))
         }
-        active[id] = running
+        active[id] = attempt
     }
 
     /// The ranges ended: the job settles as one attempt, with every range's progress kept.
     private func rangesFinished(_ id: String, _ segmented: SegmentedResult) {
-        guard var running = active[id] else { return }
-        running.ranges = nil
+        guard var attempt = active[id] else { return }
+        attempt.ranges = nil
         if let single = segmented.singleConnection {
             // The origin would not serve ranges of this file: it came over one connection from byte 0.
-            running.download.ranges = []
-            active[id] = running
+            attempt.download.ranges = []
+            active[id] = attempt
             return finished(id, single)
         }
-        running.download.ranges = segmented.ranges.map { RangeProgress(start: $0.start, end: $0.end, next: $0.next) }
+        attempt.download.ranges = segmented.ranges.map { RangeProgress(start: $0.start, end: $0.end, next: $0.next) }
         let bytes = segmented.ranges.reduce(0) { $0 + $1.bytesOnDisk }
-        var result = TransferResult(bytesOnDisk: bytes, bytesThisAttempt: max(0, bytes - running.bytesAtStart),
-                                    bytesExpected: running.download.bytesExpectedFromOrigin, validator: running.download.validator)
+        var result = TransferResult(bytesOnDisk: bytes, bytesThisAttempt: max(0, bytes - attempt.bytesAtStart),
+                                    bytesExpected: attempt.download.bytesExpectedFromOrigin, validator: attempt.download.validator)
         if segmented.isComplete {
             result.httpStatus = 206
             result.sha256 = segmented.sha256
             result.extraDigest = segmented.extraDigest
             // Named as the first connection's response said, or else (resumed after a restart or
             // a pause) as this start's range responses do.
-            let named = running.firstResponse ?? (segmented.contentDisposition, segmented.effectiveURL)
+            let named = attempt.firstResponse ?? (segmented.contentDisposition, segmented.effectiveURL)
             result.contentDisposition = named.contentDisposition
             result.effectiveURL = named.effectiveURL
         } else if let failure = segmented.failure {
@@ -171,28 +155,16 @@ extension Scheduler {
             result.retryAfter = first.retryAfter
             if case .rangeMismatch? = first.failure {
                 // A range came back as other bytes than asked for: nothing of the file can be trusted.
-                running.download = startsOver(running.download)
+                attempt.download = startsOver(attempt.download)
                 result.bytesOnDisk = 0
                 result.validator = nil
             }
         } else {
             result.failure = .cancelled
         }
-        active[id] = running
+        active[id] = attempt
         finished(id, result)
     }
-
-    /// Holds `count` of the host's connections instead of those held now.
-    func setConnections(_ running: inout Active, _ count: Int) {
-        load.runningByHost[running.download.hostKey, default: 0] += count - running.connections
-        running.connections = count
-        publish()
-    }
-}
-
-extension Scheduler.Active {
-    /// Whether an attempt runs that a stop must cancel.
-    var isAttempting: Bool { transferID != nil || ranges != nil }
 }
 
 extension [RangeProgress] {

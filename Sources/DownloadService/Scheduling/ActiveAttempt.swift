@@ -1,0 +1,47 @@
+import DownloadCore
+import Transfer
+
+/// A running transfer's progress as last reported.
+struct LiveProgress: Sendable, Equatable {
+    var session: String
+    var bytesReceived: Int64
+    var bytesExpected: Int64?
+}
+
+/// Why an attempt was stopped on purpose: `requestChanged` is a client's new url, headers,
+/// mirrors or rate cap; `sizeMismatch` drops data carried over from another URL; `unclaimed` ends
+/// a transfer its pass started before the claim, which then did not commit (see `EarlyStart`).
+enum StopReason { case cancel, pause, shutdown, requestChanged, sizeMismatch, unclaimed }
+
+/// A job this node runs an attempt of, from the pass that chose it until its settlement is handed
+/// to the completer.
+struct ActiveAttempt {
+    var download: Download
+    var transferID: TransferID?
+    var stopReason: StopReason?
+    var persistedAt: Int64
+    var attemptStartedAt: Int64
+    /// Holds one of the discretionary share of slots.
+    var discretionary: Bool
+    /// Bytes it still expects to write, counted against free disk space.
+    var remainingBytes: Int64
+    /// The job's `checksumURL` as fetched at the start of this attempt.
+    var digestFile: DigestFile? = nil
+    /// Connections it holds of its host's `maxTransfersPerHost`.
+    var connections = 1
+    /// A first connection that asks for the first part only, to go on over `connections` (see
+    /// AttemptRunner+Ranges), until its response shows it stays alone.
+    var mayUseRanges = false
+    /// The attempt over several connections, when it runs so.
+    var ranges: (any SegmentsRunning)?
+    /// Bytes on disk when the attempt (over several connections) started.
+    var bytesAtStart: Int64 = 0
+    /// What the first connection's response said to name the file by, kept for the settlement
+    /// of the ranges that followed it (a directory destination's file is named at placement).
+    var firstResponse: (contentDisposition: String?, effectiveURL: String?)?
+    /// Its body is in and its slot went to the next job; it settles behind (`bodyReceived`).
+    var slotFreed = false
+
+    /// Whether an attempt runs that a stop must cancel.
+    var isAttempting: Bool { transferID != nil || ranges != nil }
+}

@@ -1,0 +1,272 @@
+import Dispatch
+import DownloadCore
+import Logging
+import Persistence
+import Synchronization
+import Transfer
+
+/// Runs the attempts the dispatcher chose: starts each transfer (after its digest file, over one
+/// connection or several), follows its progress, stops it when a client asks, and hands how it
+/// ended to the completer as a settlement. Counts each attempt out of the load when it ends, or
+/// as soon as its body is in (its slot goes to the next job while it settles).
+final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `stopping`, `drained` only on `queue` (assertOnQueue)
+    let queue: DispatchQueue
+    let ledger: LoadLedger
+    let completer: Completer
+    let transfers: any TransferRunning
+    let template: TransferTemplate
+    private let settlement: SettlementContext
+    let partials: PartialFiles
+    let hub: EventHub
+    let clock: Clock
+    let logger: Logger
+    /// Progress of running transfers, for API reads between persisted updates and `GET /events`.
+    let live = Mutex<[String: LiveProgress]>([:])
+
+    var active: [String: ActiveAttempt] = [:]
+    private var stopping = false
+    private var drained: CheckedContinuation<Void, Never>?
+
+    /// How often running jobs' progress is written to the database.
+    static let progressPersistInterval: Int64 = 1000
+
+    init(queue: DispatchQueue, ledger: LoadLedger, completer: Completer, transfers: any TransferRunning,
+         template: TransferTemplate, settlement: SettlementContext, hub: EventHub, clock: Clock, logger: Logger) {
+        self.queue = queue
+        self.ledger = ledger
+        self.completer = completer
+        self.transfers = transfers
+        self.template = template
+        self.settlement = settlement
+        self.partials = settlement.partials
+        self.hub = hub
+        self.clock = clock
+        self.logger = logger
+    }
+
+    // MARK: - What the dispatcher asks
+
+    /// Whether the job has an attempt here (running, or settling behind a freed slot).
+    func isActive(_ id: String) -> Bool { active[id] != nil }
+
+    /// Whether the job holds a slot whose transfer has not started yet.
+    func awaitsStart(_ id: String) -> Bool { active[id]?.isAttempting == false }
+
+    /// Takes a slot for `job` (its attempt already begun: `Download.startingAttempt`), before its
+    /// claim is committed, so that the pass's later decisions count it.
+    func reserve(_ job: Download, now: Int64, partialBytes: Int64, discretionary: Bool) -> ActiveAttempt {
+        assertOnQueue()
+        let remaining = max(0, (job.bytesExpected ?? 0) - partialBytes)
+        var attempt = ActiveAttempt(download: job, transferID: nil, stopReason: nil, persistedAt: now, attemptStartedAt: now,
+                                    discretionary: discretionary, remainingBytes: remaining)
+        // Ranges under way keep their number; a new job takes what its host has left.
+        let free = ledger.connectionsFree(for: job)
+        attempt.connections = job.ranges.isEmpty ? free : max(1, min(free, job.ranges.filter { $0.next < $0.end }.count))
+        attempt.mayUseRanges = job.ranges.isEmpty && attempt.connections > 1
+        active[job.id] = attempt
+        ledger.track(attempt, starting: true)
+        return attempt
+    }
+
+    /// A job reserved in a pass whose claim did not commit: the job is not this node's. A transfer
+    /// the pass started for it is stopped and ends without a settlement (`finished`); until then
+    /// the job keeps its slot, so that no later pass starts a second transfer into its partial file
+    /// (which a restart or the housekeeper removes if no job keeps it).
+    func abandon(_ id: String) {
+        assertOnQueue()
+        guard let attempt = active[id] else { return }
+        guard attempt.isAttempting else { return release(attempt) }
+        active[id]?.stopReason = .unclaimed
+        cancelAttempt(of: attempt)
+    }
+
+    /// A job waiting for a new URL came due: its deadline passed without one, so it fails
+    /// (`url_expired`), keeping its partial data for a retry, instead of starting.
+    func expireURL(_ attempt: ActiveAttempt, partialBytes: Int64, now: Int64) {
+        release(attempt)
+        let outcome = Settlement(context: settlement, job: attempt.download, result: TransferResult(bytesOnDisk: partialBytes),
+                                 startedAt: now, now: now, jitter: 0)
+        completer.add(outcome.urlExpired())
+        completer.attemptEnded()
+    }
+
+    private func release(_ attempt: ActiveAttempt) {
+        active[attempt.download.id] = nil
+        ledger.track(attempt, starting: false)
+    }
+
+    // MARK: - What clients and the service ask
+
+    /// The jobs whose transfers run now, for a node that checks them against the store.
+    func startedJobIDs() -> [String] {
+        assertOnQueue()
+        return active.filter { $0.value.transferID != nil }.map(\.key)
+    }
+
+    /// Stops a job's transfer if it runs; a cancelled job's partial data is removed either way.
+    func stop(_ id: String, reason: StopReason) {
+        assertOnQueue()
+        if var attempt = active[id], attempt.isAttempting, attempt.stopReason != .unclaimed {
+            attempt.stopReason = reason
+            active[id] = attempt
+            cancelAttempt(of: attempt)
+        } else if reason == .cancel {
+            partials.remove(id)
+        }
+    }
+
+    /// A client changed a job (PATCH): a running one settles with the new fields, and with a new
+    /// request (`restart`) stops its attempt, to go on from its partial data with the new one.
+    func changed(_ job: Download, restart: Bool) {
+        assertOnQueue()
+        guard var attempt = active[job.id] else { return }
+        attempt.download.url = job.url
+        attempt.download.headers = job.headers
+        attempt.download.priority = job.priority
+        attempt.download.earliestBeginDate = job.earliestBeginDate
+        attempt.download.discretionary = job.discretionary
+        attempt.download.webhookURL = job.webhookURL
+        attempt.download.metadata = job.metadata
+        attempt.download.mirrors = job.mirrors
+        attempt.download.maxBytesPerSecond = job.maxBytesPerSecond
+        active[job.id] = attempt
+        if restart, attempt.stopReason == nil, attempt.isAttempting {
+            active[job.id]?.stopReason = .requestChanged
+            cancelAttempt(of: attempt)
+        }
+    }
+
+    /// Stops every transfer, keeping partial data; `drained` resumes once every attempt's end is
+    /// saved or `timeout` has passed.
+    func shutdown(timeout: Duration, drained: CheckedContinuation<Void, Never>) {
+        assertOnQueue()
+        stopping = true
+        guard !active.isEmpty else { return drained.resume() }
+        self.drained = drained
+        for (id, attempt) in active where attempt.stopReason != .unclaimed {
+            active[id]?.stopReason = .shutdown
+            cancelAttempt(of: attempt)
+        }
+        queue.asyncAfter(deadline: .now() + .milliseconds(Int(timeout.wholeMilliseconds))) { self.resumeDrained() }
+    }
+
+    /// Shutdown's wait ends once no attempt is left.
+    func endShutdownIfDrained() {
+        if stopping, active.isEmpty { resumeDrained() }
+    }
+
+    private func resumeDrained() {
+        drained?.resume()
+        drained = nil
+    }
+
+    // MARK: - Running an attempt
+
+    /// Starts the job's transfer: its digest file first, then its ranges or one connection.
+    func start(_ job: Download, resumeFrom: Int64) {
+        assertOnQueue()
+        let id = job.id
+        let digestFile = active[id]?.digestFile
+        // Every attempt begins with its digest file, one that resumes ranges too.
+        if let checksumURL = job.checksumURL, digestFile == nil { return fetchDigestFile(checksumURL, for: id, resumeFrom: resumeFrom) }
+        if !job.ranges.isEmpty { return startRanges(job) }
+        var request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom, digestFile: digestFile, now: clock.now())
+        if active[id]?.mayUseRanges == true { request.firstPartLength = Self.minimumRangedSize }
+        logger.info("transfer started", metadata: ["download.id": "\(id)", "attempt": "\(job.attempts)", "resume.offset": "\(resumeFrom)"])
+        let transferID = transfers.start(
+            request,
+            onProgress: { progress in self.queue.async { self.progressed(id, progress) } },
+            onComplete: { result in self.queue.async { self.finished(id, result) } })
+        active[id]?.transferID = transferID
+    }
+
+    /// Stops the attempt's transfer (or ranges), which then ends as cancelled.
+    func cancelAttempt(of attempt: ActiveAttempt) {
+        if let ranges = attempt.ranges {
+            ranges.cancel()
+        } else if let transferID = attempt.transferID {
+            transfers.cancel(transferID)
+        }
+    }
+
+    private func progressed(_ id: String, _ progress: TransferProgress) {
+        if progress.bodyComplete { return bodyReceived(id) }
+        guard var attempt = active[id], attempt.stopReason == nil else { return }
+        if let reason = switchOver(&attempt, progress) {
+            attempt.stopReason = reason
+            active[id] = attempt
+            return cancelAttempt(of: attempt)
+        }
+        // The first time a validator is seen it is saved at once: a crash from here on must resume with it.
+        let newValidator = progress.validator != attempt.download.validator ? progress.validator : nil
+        if let newValidator { attempt.download.validator = newValidator }
+        let expected = progress.bytesExpected ?? attempt.download.bytesExpected
+        report(id, session: attempt.download.session, bytes: progress.bytesOnDisk, expected: expected)
+        let now = clock.now()
+        guard newValidator != nil || now - attempt.persistedAt >= Self.progressPersistInterval else {
+            active[id] = attempt
+            return
+        }
+        attempt.persistedAt = now
+        active[id] = attempt
+        completer.add(JobWrite(changes: [.progress(id: id, bytesReceived: progress.bytesOnDisk, bytesExpected: progress.bytesExpected,
+                                                   validator: newValidator)]))
+    }
+
+    /// Publishes a running job's progress to the API's readers and event streams.
+    func report(_ id: String, session: String, bytes: Int64, expected: Int64?) {
+        live.withLock { $0[id] = LiveProgress(session: session, bytesReceived: bytes, bytesExpected: expected) }
+        hub.publish(id, .progress(bytesReceived: bytes, bytesExpected: expected))
+    }
+
+    /// An attempt's whole body is in: its slot goes to the next job now, and it settles (sync,
+    /// hash, place, commit) behind, still `running` in the store until its write is committed.
+    private func bodyReceived(_ id: String) {
+        guard var attempt = active[id], attempt.stopReason == nil, !attempt.slotFreed, attempt.ranges == nil else { return }
+        attempt.slotFreed = true
+        active[id] = attempt
+        ledger.track(attempt, starting: false)
+        // Waiting for this attempt's own settlement would leave the slot empty during the file's
+        // fsync (2,000 small files: 7 % longer, 5 % more CPU).
+        completer.wantPass()
+    }
+
+    /// How an attempt ended; `atDigestFile`: while fetching the digest file, before the job's URL was asked.
+    func finished(_ id: String, _ result: TransferResult, digestFileProblem: String? = nil, atDigestFile: Bool = false) {
+        guard var attempt = active[id] else { return }
+        if attempt.stopReason == .unclaimed {
+            // Its slot is free for the next pass, which other events bring (not asked for here: with
+            // a store that cannot commit, that would be a pass, a request and a cancel in a loop).
+            release(attempt)
+            live.withLock { _ = $0.removeValue(forKey: id) }
+            return endShutdownIfDrained()
+        }
+        if attempt.stopReason == nil, result.partReceived {
+            return goOn(afterFirstPart: &attempt, result)
+        }
+        if attempt.stopReason == .sizeMismatch {
+            attempt.download = startsOver(attempt.download)
+            attempt.stopReason = .requestChanged
+            active[id] = attempt
+            return finished(id, TransferResult(failure: .cancelled))
+        }
+        active[id] = nil
+        if !attempt.slotFreed { ledger.track(attempt, starting: false) }
+        live.withLock { _ = $0.removeValue(forKey: id) }
+        let outcome = Settlement(context: settlement, job: attempt.download, result: result, startedAt: attempt.attemptStartedAt,
+                                 now: clock.now(), jitter: Double.random(in: 0..<1), digestFile: attempt.digestFile,
+                                 reachedURL: !atDigestFile)
+        let stopReason = attempt.stopReason
+        if let reason = stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {
+            completer.add(outcome.stopped(reason))
+        } else if let digestFileProblem {
+            completer.add(outcome.digestFileUnavailable(digestFileProblem))
+        } else {
+            let write = outcome.settle()
+            if let (host, until) = write.hostHold { ledger.holdHost(host, until: until) }
+            completer.add(write)
+        }
+        // A completed body's slot was passed on already; anything else may put the job back in the queue.
+        if !attempt.slotFreed || stopReason != nil || !result.isComplete || stopping { completer.attemptEnded() }
+    }
+}
