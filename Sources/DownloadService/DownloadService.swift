@@ -78,7 +78,8 @@ public final class DownloadService: Sendable {
         self.scheduler = scheduler
         heartbeat = configuration.databaseURL == nil ? nil : NodeHeartbeat(
             store: store, scheduler: scheduler, dispatcher: dispatcher, recovery: recovery, clock: clock, logger: logger)
-        eventRelay = configuration.databaseURL == nil ? nil : ClusterEventRelay(store: store, hub: hub, clock: clock, logger: logger)
+        let eventRelay = configuration.databaseURL == nil ? nil : ClusterEventRelay(store: store, hub: hub, clock: clock, logger: logger)
+        self.eventRelay = eventRelay
         var http = HTTPServerConfiguration()
         http.host = configuration.listenHost
         http.port = configuration.listenPort
@@ -93,7 +94,7 @@ public final class DownloadService: Sendable {
                                    partials: partials, clock: clock, writes: WriteQueue())
         server = HTTPServer(configuration: http, router: Self.router(
             downloads: downloads, sessions: sessions, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
-            globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler),
+            globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler, elsewhere: eventRelay?.elsewhere),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
             metrics: metrics, logger: logger, console: ConsoleAPI(),
             nodes: NodesAPI(store: store, scheduler: scheduler, name: configuration.nodeName, startedAt: clock.now(), clock: clock),

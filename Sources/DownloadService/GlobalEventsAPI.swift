@@ -8,10 +8,13 @@ import Persistence
 /// so any node serving the stream sends the same events, and `Last-Event-ID` replays what a
 /// client missed. An id the log cannot continue from (pruned, unknown, malformed) starts the
 /// stream with `event: reset`: the client re-lists, then follows. `progress` events (no id: they
-/// are not replayed) come once a second for each running job whose bytes moved.
+/// are not replayed) come at most once a second for each running job whose bytes moved: this
+/// node's from its transfers, and with many nodes the others' from `elsewhere`.
 struct GlobalEventsAPI: Sendable {
     let store: any JobStore
     let scheduler: Scheduler
+    /// Progress of the jobs other nodes run; nil when this node is the only one.
+    let elsewhere: RemoteProgress?
 
     /// How often the log is read for new events while following.
     static let pollInterval: Duration = .milliseconds(200)
@@ -41,8 +44,8 @@ struct GlobalEventsAPI: Sendable {
         let (body, output) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .unbounded)
         output.yield(Array("retry: 2000\n\n".utf8))
         if reset { output.yield(Array("event: reset\nid: \(cursor)\ndata: {}\n\n".utf8)) }
-        let follower = Task { [store, scheduler, cursor] in
-            await Self.follow(store: store, scheduler: scheduler, session: session, from: cursor, into: output)
+        let follower = Task { [self, cursor] in
+            await follow(session: session, from: cursor, into: output)
         }
         output.onTermination = { _ in follower.cancel() }
         var headers = HTTPHeaders()
@@ -51,72 +54,68 @@ struct GlobalEventsAPI: Sendable {
         return HTTPResponse(status: 200, headers: headers, body: .stream(body))
     }
 
-    private static func follow(store: any JobStore, scheduler: Scheduler, session: String?, from start: Int64,
-                               into output: AsyncStream<[UInt8]>.Continuation) async {
+    private func follow(session: String?, from start: Int64, into output: AsyncStream<[UInt8]>.Continuation) async {
+        elsewhere?.follow()
+        defer { elsewhere?.unfollow() }
         let clock = ContinuousClock()
         var cursor = start
         var progress = ProgressFrames(session: session)
-        var nextProgress = clock.now
         var lastWrite = clock.now
         while !Task.isCancelled {
             var frames: [UInt8] = []
             var caughtUp = true
             do {
-                let events = try store.loggedEvents(after: cursor, session: session, limit: pageSize)
+                let events = try store.loggedEvents(after: cursor, session: session, limit: Self.pageSize)
                 for event in events {
                     frames += Array("event: state\nid: \(event.sequence)\ndata: ".utf8) + event.payload + Array("\n\n".utf8)
                     cursor = event.sequence
                 }
-                caughtUp = events.count < pageSize
+                caughtUp = events.count < Self.pageSize
             } catch {
                 // The database is unavailable for now: keep the stream, read again next time.
             }
-            if clock.now >= nextProgress {
-                frames += progress.frames(scheduler.liveProgress(), now: clock.now)
-                nextProgress = clock.now.advanced(by: progressInterval)
-            }
-            if frames.isEmpty, lastWrite.duration(to: clock.now) >= keepAliveInterval { frames = Array(": keep-alive\n\n".utf8) }
+            // Looked at every poll, each job paced on its own: a count saved elsewhere is shown
+            // as soon as it is read, not up to a second later.
+            let running = scheduler.liveProgress().merging(elsewhere?.current ?? [:]) { here, _ in here }
+            frames += progress.frames(running, now: clock.now)
+            if frames.isEmpty, lastWrite.duration(to: clock.now) >= Self.keepAliveInterval { frames = Array(": keep-alive\n\n".utf8) }
             if !frames.isEmpty {
                 output.yield(frames)
                 lastWrite = clock.now
             }
-            if caughtUp { try? await Task.sleep(for: pollInterval) }
+            if caughtUp { try? await Task.sleep(for: Self.pollInterval) }
         }
     }
 }
 
-/// `event: progress` frames for the running jobs whose bytes moved since the last frame, with
-/// their rate over that time.
+/// `event: progress` frames for the running jobs whose bytes moved since their last frame (at
+/// most one a second each), with their rate over that time.
 struct ProgressFrames {
     let session: String?
-    private var last: [String: (bytes: Int64, at: ContinuousClock.Instant)] = [:]
+    private var throttle = ProgressThrottle(interval: GlobalEventsAPI.progressInterval)
 
     init(session: String?) {
         self.session = session
     }
 
-    mutating func frames(_ live: [String: LiveProgress], now: ContinuousClock.Instant) -> [UInt8] {
+    mutating func frames(_ running: [String: LiveProgress], now: ContinuousClock.Instant) -> [UInt8] {
+        let shown = session.map { session in running.filter { $0.value.session == session } } ?? running
         var frames: [UInt8] = []
-        var seen: [String: (bytes: Int64, at: ContinuousClock.Instant)] = [:]
-        for (id, progress) in live.sorted(by: { $0.key < $1.key }) where session == nil || progress.session == session {
-            let previous = last[id]
-            seen[id] = previous?.bytes == progress.bytesReceived ? previous : (progress.bytesReceived, now)
-            guard previous?.bytes != progress.bytesReceived else { continue }
+        for due in throttle.due(shown, now: now) {
             var rate: Int64 = 0
-            if let previous {
+            if let previous = due.previous {
                 let seconds = previous.at.duration(to: now).inSeconds
-                if seconds > 0 { rate = Int64(Double(progress.bytesReceived - previous.bytes) / seconds) }
+                if seconds > 0 { rate = Int64(Double(due.progress.bytesReceived - previous.bytes) / seconds) }
             }
             var json = JSONWriter(capacity: 128)
             json.beginObject()
-            json.field("id", id)
-            json.field("bytesReceived", progress.bytesReceived)
-            json.field("bytesExpected", progress.bytesExpected)
+            json.field("id", due.id)
+            json.field("bytesReceived", due.progress.bytesReceived)
+            json.field("bytesExpected", due.progress.bytesExpected)
             json.field("bytesPerSecond", rate)
             json.endObject()
             frames += Array("event: progress\ndata: ".utf8) + json.bytes + Array("\n\n".utf8)
         }
-        last = seen
         return frames
     }
 }

@@ -120,6 +120,9 @@ public protocol JobStore: Sendable {
     /// Of `ids`, jobs this node runs, those that no longer run under its lease (cancelled or paused
     /// through another node, or taken over), with their state now; ids no longer stored are left out.
     func jobsNotRunningHere(_ ids: [String]) throws -> [String: DownloadState]
+    /// The jobs running under other nodes' leases, with their saved progress, so that event
+    /// streams on this node can report it. Empty for a store only this process uses.
+    func runningElsewhere() throws -> [RunningProgress]
     /// Calls `wake` (on a queue of the store's) when another node may have made work for this one;
     /// never, for a store only this process uses.
     func watchForWork(_ wake: @escaping @Sendable () -> Void)

@@ -316,3 +316,19 @@ public struct NodeRecord: Sendable, Equatable {
         self.runningTransfers = runningTransfers
     }
 }
+
+/// A job another node runs, with its progress as that node last saved it (about once a second).
+public struct RunningProgress: Sendable, Equatable {
+    public var id: String
+    public var session: String
+    public var bytesReceived: Int64
+    /// As the API shows it: the origin's size once known, else the client's hint.
+    public var bytesExpected: Int64?
+
+    public init(id: String, session: String, bytesReceived: Int64, bytesExpected: Int64?) {
+        self.id = id
+        self.session = session
+        self.bytesReceived = bytesReceived
+        self.bytesExpected = bytesExpected
+    }
+}

@@ -18,5 +18,7 @@ extension SQLiteStore {
         return states
     }
 
+    public func runningElsewhere() throws -> [RunningProgress] { [] }
+
     public func watchForWork(_ wake: @escaping @Sendable () -> Void) {}
 }

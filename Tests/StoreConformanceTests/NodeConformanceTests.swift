@@ -92,6 +92,24 @@ import Testing
         }
     }
 
+    /// Event streams on one node report the progress of jobs the others run, as they save it.
+    @Test(arguments: StoreBackend.all) func theProgressOfJobsOtherNodesRunIsReadAsSaved(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        _ = try claimed("01A", by: db.store)
+        guard try db.store.liveNodes() != nil else {
+            #expect(try db.store.runningElsewhere().isEmpty)
+            return
+        }
+        let other = try db.another()
+        var remote = try claimed("01B", by: other)
+        #expect(try other.apply([.progress(id: remote.id, bytesReceived: 700, bytesExpected: 2048, validator: nil)]) == [true])
+        #expect(try db.store.runningElsewhere() == [RunningProgress(id: "01B", session: remote.session, bytesReceived: 700, bytesExpected: 2048)])
+        #expect(try other.runningElsewhere().map(\.id) == ["01A"])
+        remote.state = .paused
+        #expect(try other.update(remote, expecting: [.running]))
+        #expect(try db.store.runningElsewhere().isEmpty)
+    }
+
     /// A due delivery one node is sending is not handed to another until its outcome is recorded.
     @Test(arguments: StoreBackend.all) func aDeliveryInFlightOnOneNodeIsNotSentByAnother(_ backend: StoreBackend) throws {
         let db = try backend.scratch()

@@ -7,6 +7,7 @@ server (scripts/postgres/test-server.sh) and passes its URL as FETCHD_TEST_DATAB
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import uuid
@@ -257,6 +258,50 @@ def test_events_follow_a_job_through_another_node(cluster, origin):
         assert [d["state"] for _, d in stream.states() if d["id"] == job["id"]] == ["queued", "running", "completed"]
     finally:
         stream.close()
+
+
+def progress_until_completed(events: list[tuple[str, dict]], job_id: str) -> list[int]:
+    """bytesReceived of the job's progress events before its `completed` state event, in order
+    (the per-job stream's progress names no job; the global stream's does)."""
+    received = []
+    for kind, data in events:
+        if data.get("id", job_id) != job_id:
+            continue
+        if kind == "state" and data["state"] == "completed":
+            return received
+        if kind == "progress":
+            received.append(data["bytesReceived"])
+    raise AssertionError(f"the stream never showed {job_id} completed: {events}")
+
+
+def assert_steady_progress(received: list[int], size: int):
+    assert received == sorted(set(received)), f"bytesReceived must only grow: {received}"
+    assert len([n for n in received if 0 < n < size]) >= 3, f"several counts while the bytes arrive: {received}"
+
+
+@needs_postgres
+def test_progress_of_a_job_reaches_both_streams_through_every_other_node(cluster, origin):
+    size = 3 * 1024 * 1024
+    everything = {fd.extra_env["FETCHD_NODE_NAME"]: EventStream(fd) for fd in cluster.nodes}
+    try:
+        for stream in everything.values():
+            wait_for(lambda: stream.status_line, message="the stream to open")
+        url = origin.add("/watched.bin", os.urandom(size), rate=512 * 1024)
+        job = cluster.nodes[0].api.submit({"url": url, "destination": "watched.bin"})
+        runner = wait_for(lambda: cluster.runner_of(job["id"]), message="the job to run")
+
+        job_events = read_events(cluster.other_than(runner), job["id"])
+        assert_steady_progress(progress_until_completed(job_events, job["id"]), size)
+
+        for name, stream in everything.items():
+            if name == runner:
+                continue
+            wait_for(lambda: reached(stream, job["id"], "completed"), message=f"GET /events on {name} to show the job complete")
+            events = [(kind, json.loads(data)) for kind, _, data in list(stream.events)]
+            assert_steady_progress(progress_until_completed(events, job["id"]), size)
+    finally:
+        for stream in everything.values():
+            stream.close()
 
 
 @needs_postgres

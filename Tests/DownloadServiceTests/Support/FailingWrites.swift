@@ -84,5 +84,6 @@ final class FailingWrites: JobStore {
     func renewLease() throws -> Bool { try store.renewLease() }
     func takeOverAbandonedJobs() throws -> [Download] { try store.takeOverAbandonedJobs() }
     func jobsNotRunningHere(_ ids: [String]) throws -> [String: DownloadState] { try store.jobsNotRunningHere(ids) }
+    func runningElsewhere() throws -> [RunningProgress] { try store.runningElsewhere() }
     func watchForWork(_ wake: @escaping @Sendable () -> Void) { store.watchForWork(wake) }
 }
