@@ -1,6 +1,7 @@
 import DownloadCore
 
-/// The Download resource as the API and webhooks show it. Origin request headers are never shown.
+/// The Download resource as the API and webhooks show it. Of the origin request headers only the
+/// names are shown: their values may be credentials, and are never shown anywhere.
 enum DownloadJSON {
     /// A job's JSON showing no `waitingFor`, and where its `null` is, so that the same bytes can
     /// show the scheduler's reason: a POST's 201 is the event log's copy with the reason put in.
@@ -50,6 +51,7 @@ enum DownloadJSON {
         writeError(d.error, into: &json)
         json.field("sha256", d.sha256 ?? d.expectedSHA256)
         json.field("webhookURL", d.webhookURL)
+        json.field("headers", d.headers.map(\.name))
         json.field("overwrite", d.overwrite)
         json.field("urlRefresh", d.urlRefresh)
         json.field("createdAt", RFC3339.format(d.createdAt))
@@ -63,10 +65,7 @@ enum DownloadJSON {
         json.field("checksumURL", d.checksumURL)
         json.field("resourceTimeout", d.resourceTimeout)
         json.field("path", d.path)
-        json.key("mirrors")
-        json.beginArray()
-        for mirror in d.mirrors { json.value(mirror) }
-        json.endArray()
+        json.field("mirrors", d.mirrors)
         json.field("connections", d.connections)
         json.field("maxBytesPerSecond", d.maxBytesPerSecond)
         json.endObject()

@@ -103,6 +103,12 @@ struct JSONWriter: ~Copyable {
     mutating func field(_ name: StaticString, _ number: Int?) { key(name); value(number) }
     mutating func field(_ name: StaticString, _ number: Double) { key(name); value(number) }
     mutating func field(_ name: StaticString, _ flag: Bool) { key(name); value(flag) }
+    mutating func field(_ name: StaticString, _ texts: [String]) {
+        key(name)
+        beginArray()
+        for text in texts { value(text) }
+        endArray()
+    }
 
     private mutating func separator() {
         guard depth > 0 else { return }

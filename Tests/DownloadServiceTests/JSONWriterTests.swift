@@ -16,6 +16,8 @@ import Testing
         json.field("fraction", 0.25)
         json.field("infinite", Double.infinity)
         json.field("yes", true)
+        json.field("texts", ["a", "b\""])
+        json.field("noTexts", [])
         json.key(text: "run\"time")
         json.beginArray()
         json.value(1 as Int64?)
@@ -26,7 +28,7 @@ import Testing
         json.endObject()
         #expect(String(decoding: json.bytes, as: UTF8.self) == """
             {"text":"plain","none":null,"min":-9223372036854775808,"zero":0,"negative":-42,"fraction":0.25,\
-            "infinite":null,"yes":true,"run\\"time":[1,{},{"kept":[]}]}
+            "infinite":null,"yes":true,"texts":["a","b\\""],"noTexts":[],"run\\"time":[1,{},{"kept":[]}]}
             """)
         #expect(json.count == json.bytes.count)
     }

@@ -8,6 +8,8 @@ import os
 import time
 
 from e2e_support import Fault, sha256_hex, wait_for
+from test_events import EventStream
+from test_resilience import read_events
 
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -153,6 +155,41 @@ def test_patch_changes_every_patchable_field_of_a_queued_job(fetchd, origin, rec
                           "webhookURL": receiver.url, "metadata": {"a": 1}, "headers": {"X-A": "1"}})
     cleared = patch(fd, live["id"], {"webhookURL": None, "metadata": None, "headers": None, "priority": None}).json()
     assert (cleared["webhookURL"], cleared["metadata"], cleared["priority"]) == (None, None, 0.5)
+
+
+def test_header_names_read_back_and_their_values_never(fetchd, origin, receiver):
+    fd = fetchd()
+    values = ("value-5f1e", "value-77c0", "value-c3d9")
+    url = origin.add("/named.bin", os.urandom(20_000))
+    everything = EventStream(fd)
+    try:
+        job = fd.api.submit({"url": url, "destination": "named.bin", "earliestBeginDate": later(), "webhookURL": receiver.url,
+                             "headers": {"X-Api-Key": values[1], "Authorization": f"Bearer {values[0]}"}})
+        assert job["headers"] == ["Authorization", "X-Api-Key"], "names as given, sorted"
+        assert fd.api.job(job["id"])["headers"] == ["Authorization", "X-Api-Key"]
+
+        # PATCH replaces them whole: the new names read back, the old ones are gone.
+        changed = patch(fd, job["id"], {"headers": {"x-Trace-Id": values[2]}})
+        assert changed.status == 200 and changed.json()["headers"] == ["x-Trace-Id"], changed
+        assert fd.api.job(job["id"])["headers"] == ["x-Trace-Id"]
+        [listed] = fd.api.get("/downloads").json()["items"]
+        assert listed["headers"] == ["x-Trace-Id"]
+
+        assert patch(fd, job["id"], {"earliestBeginDate": None}).status == 200
+        job_events = read_events(fd, job["id"])
+        done = fd.api.wait_state(job["id"], "completed")
+        assert origin.requests_for("/named.bin")[0].headers["x-trace-id"] == values[2], "the header did go out"
+        [delivery] = receiver.wait_event("download.completed", job["id"])
+        assert delivery.data["headers"] == ["x-Trace-Id"]
+        wait_for(lambda: any(d["id"] == job["id"] and d["state"] == "completed" for _, d in everything.states()),
+                 message="GET /events to show the job complete")
+    finally:
+        everything.close()
+
+    shown = [json.dumps(job), changed.body.decode(), json.dumps(listed), json.dumps(done), json.dumps(job_events),
+             json.dumps(everything.events), delivery.body.decode()]
+    for value in values:
+        assert not [text for text in shown if value in text], f"{value!r} was shown"
 
 
 def test_patch_refuses_what_it_cannot_change(fetchd, origin):
