@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Does the database stay bounded under churn? (issue 8: under 50 MB after 100,000 jobs, retention 0)
+"""Does the database stay bounded under churn? (target: under 50 MB after 100,000 jobs, retention 0)
 
     python3 Benchmarks/churn.py [--fetchd .build/release/fetchd] [--jobs 100000] [--in-flight 256]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One fetchd node against three on one PostgreSQL (issue 18), in one run.
+"""One fetchd node against three on one PostgreSQL, in one run.
 
     python3 Benchmarks/cluster.py [--fetchd .build/release/fetchd] [--quick] [--only PARTS]
     python3 Benchmarks/cluster.py --soak MINUTES

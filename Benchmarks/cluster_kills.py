@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Kill -9 a random node of three, again and again, during a workload (issue 18, acceptance 3).
+"""Kill -9 a random node of three, again and again, during a workload: no job lost, none completed twice.
 
     python3 Benchmarks/cluster_kills.py [--fetchd .build/release/fetchd] [--cycles 20] [--jobs 900]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The floor of a durable small-file queue on this machine, beside curl (issue 17).
+"""The floor of a durable small-file queue on this machine, beside curl.
 
     python3 Benchmarks/durable_floor.py [--files 2000] [--rounds 3]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fetchd under abuse (issue 5, acceptance 2 and 3), against the release binary on loopback:
+# fetchd under abuse, against the release binary on loopback:
 #   1. 500 slow-loris connections held for 20 s (fetchd cuts each at its head deadline; the
 #      attacker reopens it) while GET /healthz is probed every 100 ms: every probe answered in
 #      under 100 ms, memory bounded.

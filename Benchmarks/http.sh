@@ -5,7 +5,7 @@
 #   Benchmarks/http.sh                 # RUNS=5 rounds of DURATION=10 s each; prints medians
 #   FETCHD_BIN=path/to/fetchd Benchmarks/http.sh
 #
-# Targets (issue 5): GET /healthz >= 0.7 x nginx; POST /downloads >= 10,000 req/s.
+# Targets: GET /healthz >= 0.7 x nginx; POST /downloads >= 10,000 req/s.
 
 source "$(dirname "$0")/http/lib.sh"
 

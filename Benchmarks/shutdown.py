@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Does SIGTERM drain within FETCHD_SHUTDOWN_TIMEOUT, and does the next start resume? (issue 8)
+"""Does SIGTERM drain within FETCHD_SHUTDOWN_TIMEOUT, and does the next start resume?
 
     python3 Benchmarks/shutdown.py [--fetchd .build/release/fetchd] [--timeouts 2,10] [--transfers 50]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Small files through fetchd, counted per file (issue 17): what each file costs in CPU time,
+"""Small files through fetchd, counted per file: what each file costs in CPU time,
 context switches and syscalls, figures that stay put on a busy machine where wall times do not.
 
     python3 Benchmarks/small_counts.py [--fetchd .build/release/fetchd] [--files 2000] [--record perf.data]

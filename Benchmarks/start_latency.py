@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How soon after its earliestBeginDate does a job start? (issue 4: p99 ≤ 100 ms)
+"""How soon after its earliestBeginDate does a job start? (target: p99 ≤ 100 ms)
 
     python3 Benchmarks/start_latency.py [--fetchd .build/release/fetchd] [--jobs 50] [--spread 5]
 

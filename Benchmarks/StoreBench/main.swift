@@ -4,7 +4,7 @@ import Persistence
 import PostgresStore
 import Synchronization
 
-// Claim + settle at the queue level (issue 18): the real PostgresStore's claim pass and
+// Claim + settle at the queue level: the real PostgresStore's claim pass and
 // settlement calls, as fetchd's scheduler makes them, from several "nodes" (each a store with its
 // own connections and node name) on one database, with no transfers between claim and settle.
 //

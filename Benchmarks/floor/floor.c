@@ -1,4 +1,4 @@
-// The floor of a durable small-file queue on this machine (issue 17): what a service that keeps
+// The floor of a durable small-file queue on this machine: what a service that keeps
 // fetchd's promises must do for each file besides its three HTTP exchanges (the POST, the GET from
 // the origin, the webhook), in C, on one thread, with no hand-offs between threads:
 //   - the job inserted (16 a transaction, a group commit), claimed and settled in SQLite (WAL,

@@ -1,9 +1,9 @@
-"""The operator console (API.md, Console; issue 19) in a real headless chromium: the page
+"""The operator console (API.md, Console) in a real headless chromium: the page
 served from the binary, live progress, the job actions, the add form, markup in job data shown
-as text, the DNS-rebinding Host check, tokens, the keyboard, and the README's screenshot.
+as text, the DNS-rebinding Host check, tokens, the keyboard, and the README's screenshot (docs/console.png).
 
-Tests that need GET /events or POST /downloads/{id}/retry (issue 16) skip only when this
-fetchd answers 404 for them (console_support.require_endpoint)."""
+Tests that need GET /events or POST /downloads/{id}/retry skip only when the fetchd under test
+answers 404 for them (console_support.require_endpoint), as a build without them would."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_page_loads_clean(browser, console):
     assert "fetchd" in browser.title and browser.find_element("tag name", "h1").text == "fetchd"
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     if events_missing_404(console):
-        # Until issue 16 is merged the browser logs the 404 of GET /events; nothing else may be logged.
+        # A fetchd without GET /events makes the browser log its 404; nothing else may be logged.
         errors = [entry for entry in errors if not ("/events" in entry["message"] and "404" in entry["message"])]
     assert errors == []
     resources = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
@@ -203,7 +203,7 @@ def test_markup_in_metadata_is_text(browser, console):
     response = console.api.post("/downloads", {"url": "http://127.0.0.1:9/x", "destination": "markup/meta.bin",
                                                "earliestBeginDate": rfc3339(4_000_000_000), "metadata": {"note": MARKUP}})
     if response.status == 400 and any(e.get("field") == "metadata" for e in response.json().get("errors", [])):
-        pytest.skip("metadata comes with issue 16: this fetchd answers 400 for it")
+        pytest.skip("this fetchd does not take metadata: it answers 400 for it")
     assert response.status == 201, response
     open_console(browser, console)
     assert_literal(browser, response.json()["id"], MARKUP)

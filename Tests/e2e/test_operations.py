@@ -1,4 +1,5 @@
-"""Operations (issue 8, in part): configuration errors, JSON logs, retention."""
+"""Operations: configuration errors, JSON logs, retention, the metrics scrape, the staging
+directory's file system, and the settings table."""
 
 from __future__ import annotations
 

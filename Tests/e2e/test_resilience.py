@@ -1,4 +1,4 @@
-"""Downloads that survive anything (issue 3): an origin that misbehaves on purpose, a full
+"""Downloads that survive anything: an origin that misbehaves on purpose, a full
 disk, kill -9 and SIGTERM mid-transfer, pause and resume, and the progress event stream."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scheduling like a background session (issue 4): dates, priority, discretionary jobs,
+"""Scheduling like a background session: dates, priority, discretionary jobs,
 per-host limits without head-of-line blocking, fairness between sessions, disk-space
 admission, session.finished, and idempotent submission under concurrency."""
 

@@ -1,4 +1,4 @@
-"""Let no one in where they don't belong (issue 6): bearer tokens, SSRF checked on the address
+"""Let no one in where they don't belong: bearer tokens, SSRF checked on the address
 actually connected to (every hop), destination confinement against symlinks planted after
 submit, the queue cap, and secrets kept out of logs.
 

@@ -1,4 +1,4 @@
-"""SSRF, live, for every blocked range besides loopback (issue 6): RFC 1918, link-local and the
+"""SSRF, live, for every blocked range besides loopback: RFC 1918, link-local and the
 metadata address, CGNAT, 0/8, 198.18/15, 240/4, multicast, ULA, fe80::/10 (with a zone), the
 IPv6 forms that embed IPv4, and ::. test_security.py covers loopback in every spelling.
 

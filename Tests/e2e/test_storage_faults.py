@@ -1,4 +1,4 @@
-"""Storage faults, the database part (API.md, "Storage faults"; issue 12): the disk under the
+"""Storage faults, the database part (API.md, "Storage faults"): the disk under the
 database fills up while jobs run and wait. Writes are refused with 503 and Retry-After, reads
 keep answering, nothing accepted is lost, and fetchd recovers by itself once space is free."""
 
