@@ -74,7 +74,9 @@ def render(rows: list[Row]) -> str:
 
 
 def markdown(lines: list[list[str]]) -> str:
-    """Rows of cells (the first is the header) as an aligned Markdown table."""
+    """Rows of cells (the first is the header) as an aligned Markdown table. A `|` inside a cell
+    (as in `|rate / cap − 1|`) is escaped, or it would end the cell."""
+    lines = [[cell.replace("|", "\\|") for cell in line] for line in lines]
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     out = []
     for n, line in enumerate(lines):
