@@ -105,6 +105,12 @@ container-check: deps
 console:
 	python3 scripts/console/generate.py
 
+## docs: regenerate docs/configuration.md from the built binary's settings table (the one
+## `fetchd --help` prints; scripts/docs/configuration.py); Tests/e2e/test_docs.py fails while they differ
+.PHONY: docs
+docs: build
+	python3 scripts/docs/configuration.py --fetchd $(BIN)
+
 ## console-screenshot: the README's docs/console.png, taken by test_console.py in the real browser
 console-screenshot: build py-deps
 	@$(MAKE) --no-print-directory deps APT_DEPS="chromium chromium-driver"

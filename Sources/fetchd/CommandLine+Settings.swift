@@ -50,4 +50,34 @@ enum SettingsParser {
         text += "  -h, --help                        show this help\n"
         return text
     }
+
+    /// The settings as a Markdown table, for docs/configuration.md (`make docs`, through
+    /// scripts/docs/configuration.py): the same table `--help` prints, so the two cannot differ.
+    /// Not listed in `--help`: it is for the documentation's generator, not for operators.
+    static let markdownFlag = "--settings-markdown"
+
+    static var markdown: String {
+        var text = "| env | flag | default | meaning |\n|---|---|---|---|\n"
+        for setting in Setting.all {
+            let defaultValue = setting.defaultValue.map { "`\($0)`" } ?? "none"
+            text += "| `\(setting.env)` | `--\(setting.flag)` | \(defaultValue) | \(markdownText(setting.help)) |\n"
+        }
+        return text
+    }
+
+    /// Text for a table cell: `|` would end the cell, and `<`, `>`, `&` would be read as HTML
+    /// (`<data dir>` is an element to a Markdown renderer).
+    private static func markdownText(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "|": escaped += "\\|"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
 }

@@ -10,6 +10,10 @@ if arguments.contains("--help") || arguments.contains("-h") {
     print(SettingsParser.help, terminator: "")
     exit(0)
 }
+if arguments == [SettingsParser.markdownFlag] {
+    print(SettingsParser.markdown, terminator: "")
+    exit(0)
+}
 
 /// A start-up problem: one line on standard error and exit code 2.
 func fatalConfiguration(_ message: String) -> Never {
