@@ -79,7 +79,7 @@ fuzz:
 	.build-fuzz/release/RequestParserFuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
 		-dict=Fuzz/RequestParser.dict -artifact_prefix=.build-fuzz/ .build-fuzz/corpus Fuzz/corpus/RequestParser
 
-## bench: fetchd beside curl and aria2 on loopback, one table (Benchmarks/README.md); BENCH_ARGS passes options
+## bench: fetchd beside curl and aria2 on loopback, one table (Benchmarks/README.md, docs/benchmarks.md); BENCH_ARGS passes options
 ## bench-quick: the same scaled down, in under 3 minutes
 .PHONY: bench bench-quick bench-deps
 BENCH_APT := nginx-light aria2 wrk curl openssl
