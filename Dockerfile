@@ -58,7 +58,7 @@ COPY --from=build /staging/swift-backtrace-static /usr/local/libexec/fetchd/swif
 
 # Listening on 0.0.0.0 is not loopback: fetchd refuses to start there without
 # FETCHD_API_TOKENS (or FETCHD_API_TOKENS_FILE, e.g. a mounted secret). Pass one at run
-# time; never bake tokens into the image. Every other setting is in the README.
+# time; never bake tokens into the image. Every other setting is in docs/configuration.md.
 # Partial downloads stage on the download root's volume, so that a finished file is linked into
 # place atomically (fetchd refuses a staging directory on another file system).
 ENV FETCHD_LISTEN=0.0.0.0:8080 \

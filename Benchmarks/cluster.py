@@ -254,7 +254,7 @@ def soak(store_binary: str, pg: Postgres, minutes: int, rate: int, naptime: str)
     """Three store-level nodes drain `rate` jobs a second for `minutes`; a row a minute."""
     # Each job leaves two dead row versions (claim, settlement) that no page pruning can take
     # (both change indexed columns), 2,000 a second here; autovacuum looks once per naptime
-    # (default 1 min), so the server is run as README "Many nodes" advises for such churn.
+    # (default 1 min), so the server is run as docs/operations.md ("Many nodes") advises for such churn.
     pg.query(f"ALTER SYSTEM SET autovacuum_naptime = '{naptime}'")
     pg.query("SELECT pg_reload_conf()")
     print(f"autovacuum_naptime = {naptime}")

@@ -1,4 +1,4 @@
-"""fetchd behind real reverse proxies with the configurations the README gives: nginx with a
+"""fetchd behind real reverse proxies with the configurations docs/operations.md gives: nginx with a
 bare `proxy_pass` (HTTP/1.0 to fetchd, response buffering on) and haproxy. A job's event
 stream must arrive through them live, while the download runs, not when it ends."""
 
@@ -19,7 +19,7 @@ import pytest
 
 from e2e_support import wait_for
 
-# The README's "Behind a reverse proxy" configurations, with ports and paths filled in.
+# The configurations of docs/operations.md, "Behind a reverse proxy", with ports and paths filled in.
 NGINX_CONF = """
 pid {dir}/nginx.pid;
 error_log {dir}/error.log warn;
