@@ -99,7 +99,7 @@ bench-quick: release bench-deps
 container-check: deps
 	$(SUDO) env SWIFT="$$(command -v $(SWIFT))" scripts/container/check.sh
 
-## console: regenerate the console's embedded files (Sources/DownloadService/ConsoleFiles.generated.swift)
+## console: regenerate the console's embedded files (Sources/DownloadService/API/ConsoleFiles.generated.swift)
 ## from Resources/console; test_console.py fails while they differ
 .PHONY: console console-screenshot
 console:

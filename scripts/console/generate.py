@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes Sources/DownloadService/ConsoleFiles.generated.swift from the console's files in
+"""Writes Sources/DownloadService/API/ConsoleFiles.generated.swift from the console's files in
 Resources/console (`make console`). Each file becomes a raw multi-line string literal: the
 type checker takes a string of 20 KB at once, where an array of 20,000 integer literals costs
 it minutes. `--check` exits 1 when the generated file is not what the sources give."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "Resources" / "console"
-TARGET = ROOT / "Sources" / "DownloadService" / "ConsoleFiles.generated.swift"
+TARGET = ROOT / "Sources" / "DownloadService" / "API" / "ConsoleFiles.generated.swift"
 TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
          ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
 
