@@ -295,29 +295,6 @@ final class EasyTransfer {
         }, CURLOPT_CLOSESOCKETFUNCTION)
     }
 
-    private func set(_ option: CURLoption, _ value: Int) throws(TransferFailure) {
-        try check(fetchd_easy_setopt_long(handle, option, value), option)
-    }
-
-    private func set(_ option: CURLoption, offset value: Int64) throws(TransferFailure) {
-        try check(fetchd_easy_setopt_off(handle, option, curl_off_t(value)), option)
-    }
-
-    /// curl copies string options.
-    private func set(_ option: CURLoption, _ value: String) throws(TransferFailure) {
-        try check(fetchd_easy_setopt_cstr(handle, option, value), option)
-    }
-
-    private func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer) throws(TransferFailure) {
-        try check(fetchd_easy_setopt_ptr(handle, option, value), option)
-    }
-
-    private func check(_ code: CURLcode, _ option: CURLoption) throws(TransferFailure) {
-        guard code == CURLE_OK else {
-            throw .network("libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(code)))")
-        }
-    }
-
     /// 256 KiB for throughput (`MultiDriver` gives less when many transfers run). But libcurl 7.88
     /// checks the receive speed limit only between socket events, and reads up to 100 buffers per event while the socket stays readable, so a
     /// throttled transfer gets a buffer small enough to keep those bursts to about 1/10 s (but
