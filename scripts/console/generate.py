@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from generated_file import write_or_check  # noqa: E402
+
 SOURCES = ROOT / "Resources" / "console"
 TARGET = ROOT / "Sources" / "DownloadService" / "API" / "ConsoleFiles.generated.swift"
 TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
@@ -48,14 +51,7 @@ def generate() -> str:
 
 
 def main() -> int:
-    text = generate()
-    if sys.argv[1:] == ["--check"]:
-        if not TARGET.is_file() or TARGET.read_text("utf-8") != text:
-            print(f"{TARGET.relative_to(ROOT)} is out of date: run `make console`", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(text, "utf-8")
-    return 0
+    return write_or_check(TARGET, generate(), sys.argv[1:] == ["--check"], "console")
 
 
 if __name__ == "__main__":

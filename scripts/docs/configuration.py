@@ -17,6 +17,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from generated_file import write_or_check  # noqa: E402
+
 TARGET = ROOT / "docs" / "configuration.md"
 
 HEAD = """\
@@ -91,14 +94,7 @@ def main() -> int:
         binary = ROOT / binary
     if not binary.is_file():
         raise SystemExit(f"fetchd binary not found at {binary}: build it first (`make build`) or pass --fetchd")
-    text = generate(binary)
-    if args.check:
-        if not TARGET.is_file() or TARGET.read_text("utf-8") != text:
-            print(f"{TARGET.relative_to(ROOT)} is out of date: run `make docs`", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(text, "utf-8")
-    return 0
+    return write_or_check(TARGET, generate(binary), args.check, "docs")
 
 
 if __name__ == "__main__":
