@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "StoreConformanceTests", dependencies: ["TestSupport", "Store", "PostgresStore", "Persistence", "DownloadCore"]),
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "Persistence", "DownloadCore"]),
         .testTarget(name: "DownloadServiceTests", dependencies: [
-            "DownloadService", "DownloadCore", "Persistence", "Store", "Transfer", "HTTPServer",
+            "DownloadService", "DownloadCore", "Persistence", "Store", "Transfer", "HTTPServer", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),

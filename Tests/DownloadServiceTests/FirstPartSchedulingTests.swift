@@ -1,6 +1,7 @@
 import DownloadCore
 @testable import DownloadService
 import Testing
+import TestSupport
 import Transfer
 
 /// A job with several connections starts with one that asks for the first part only; what that
@@ -19,7 +20,7 @@ import Transfer
 
         run.transfers.complete("big", with: firstPart(of: 9 * Self.mebibyte))
 
-        #expect(eventually { run.transfers.segments.count == 1 })
+        #expect(await eventually { run.transfers.segments.count == 1 })
         let segments = try #require(run.transfers.segments.first)
         #expect(segments.size == 9 * Self.mebibyte && segments.validator == "\"v1\"" && segments.connections == 4)
         // What the first part wrote is kept as done; four ranges cover the rest, back to back.
@@ -41,7 +42,7 @@ import Transfer
 
             run.transfers.complete("job", with: firstPart(of: size, validator: validator))
 
-            #expect(eventually { run.transfers.all.count == 2 })
+            #expect(await eventually { run.transfers.all.count == 2 })
             let next = try #require(run.transfers.all.last)
             #expect(next.request.firstPartLength == nil)
             guard case .file(_, let resumeValidator) = next.request.sink else { Issue.record("not a file sink"); return }

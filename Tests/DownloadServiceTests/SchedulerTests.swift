@@ -2,6 +2,7 @@ import DownloadCore
 @testable import DownloadService
 import Persistence
 import Testing
+import TestSupport
 import Transfer
 
 /// Scheduling passes over a real store with a fake engine: which attempts start, in which order,
@@ -62,12 +63,12 @@ import Transfer
 
         let body = Array("j5's bytes".utf8)
         try run.succeed("j5", body: body)
-        #expect(eventually { run.transfers.jobIDs.count == 4 })
+        #expect(await eventually { run.transfers.jobIDs.count == 4 })
         #expect(run.transfers.jobIDs.last == "j2")
         // j2's transfer starts during the pass that claims it, before that pass commits (with j5's settlement).
-        #expect(eventually { (try? run.fixture.job("j5").state) == .completed })
+        #expect(await eventually { (try? run.fixture.job("j5").state) == .completed })
         #expect(run.fixture.destinationBytes("files/j5") == body)
-        #expect(eventually { (try? run.states(["j2", "j3"])) == [.running, .queued] })
+        #expect(await eventually { (try? run.states(["j2", "j3"])) == [.running, .queued] })
 
         // Shutting down stops every transfer and puts its job back in the queue.
         await run.stop()
@@ -85,11 +86,11 @@ import Transfer
 
         let body = Array("j1's bytes".utf8)
         run.transfers.progress("j1", TransferProgress(bytesOnDisk: Int64(body.count), bytesExpected: Int64(body.count), bodyComplete: true))
-        #expect(eventually { run.transfers.jobIDs == ["j1", "j2"] })
+        #expect(await eventually { run.transfers.jobIDs == ["j1", "j2"] })
         #expect(try run.states(["j1", "j2"]) == [.running, .running])
 
         try run.succeed("j1", body: body)
-        #expect(eventually { (try? run.fixture.job("j1").state) == .completed })
+        #expect(await eventually { (try? run.fixture.job("j1").state) == .completed })
         #expect(run.fixture.destinationBytes("files/j1") == body)
         // The completion does not count the freed slot a second time: j2 still holds the only one.
         try run.fixture.submit("j3")
@@ -115,7 +116,7 @@ import Transfer
 
         scheduler.queue.sync { scheduler.schedule() }
         #expect(transfers.jobIDs == ["j1"])
-        #expect(eventually { scheduler.runningTransfers == 0 })
+        #expect(await eventually { scheduler.runningTransfers == 0 })
         #expect(try fixture.job("j1").state == .queued)
         #expect(try fixture.job("j1").attempts == 0)
         #expect(try fixture.store.attempts(of: "j1").isEmpty)
@@ -141,9 +142,9 @@ import Transfer
         #expect(try run.waitingFor("j3") == .hostLimit)
 
         run.transfers.complete("j1", with: TransferResult(httpStatus: 404))
-        #expect(eventually { run.transfers.jobIDs.count == 4 })
+        #expect(await eventually { run.transfers.jobIDs.count == 4 })
         #expect(run.transfers.jobIDs.last == "j3")
-        #expect(eventually { (try? run.states(["j1", "j3"])) == [.failed, .running] })
+        #expect(await eventually { (try? run.states(["j1", "j3"])) == [.failed, .running] })
         await run.stop()
     }
 

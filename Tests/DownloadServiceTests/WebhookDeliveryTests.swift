@@ -2,6 +2,7 @@ import DownloadCore
 @testable import DownloadService
 import Persistence
 import Testing
+import TestSupport
 import Transfer
 
 /// How webhook delivery attempts count (`DeliveryPolicy`), and the dispatcher recording them.
@@ -85,7 +86,7 @@ import Transfer
 
     /// A delivery answered 500 is kept for the schedule's next time, sent again then, and settled
     /// by a 2xx; the session's `session.finished` waits for it and follows.
-    @Test func theDispatcherRecordsARetryThenTheDelivery() throws {
+    @Test func theDispatcherRecordsARetryThenTheDelivery() async throws {
         let fixture = try ServiceFixture()
         try cancelTheSessionsOnlyJob(fixture)
         let now = fixture.clock.now
@@ -94,14 +95,14 @@ import Transfer
         defer { dispatcher.stop() }
 
         dispatcher.poke()
-        #expect(eventually { sender.all.count == 1 })
+        #expect(await eventually { sender.all.count == 1 })
         let first = try #require(sender.all.first)
         #expect(first.delivery.type == "download.cancelled")
         #expect(first.delivery.url == ServiceFixture.webhookURL)
         #expect(first.timestamp == now / 1000)
         first.answer(TransferResult(httpStatus: 500))
 
-        #expect(try eventually { try fixture.store.nextDeliveryAt(after: now) != nil })
+        #expect(try await eventually { try fixture.store.nextDeliveryAt(after: now) != nil })
         let retryAt = try #require(try fixture.store.nextDeliveryAt(after: now))
         #expect((now + 5_000)...(now + 5_500) ~= retryAt)
         #expect(try fixture.store.dueDeliveries(now: now, limit: 10, excluding: []).isEmpty)  // session.finished waits its turn
@@ -109,16 +110,16 @@ import Transfer
 
         fixture.clock.advance(by: .milliseconds(retryAt - now))
         dispatcher.poke()
-        #expect(eventually { sender.all.count == 2 })
+        #expect(await eventually { sender.all.count == 2 })
         #expect(sender.all[1].delivery.eventID == first.delivery.eventID)
         #expect(sender.all[1].delivery.attempts == 1)
         sender.all[1].answer(TransferResult(httpStatus: 204))
 
-        #expect(eventually { sender.all.count == 3 })
+        #expect(await eventually { sender.all.count == 3 })
         #expect(sender.all[2].delivery.type == "session.finished")
         sender.all[2].answer(TransferResult(httpStatus: 200))
 
-        #expect(try eventually { try fixture.store.webhookBacklog().pending == 0 })
+        #expect(try await eventually { try fixture.store.webhookBacklog().pending == 0 })
         let metrics = fixture.metrics.render(help: [:], bounds: [:])
         #expect(metrics.contains("fetchd_webhook_deliveries_total{outcome=\"retry\"} 1\n"))
         #expect(metrics.contains("fetchd_webhook_deliveries_total{outcome=\"delivered\"} 2\n"))
@@ -127,7 +128,7 @@ import Transfer
 
     /// An answer that cannot be recorded (the database cannot be written) is not sent again while
     /// the store fails: it is recorded once the store takes writes again.
-    @Test func anAnswerNotRecordedIsRecordedLaterNotSentAgain() throws {
+    @Test func anAnswerNotRecordedIsRecordedLaterNotSentAgain() async throws {
         let fixture = try ServiceFixture()
         try cancelTheSessionsOnlyJob(fixture)
         let store = FailingWrites(fixture.store)
@@ -136,14 +137,14 @@ import Transfer
         defer { dispatcher.stop() }
 
         dispatcher.poke()
-        #expect(eventually { sender.all.count == 1 })
+        #expect(await eventually { sender.all.count == 1 })
         sender.all[0].answer(TransferResult(httpStatus: 200))
-        #expect(eventually { store.failures.load(ordering: .sequentiallyConsistent) > 0 })
+        #expect(await eventually { store.failures.load(ordering: .sequentiallyConsistent) > 0 })
         dispatcher.queue.sync {}  // the turn whose recording failed is over
         #expect(sender.all.count == 1)
 
         store.recordingFails.store(false, ordering: .sequentiallyConsistent)
-        #expect(eventually { sender.all.count == 2 })
+        #expect(await eventually { sender.all.count == 2 })
         #expect(sender.all.map(\.delivery.type) == ["download.cancelled", "session.finished"])
         #expect(try fixture.store.webhookBacklog().pending == 1)  // session.finished, not answered yet
     }

@@ -2,6 +2,7 @@
 import Glibc
 import Synchronization
 import Testing
+import TestSupport
 
 /// The loop on its own, with a pipe standing in for a socket.
 @Suite struct EventLoopTests {

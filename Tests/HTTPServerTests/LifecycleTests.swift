@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 private let ipv6LoopbackAvailable: Bool = {
     let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)

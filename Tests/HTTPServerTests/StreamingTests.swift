@@ -1,5 +1,6 @@
 @testable import HTTPServer
 import Testing
+import TestSupport
 
 /// `HTTPBody.stream` (Server-Sent Events) over real sockets.
 @Suite struct StreamingTests {

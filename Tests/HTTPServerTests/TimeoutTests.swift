@@ -1,6 +1,7 @@
 @testable import HTTPServer
 import Glibc
 import Testing
+import TestSupport
 
 /// Deadlines, with short timeouts so the suite stays fast. Waiting for them is the point here,
 /// so these tests wait on the server's action (a 408, a close), never on a fixed sleep.

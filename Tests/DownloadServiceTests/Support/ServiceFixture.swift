@@ -140,14 +140,3 @@ func fileSize(_ path: String) -> Int64 {
     var info = stat()
     return stat(path, &info) == 0 ? Int64(info.st_size) : 0
 }
-
-/// Waits until `condition` holds, looking every millisecond for at most `timeout`: for work the
-/// code under test does on its own queue. False if it never held.
-func eventually(within timeout: Duration = .seconds(5), _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        usleep(1000)
-    }
-    return try condition()
-}

@@ -28,16 +28,6 @@ func withServer(
     await server.shutdown(timeout: 1)
 }
 
-/// Polls `condition` every few milliseconds until it holds or `seconds` pass.
-func eventually(within seconds: Double = 5, _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return await condition()
-}
-
 /// A one-shot signal that tasks can wait for.
 final class Gate: Sendable {
     private let state = Mutex<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
