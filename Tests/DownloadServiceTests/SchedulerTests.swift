@@ -32,15 +32,6 @@ import Transfer
             scheduler.waitingFor(try fixture.job(id), load: scheduler.loadSnapshot(), now: fixture.clock.now)
         }
 
-        /// Ends a job's attempt as the engine would after a whole 200 body was written.
-        func succeed(_ id: String, body: [UInt8]) throws {
-            let attempt = try #require(transfers.all.last { $0.jobID == id })
-            let digest = try writeFile(attempt.partialPath, body)
-            let size = Int64(body.count)
-            transfers.complete(id, with: TransferResult(httpStatus: 200, bytesOnDisk: size, bytesThisAttempt: size,
-                                                        bytesExpected: size, sha256: digest))
-        }
-
         func stop() async {
             await scheduler.shutdown(timeout: .seconds(5))
         }
@@ -62,7 +53,7 @@ import Transfer
         #expect(try run.waitingFor("j2") == .slot)
 
         let body = Array("j5's bytes".utf8)
-        try run.succeed("j5", body: body)
+        try run.transfers.succeed("j5", body: body)
         #expect(await eventually { run.transfers.jobIDs.count == 4 })
         #expect(run.transfers.jobIDs.last == "j2")
         // j2's transfer starts during the pass that claims it, before that pass commits (with j5's settlement).
@@ -89,7 +80,7 @@ import Transfer
         #expect(await eventually { run.transfers.jobIDs == ["j1", "j2"] })
         #expect(try run.states(["j1", "j2"]) == [.running, .running])
 
-        try run.succeed("j1", body: body)
+        try run.transfers.succeed("j1", body: body)
         #expect(await eventually { (try? run.fixture.job("j1").state) == .completed })
         #expect(run.fixture.destinationBytes("files/j1") == body)
         // The completion does not count the freed slot a second time: j2 still holds the only one.

@@ -1,6 +1,7 @@
 @testable import DownloadService
 import Persistence
 import Synchronization
+import Testing
 import Transfer
 
 /// Time that moves only when the test moves it.
@@ -68,6 +69,15 @@ final class FakeTransfers: TransferRunning {
     /// Ends the latest attempt of a job with `result`.
     func complete(_ jobID: String, with result: TransferResult) {
         all.last { $0.jobID == jobID }?.onComplete(result)
+    }
+
+    /// Ends the latest attempt of a job as the engine would after a whole 200 body was written.
+    func succeed(_ jobID: String, body: [UInt8]) throws {
+        let attempt = try #require(all.last { $0.jobID == jobID })
+        let digest = try writeFile(attempt.partialPath, body)
+        let size = Int64(body.count)
+        complete(jobID, with: TransferResult(httpStatus: 200, bytesOnDisk: size, bytesThisAttempt: size,
+                                             bytesExpected: size, sha256: digest))
     }
 
     /// A segmented attempt as it was asked for.

@@ -31,7 +31,7 @@ final class ServiceFixture: Sendable {
         directory = NSTemporaryDirectory() + "fetchd-service-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory + "/partial", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: directory + "/downloads", withIntermediateDirectories: true)
-        store = try SQLiteStore(path: directory + "/fetchd.sqlite", readers: 1)
+        store = try SQLiteStore(path: directory + "/fetchd.sqlite", readers: 1, statePayload: DownloadJSON.logged)
         files = DestinationFiles(root: directory + "/downloads")
         partials = PartialFiles(directory: directory + "/partial")
     }
@@ -42,21 +42,33 @@ final class ServiceFixture: Sendable {
     }
 
     /// What settlement works with here; `read` stands in for reading a job back from the store.
-    func settlementContext(read: (@Sendable (String) throws -> Download?)? = nil) -> SettlementContext {
+    /// The state changes it announces are kept in `published` and, as in the service, go to `hub`.
+    func settlementContext(read: (@Sendable (String) throws -> Download?)? = nil, hub: EventHub? = nil) -> SettlementContext {
         let store = store
         return SettlementContext(files: files, partials: partials, retryPolicy: Self.retryPolicy, urlRefreshTimeout: .seconds(86400), events: events,
                                  metrics: metrics, logger: Self.quiet,
-                                 publish: { job in self.published.withLock { $0.append(job) } },
+                                 publish: { job in
+                                     self.published.withLock { $0.append(job) }
+                                     hub?.publish(job.id, .state(job))
+                                 },
                                  eventsRecorded: {}, read: read ?? { try store.download(id: $0) })
     }
 
+    /// The configuration of `settings` (flag names), with no disk space held in reserve unless they say.
+    func configuration(_ settings: [String: String]) throws -> Configuration {
+        try Configuration(values: settings.merging(["disk-reserve": "0"]) { mine, _ in mine })
+    }
+
     /// A scheduler over this store and `transfers`, with the limits of `settings` (flag names).
-    /// `store`: the fixture's own unless another is given (one that wraps it).
-    func scheduler(_ settings: [String: String], transfers: FakeTransfers, store: (any JobStore)? = nil) throws -> Scheduler {
-        let configuration = try Configuration(values: settings.merging(["disk-reserve": "0"]) { mine, _ in mine })
+    /// `store`: the fixture's own unless another is given (one that wraps it); `hub`: where it and
+    /// its settlements announce changes, a new one unless given.
+    func scheduler(_ settings: [String: String], transfers: FakeTransfers, store: (any JobStore)? = nil,
+                   hub: EventHub? = nil) throws -> Scheduler {
+        let configuration = try configuration(settings)
+        let hub = hub ?? EventHub(clock: clock.clock)
         return Scheduler(store: store ?? self.store, transfers: transfers, template: TransferTemplate(configuration: configuration),
-                         settlement: settlementContext(), policy: SchedulingPolicy(capacity: configuration.capacity),
-                         disk: DiskSpace(paths: [partials.directory, files.root]), hub: EventHub(clock: clock.clock),
+                         settlement: settlementContext(hub: hub), policy: SchedulingPolicy(capacity: configuration.capacity),
+                         disk: DiskSpace(paths: [partials.directory, files.root]), hub: hub,
                          clock: clock.clock, logger: Self.quiet)
     }
 
