@@ -109,7 +109,7 @@ final class ServiceFixture: Sendable {
     /// changes in one transaction, then what follows the commit.
     @discardableResult
     func commit(_ write: JobWrite) throws -> [Bool] {
-        PlacedDirectory.sync(write.placedIn.map { [$0] } ?? [])
+        #expect(PlacedDirectory.sync(write.placedIn.map { [$0] } ?? []) == nil)
         let results = try store.apply(write.changes)
         write.committed(results)
         return results
