@@ -22,19 +22,21 @@ let package = Package(
 
         // Layers, each knowing nothing of the ones above it.
         .target(name: "Epoll"),
+        // The debug check that a class's state is used only on its serial queue, for every layer with such classes.
+        .target(name: "Confinement"),
         .target(name: "HTTPServer", dependencies: ["CZlib", "Epoll", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Transfer", dependencies: [
-            "CCurl", "DownloadCore", "Epoll",
+            "CCurl", "Confinement", "DownloadCore", "Epoll",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "DownloadCore"),
         // The store as the service sees it (a protocol and its values); one module per backend.
         .target(name: "Persistence", dependencies: ["DownloadCore"]),
-        .target(name: "Store", dependencies: ["CSQLite", "DownloadCore", "Persistence"]),
+        .target(name: "Store", dependencies: ["CSQLite", "Confinement", "DownloadCore", "Persistence"]),
         .target(name: "PostgresStore", dependencies: ["CPostgres", "DownloadCore", "Persistence"]),
         .target(name: "DownloadService", dependencies: [
-            "DownloadCore", "Persistence", "Store", "PostgresStore", "Transfer", "HTTPServer",
+            "Confinement", "DownloadCore", "Persistence", "Store", "PostgresStore", "Transfer", "HTTPServer",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 import DownloadCore
 import Logging
@@ -6,7 +7,7 @@ import Persistence
 /// Prunes what `FETCHD_RETENTION` no longer keeps — terminal jobs, settled webhook deliveries —
 /// idempotency keys after at least 24 hours and the store's own spent bookkeeping, so the
 /// database stays bounded under steady churn. Runs at start and then every so often.
-final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `queue`
+final class Housekeeper: QueueConfined, @unchecked Sendable {  // `timer` only on `queue` (assertOnQueue)
     let queue = DispatchQueue(label: "fetchd.housekeeping", qos: .utility)
     let store: any JobStore
     let retention: Int64
@@ -43,6 +44,7 @@ final class Housekeeper: @unchecked Sendable {  // `timer` is touched only on `q
     }
 
     private func run() {
+        assertOnQueue()
         let now = clock.now()
         do {
             let pruned = try store.prune(finishedBefore: now - retention, settledBefore: now - retention,

@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 import Synchronization
 
@@ -13,7 +14,7 @@ import Synchronization
 /// checkpoint here is followed by a RESTART one with the writer held off: it copies what was
 /// committed meanwhile (a few milliseconds' worth) and has the next write start the log over, on
 /// pages that are then written over in place.
-final class Checkpointer: @unchecked Sendable {  // `connection` and `holdingWriter` are used only on `queue`
+final class Checkpointer: QueueConfined, @unchecked Sendable {  // `connection` and `holdingWriter` only on `queue` (assertOnQueue)
     /// The WAL's size, in pages, from which a commit asks for a checkpoint (SQLite's own default).
     static let pages: Int32 = 1000
     /// The WAL's size, in pages, from which a checkpoint restarts it (32 MiB of 8 KiB pages).
@@ -22,7 +23,7 @@ final class Checkpointer: @unchecked Sendable {  // `connection` and `holdingWri
     /// before it leaves the restart to the next checkpoint, in ms.
     private static let restartWait: Int32 = 10
     private let connection: SQLiteConnection
-    private let queue = DispatchQueue(label: "fetchd.sqlite-checkpoint")
+    let queue = DispatchQueue(label: "fetchd.sqlite-checkpoint")
     private let running = Atomic<Bool>(false)
     /// The log's size, in frames, when the last checkpoint was asked for.
     private let askedAt = Atomic<Int32>(0)
@@ -53,18 +54,21 @@ final class Checkpointer: @unchecked Sendable {  // `connection` and `holdingWri
         guard walPages >= Self.pages, walPages < last || walPages - last >= Self.pages,
               !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         askedAt.store(walPages, ordering: .relaxed)
-        queue.async {
-            // A checkpoint that cannot finish now (a reader holds old pages) is finished by a later one.
-            let logPages = try? self.connection.prepare("PRAGMA wal_checkpoint(PASSIVE)").query { row in row.int(1) }.first
-            if let logPages, logPages >= Self.restartPages {
-                self.holdingWriter? {
-                    self.connection.withBusyTimeout(Self.restartWait) {
-                        _ = try? self.connection.execute("PRAGMA wal_checkpoint(RESTART)")
-                    }
+        queue.async { self.checkpoint() }
+    }
+
+    private func checkpoint() {
+        assertOnQueue()
+        // A checkpoint that cannot finish now (a reader holds old pages) is finished by a later one.
+        let logPages = try? connection.prepare("PRAGMA wal_checkpoint(PASSIVE)").query { row in row.int(1) }.first
+        if let logPages, logPages >= Self.restartPages {
+            holdingWriter? {
+                connection.withBusyTimeout(Self.restartWait) {
+                    _ = try? connection.execute("PRAGMA wal_checkpoint(RESTART)")
                 }
             }
-            self.running.store(false, ordering: .releasing)
         }
+        running.store(false, ordering: .releasing)
     }
 
     func close() {

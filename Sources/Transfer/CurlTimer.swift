@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 
 /// curl's timeout (CURLMOPT_TIMERFUNCTION) on one DispatchSourceTimer, re-armed only when curl
@@ -9,9 +10,9 @@ import Dispatch
 /// record over TLS). Instead a timeout that moved later is only noted; when the timer fires
 /// early it re-arms itself for the noted time, once.
 /// Used only on the queue the timer runs on.
-final class CurlTimer: @unchecked Sendable {  // every property is used only on `queue`
+final class CurlTimer: QueueConfined, @unchecked Sendable {  // every property only on `queue` (assertOnQueue)
     private let timer: DispatchSourceTimer
-    private let queue: DispatchQueue
+    let queue: DispatchQueue
     private let onDue: () -> Void
     /// A call for a timeout of 0 is queued (`set`).
     private var callQueued = false
@@ -48,6 +49,7 @@ final class CurlTimer: @unchecked Sendable {  // every property is used only on 
     /// thread twice for it. A cancelled timeout leaves the timer set: it fires once more and finds
     /// nothing due.
     func set(milliseconds: Int) {
+        assertOnQueue()
         guard milliseconds >= 0 else {
             due = nil
             return

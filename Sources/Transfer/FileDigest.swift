@@ -1,3 +1,4 @@
+import Confinement
 import Crypto
 import Dispatch
 import Glibc
@@ -9,12 +10,13 @@ import Glibc
 /// What the hash lags behind — a resumed prefix already on disk, and whatever is written while
 /// that is being hashed — is read back from the file (the page cache, usually), one chunk per turn
 /// of the queue so that the chunks in between are given back to the writer meanwhile.
-final class FileDigest: @unchecked Sendable {
-    // @unchecked: `hasher`, `hashed`, `written`, `isReadingBack` and `isDone` are touched only on `queue`.
+final class FileDigest: QueueConfined, @unchecked Sendable {
+    // @unchecked: `hasher`, `extraHasher`, `hashed`, `written`, `isReadingBack` and `isDone` are touched only on
+    // `queue` (assertOnQueue).
     private let fd: Int32
     private let backlog: WriteBacklog
     private let pool: ChunkPool
-    private let queue = DispatchQueue(label: "fetchd.transfer.digest", target: .global(qos: .utility))
+    let queue = DispatchQueue(label: "fetchd.transfer.digest", target: .global(qos: .utility))
 
     private let extraAlgorithm: DigestAlgorithm?
     private var hasher = SHA256()
@@ -102,6 +104,7 @@ final class FileDigest: @unchecked Sendable {
     /// Queues a read-back step if the hash lags behind. A read error stops the steps: `finish`
     /// tries again and reports it.
     private func readBackIfBehind() {
+        assertOnQueue()
         guard !isReadingBack, hashed < written else { return }
         isReadingBack = true
         queue.async {
@@ -113,6 +116,7 @@ final class FileDigest: @unchecked Sendable {
 
     /// Hashes the next bytes, up to a chunk's worth, read back from the file; false if reading failed.
     private func readBack() -> Bool {
+        assertOnQueue()
         let offset = hashed
         let wanted = Int(min(Int64(WriteChunk.capacity), written - offset))
         let chunk = pool.take(at: offset)
@@ -128,6 +132,7 @@ final class FileDigest: @unchecked Sendable {
 
     /// The next bytes of the file, in order.
     private func update(_ bytes: UnsafeRawBufferPointer) {
+        assertOnQueue()
         hasher.update(bufferPointer: bytes)
         extraHasher?.update(bytes)
         hashed += Int64(bytes.count)

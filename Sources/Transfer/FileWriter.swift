@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 import Glibc
 import Synchronization
@@ -8,9 +9,9 @@ import Synchronization
 ///
 /// The engine queue never waits for it: it hands chunks over with `write`, and while `isBehind`
 /// says the disk side is too far behind it takes no more bytes until `onWritable` runs.
-final class FileWriter: @unchecked Sendable {
-    // @unchecked: `written`, `writeBackFrom` and `digestIdle` are touched only on `queue`; what other queues read
-    // is in `shared`, a Mutex.
+final class FileWriter: QueueConfined, @unchecked Sendable {
+    // @unchecked: `written`, `writeBackFrom` and `digestIdle` are touched only on `queue` (assertOnQueue); what
+    // other queues read is in `shared`, a Mutex.
 
     private struct Shared {
         /// The file's length as written so far.
@@ -25,7 +26,7 @@ final class FileWriter: @unchecked Sendable {
     /// Nil for a segment of a segmented download, whose digest is computed over the finished file.
     private let digest: FileDigest?
     private let writeBack: WriteBack
-    private let queue = DispatchQueue(label: "fetchd.transfer.file", target: .global(qos: .utility))
+    let queue = DispatchQueue(label: "fetchd.transfer.file", target: .global(qos: .utility))
     private let shared: Mutex<Shared>
 
     private var written: Int64
@@ -155,6 +156,7 @@ final class FileWriter: @unchecked Sendable {
     // MARK: - On the queue
 
     private func store(_ chunk: WriteChunk) {
+        assertOnQueue()
         guard failure == nil, writeAll(chunk) else { return backlog.giveBack(chunk) }
         shared.withLock { $0.written = written }
         digestIdle = false
@@ -167,6 +169,7 @@ final class FileWriter: @unchecked Sendable {
 
     /// Writes the whole chunk, retrying short writes; false (with the failure recorded) on an error.
     private func writeAll(_ chunk: WriteChunk) -> Bool {
+        assertOnQueue()
         let bytes = chunk.bytes
         var done = 0
         while done < bytes.count {

@@ -1,4 +1,5 @@
 import CCurl
+import Confinement
 import Dispatch
 import Glibc
 import Logging
@@ -6,9 +7,9 @@ import Logging
 /// Drives one curl multi handle from one serial queue: sockets through `SocketRegistry`, curl's
 /// timeout through `CurlTimer`, and finished transfers through curl_multi_info_read.
 /// Nothing runs while nothing is in flight: no polling, the timer is parked.
-final class MultiDriver: @unchecked Sendable {
+final class MultiDriver: QueueConfined, @unchecked Sendable {
     // @unchecked: apart from the two `let`s below, which are thread-safe, every property is used
-    // only on `queue` (which also owns every easy handle).
+    // only on `queue` (which also owns every easy handle); `assertOnQueue` checks it.
     let queue = DispatchQueue(label: "fetchd.transfer.engine")
     /// File work still running off the queue; `shutdown` waits for it.
     let pendingWork = DispatchGroup()
@@ -81,7 +82,7 @@ final class MultiDriver: @unchecked Sendable {
     func start(_ id: TransferID, _ request: TransferRequest,
                onProgress: @escaping @Sendable (TransferProgress) -> Void,
                onComplete: @escaping @Sendable (TransferResult) -> Void) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue()
         guard !isShutDown, let sockets else {
             onComplete(TransferResult(failure: .cancelled))
             return
@@ -159,13 +160,13 @@ final class MultiDriver: @unchecked Sendable {
 
     /// Stops a transfer, which completes with `.cancelled`; on the queue.
     func cancel(_ id: TransferID) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue()
         end(id, .failed(.cancelled))
     }
 
     /// The cap on all transfers together, bytes per second (nil: none); on the queue.
     func setBandwidthLimit(_ bytesPerSecond: Int64?) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue()
         governor?.setLimit(bytesPerSecond)
     }
 
@@ -182,6 +183,7 @@ final class MultiDriver: @unchecked Sendable {
 
     /// A transfer paused for its file's writer may go on.
     private func resumeReceiving(_ id: TransferID) {
+        assertOnQueue()
         guard !isShutDown, let transfer = transfers[id] else { return }
         let code = transfer.resumeReceiving()
         flushSoon()
@@ -191,7 +193,7 @@ final class MultiDriver: @unchecked Sendable {
     /// Cancels everything, frees the multi handle and closes the sockets; on the queue. Wait for
     /// `pendingWork` (off the queue) to know the file work is done.
     func shutdown() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue()
         guard !isShutDown else { return }
         isShutDown = true
         for id in Array(transfers.keys) + Array(routing.keys) { cancel(id) }
@@ -214,6 +216,7 @@ final class MultiDriver: @unchecked Sendable {
     private static let connectionCacheFloor = 64
 
     private func socketAction(_ socket: curl_socket_t, _ events: Int32) {
+        assertOnQueue()
         guard !isShutDown else { return }
         var reads = 0
         repeat {

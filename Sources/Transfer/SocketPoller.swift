@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 import Epoll
 import Glibc
@@ -11,14 +12,15 @@ import Synchronization
 ///
 /// Level-triggered: a socket whose bytes curl left unread is reported again at the next wait,
 /// as a re-armed source's was. The batch's handlers all run before that wait.
-final class SocketPoller: @unchecked Sendable {
-    // @unchecked: `epoll` and `wakeup` never change; epoll_ctl and write(2) may be called from any
+final class SocketPoller: QueueConfined, @unchecked Sendable {
+    // @unchecked: `onEvent`, which is not Sendable, is called only on `queue` (assertOnQueue, in
+    // `deliver`). `epoll` and `wakeup` never change; epoll_ctl and write(2) may be called from any
     // thread. The descriptors are closed by the polling thread when it ends (`stop`).
     let epoll: Int32
     /// A pipe: a byte written to `wakeup.write` ends the thread.
     private let wakeup: (read: Int32, write: Int32)
     private let stopped = Atomic<Bool>(false)
-    private let queue: DispatchQueue
+    let queue: DispatchQueue
     private let onEvent: (_ events: UInt32, _ data: UInt64) -> Void
 
     /// The `data` of the wake-up descriptor's events; a socket's `data` never has all bits set.
@@ -74,16 +76,18 @@ final class SocketPoller: @unchecked Sendable {
                 if errno == EINTR { continue }
                 return
             }
-            queue.sync {
-                for index in 0..<count {
-                    let event = Epoll.eventData(index, in: events)
-                    if event.data == Self.wakeupData {
-                        stopping = true
-                    } else if !stopping {
-                        onEvent(event.events, event.data)
-                    }
-                }
-            }
+            stopping = queue.sync { deliver(count, of: events) }
         }
+    }
+
+    /// Hands the first `count` events to `onEvent`, up to the wake-up descriptor's; true if that was among them.
+    private func deliver(_ count: Int, of events: UnsafeMutableRawBufferPointer) -> Bool {
+        assertOnQueue()
+        for index in 0..<count {
+            let event = Epoll.eventData(index, in: events)
+            if event.data == Self.wakeupData { return true }
+            onEvent(event.events, event.data)
+        }
+        return false
     }
 }

@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 import DownloadCore
 import Logging
@@ -9,8 +10,8 @@ import Persistence
 /// of the jobs other nodes run comes from the counts they save about once a second: it goes to
 /// those jobs' streams here and, through `elsewhere`, to `GET /events` here. While no stream of
 /// either kind is open it only keeps its place in the log.
-final class ClusterEventRelay: @unchecked Sendable {  // `cursor`, `throttle` and `timer` are touched only on `queue`
-    private let queue = DispatchQueue(label: "fetchd.event-relay")
+final class ClusterEventRelay: QueueConfined, @unchecked Sendable {  // `cursor`, `throttle` and `timer` only on `queue` (assertOnQueue)
+    let queue = DispatchQueue(label: "fetchd.event-relay")
     private let store: any JobStore
     private let hub: EventHub
     private let clock: Clock
@@ -42,6 +43,7 @@ final class ClusterEventRelay: @unchecked Sendable {  // `cursor`, `throttle` an
     }
 
     private func relay() {
+        assertOnQueue()
         defer { timer.arm(at: clock.now() + Self.interval, now: clock.now()) }
         do {
             // States first: a job seen claimed or finished in this read has its state published

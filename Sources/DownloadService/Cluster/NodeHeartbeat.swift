@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 import DownloadCore
 import Logging
@@ -11,8 +12,8 @@ import Synchronization
 /// and requeues the running jobs of nodes found dead; stops transfers of jobs cancelled or
 /// paused through another node; and polls for work other nodes made (new jobs, deliveries of a
 /// dead node), as a fallback for any wake-up.
-final class NodeHeartbeat: @unchecked Sendable {  // `timer` and `lastRenewed` are touched only on `queue`
-    private let queue = DispatchQueue(label: "fetchd.heartbeat")
+final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `lastRenewed` and `stoodDown` only on `queue` (assertOnQueue)
+    let queue = DispatchQueue(label: "fetchd.heartbeat")
     private let store: any JobStore
     private let scheduler: Scheduler
     private let dispatcher: WebhookDispatcher
@@ -46,6 +47,7 @@ final class NodeHeartbeat: @unchecked Sendable {  // `timer` and `lastRenewed` a
     }
 
     private func beat() {
+        assertOnQueue()
         let now = clock.now()
         defer { timer.arm(at: clock.now() + Self.interval, now: clock.now()) }
         do {

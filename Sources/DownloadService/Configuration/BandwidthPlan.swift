@@ -1,11 +1,12 @@
+import Confinement
 import Dispatch
 import DownloadCore
 import Logging
 
 /// Applies `FETCHD_MAX_BANDWIDTH` to the transfer engine: at start, and again whenever the
 /// schedule's cap changes (one timer for the next change; nothing polls).
-final class BandwidthPlan: @unchecked Sendable {  // `timer` is touched only on `queue`
-    private let queue = DispatchQueue(label: "fetchd.bandwidth")
+final class BandwidthPlan: QueueConfined, @unchecked Sendable {  // `timer` only on `queue` (assertOnQueue)
+    let queue = DispatchQueue(label: "fetchd.bandwidth")
     private let schedule: BandwidthSchedule
     private let apply: @Sendable (Int64?) -> Void
     private let clock: Clock
@@ -30,6 +31,7 @@ final class BandwidthPlan: @unchecked Sendable {  // `timer` is touched only on 
     }
 
     private func update() {
+        assertOnQueue()
         let now = clock.now()
         let limit = schedule.limit(at: now)
         apply(limit)

@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 import DownloadCore
 import Logging
@@ -47,10 +48,16 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     // MARK: - What the dispatcher asks
 
     /// Whether the job has an attempt here (running, or settling behind a freed slot).
-    func isActive(_ id: String) -> Bool { active[id] != nil }
+    func isActive(_ id: String) -> Bool {
+        assertOnQueue()
+        return active[id] != nil
+    }
 
     /// Whether the job holds a slot whose transfer has not started yet.
-    func awaitsStart(_ id: String) -> Bool { active[id]?.isAttempting == false }
+    func awaitsStart(_ id: String) -> Bool {
+        assertOnQueue()
+        return active[id]?.isAttempting == false
+    }
 
     /// Takes a slot for `job` (its attempt already begun: `Download.startingAttempt`), before its
     /// claim is committed, so that the pass's later decisions count it.
@@ -83,6 +90,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     /// A job waiting for a new URL came due: its deadline passed without one, so it fails
     /// (`url_expired`), keeping its partial data for a retry, instead of starting.
     func expireURL(_ attempt: ActiveAttempt, partialBytes: Int64, now: Int64) {
+        assertOnQueue()
         release(attempt)
         let outcome = Settlement(context: settlement, job: attempt.download, result: TransferResult(bytesOnDisk: partialBytes),
                                  startedAt: now, now: now, jitter: 0)
@@ -152,6 +160,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
 
     /// Shutdown's wait ends once no attempt is left.
     func endShutdownIfDrained() {
+        assertOnQueue()
         if stopping, active.isEmpty { resumeDrained() }
     }
 
@@ -233,6 +242,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
 
     /// How an attempt ended; `atDigestFile`: while fetching the digest file, before the job's URL was asked.
     func finished(_ id: String, _ result: TransferResult, digestFileProblem: String? = nil, atDigestFile: Bool = false) {
+        assertOnQueue()
         guard var attempt = active[id] else { return }
         if attempt.stopReason == .unclaimed {
             // Its slot is free for the next pass, which other events bring (not asked for here: with

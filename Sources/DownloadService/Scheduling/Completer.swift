@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 import Logging
 import Persistence
@@ -46,6 +47,7 @@ final class Completer: QueueConfined, @unchecked Sendable {  // all mutable stat
 
     /// An attempt ended in a way that may put its job back in the queue: the next turn runs a pass.
     func attemptEnded() {
+        assertOnQueue()
         attemptsEnded = true
     }
 
@@ -65,6 +67,7 @@ final class Completer: QueueConfined, @unchecked Sendable {  // all mutable stat
 
     /// From now on turns write but run no pass.
     func stop() {
+        assertOnQueue()
         stopping = true
     }
 

@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 import DownloadCore
 import Logging

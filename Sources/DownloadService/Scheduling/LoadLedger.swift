@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 import DownloadCore
 import Persistence
@@ -38,6 +39,7 @@ final class LoadLedger: QueueConfined, @unchecked Sendable {  // `load` and `bac
 
     /// Connections a job may open now: what it asks for, within what its host has left (at least one).
     func connectionsFree(for job: Download) -> Int {
+        assertOnQueue()
         let used = load.runningByHost[job.hostKey, default: 0]
         return max(1, min(job.connections, capacity.maxTransfersPerHost - used))
     }
@@ -78,10 +80,16 @@ final class LoadLedger: QueueConfined, @unchecked Sendable {  // `load` and `bac
     }
 
     /// The hosts no job may start on now: held back or spaced.
-    var heldHosts: Set<String> { Set(load.hostBackoffs.keys).union(load.hostSpacing.keys) }
+    var heldHosts: Set<String> {
+        assertOnQueue()
+        return Set(load.hostBackoffs.keys).union(load.hostSpacing.keys)
+    }
 
     /// When the earliest hold or spacing ends.
-    var nextHoldEnd: Int64? { (Array(load.hostBackoffs.values) + Array(load.hostSpacing.values)).min() }
+    var nextHoldEnd: Int64? {
+        assertOnQueue()
+        return (Array(load.hostBackoffs.values) + Array(load.hostSpacing.values)).min()
+    }
 
     private func publish() {
         let copy = load

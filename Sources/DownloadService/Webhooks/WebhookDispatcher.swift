@@ -1,3 +1,4 @@
+import Confinement
 import Dispatch
 import DownloadCore
 import Logging
@@ -7,7 +8,7 @@ import Transfer
 
 /// Delivers the webhook outbox: sends each pending delivery when due and records the outcome as
 /// `DeliveryPolicy` judges it, across restarts.
-final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below is touched only on `queue`
+final class WebhookDispatcher: QueueConfined, @unchecked Sendable {  // all mutable state below only on `queue` (assertOnQueue)
     let queue = DispatchQueue(label: "fetchd.webhooks")
     private let store: any JobStore
     private let sender: any WebhookSending
@@ -61,6 +62,7 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     }
 
     private func deliverDue() {
+        assertOnQueue()
         // Cleared before the scan, so a delivery recorded meanwhile queues another.
         scanPending.store(false, ordering: .releasing)
         guard !stopping else { return }
@@ -84,6 +86,7 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
     }
 
     private func delivered(_ delivery: WebhookDelivery, _ result: TransferResult) {
+        assertOnQueue()
         let attempt = policy.outcome(of: delivery, result: result, now: clock.now(), jitter: Double.random(in: 0..<1))
         let outcome = attempt.delivered ? "delivered" : (attempt.retryAt == nil ? "failed" : "retry")
         metrics.increment("fetchd_webhook_deliveries_total", labels: Metrics.labels(["outcome": outcome]))
@@ -96,6 +99,7 @@ final class WebhookDispatcher: @unchecked Sendable {  // all mutable state below
 
     /// Records every outcome since the last turn in one transaction, then fills the freed slots.
     private func record(_ newer: [DeliveryAttempt]) {
+        assertOnQueue()
         let batch = unrecorded.take(adding: newer)
         do {
             try store.recordDeliveryAttempts(batch)

@@ -1,3 +1,4 @@
+import Confinement
 import Crypto
 import Dispatch
 import Glibc
@@ -7,10 +8,10 @@ import Glibc
 /// file's contiguous prefix as the ranges fill it (`advance(to:)`), reading those bytes back (from
 /// the page cache, as a rule) on its own queue while the download goes on, so that once the last
 /// range is in only what came since is left to hash. After a restart it starts again from byte 0.
-final class FileHash: @unchecked Sendable {  // the hash state is touched only on `queue`
+final class FileHash: QueueConfined, @unchecked Sendable {  // the hash state only on `queue` (assertOnQueue)
     static let blockSize = 1 << 20
 
-    private let queue = DispatchQueue(label: "fetchd.segment-hash", qos: .utility)
+    let queue = DispatchQueue(label: "fetchd.segment-hash", qos: .utility)
     private let path: String
     private var fd: Int32 = -1
     private var sha256 = SHA256()
@@ -53,11 +54,13 @@ final class FileHash: @unchecked Sendable {  // the hash state is touched only o
     }
 
     private func digests() -> Result<FileDigests, TransferFailure> {
+        assertOnQueue()
         if let failure { return .failure(failure) }
         return .success(FileDigests(sha256: Hex.lowercase(sha256.finalize()), extra: extra?.finalize()))
     }
 
     private func hash(upTo end: Int64) {
+        assertOnQueue()
         guard failure == nil, hashed < end else { return }
         if fd < 0 {
             fd = open(path, O_RDONLY | O_CLOEXEC)
