@@ -5,8 +5,9 @@ import Logging
 /// One accepted TCP connection: reads requests with a `RequestParser`, runs their handlers one
 /// at a time and writes the responses in order (RFC 9112 §9.3.2).
 ///
-/// `@unchecked Sendable`: every mutable property is touched only on `loop`'s thread. The
-/// loop delivers the socket's events and deadline ticks there, and handler and stream tasks
+/// `@unchecked Sendable`: every mutable property is touched only on `loop`'s thread (`afterStop`
+/// once the loop has stopped; `loop.assertInLoop()` checks it at each entry point in debug builds).
+/// The loop delivers the socket's events and deadline ticks there, and handler and stream tasks
 /// run there too (the loop is their executor preference).
 final class Connection: EventLoopHandler, @unchecked Sendable {
     private enum State {
@@ -97,6 +98,7 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
     /// On the loop's thread, as soon as the connection is accepted (a shutdown's close is a
     /// job for the loop, so it comes after this).
     func start() {
+        loop.assertInLoop()
         loop.register(fd, self)
         resumeReading()
         processRequests()
@@ -152,6 +154,7 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
     }
 
     func readable() {
+        loop.assertInLoop()
         switch state {
         case .reading:
             guard receive(keep: true) != .endOfStream else { return close() }
@@ -240,6 +243,7 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
     }
 
     func tick() {
+        loop.assertInLoop()
         let now = DispatchTime.now().uptimeNanoseconds
         if let writeDeadline, now >= writeDeadline {
             logger.debug("Write timed out")
@@ -290,6 +294,7 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
     }
 
     private func handlerFinished(_ response: HTTPResponse, _ exchange: Exchange) {
+        loop.assertInLoop()
         guard case .handling = state else { return }
         handlerTask = nil
         respond(response, exchange)
@@ -303,7 +308,7 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
         let status = (200...999).contains(response.status) ? response.status : 500
         let mayHaveBody = statusAllowsBody(status)
         let connection: String? = keepAlive ? (exchange.isHTTP10 ? "keep-alive" : nil) : "close"
-        var server = ServerFields(date: loop.httpDate.current())
+        var server = ServerFields(date: loop.httpDateNow())
 
         switch response.body {
         case .bytes(var body):
@@ -375,6 +380,7 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
     /// Writes one element and waits until the kernel has taken it, so a slow reader slows the
     /// producer down instead of growing our output buffer. False once the connection is gone.
     private func writeStreamElement(_ element: [UInt8], chunked: Bool) async -> Bool {
+        loop.assertInLoop()
         guard case .streaming = state else { return false }
         var bytes = element
         if chunked {
@@ -388,6 +394,7 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
     }
 
     private func endStream() {
+        loop.assertInLoop()
         guard case .streaming(let keepAlive, let chunked) = state else { return }
         streamTask = nil
         state = .writing(keepAlive: keepAlive)
@@ -445,6 +452,7 @@ final class Connection: EventLoopHandler, @unchecked Sendable {
     }
 
     func writable() {
+        loop.assertInLoop()
         guard flush() else { return }
         switch state {
         case .writing(let keepAlive):

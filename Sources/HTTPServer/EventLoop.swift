@@ -21,8 +21,10 @@ protocol EventLoopHandler: AnyObject {
 /// Level-triggered: a descriptor is in the epoll set only while it wants an event, so a hung-up
 /// socket whose connection is busy does not make `epoll_wait` return at once again and again.
 ///
-/// `@unchecked Sendable`: `handlers`, `interests` and `httpDate` are touched only on the loop's thread;
-/// the jobs sent from other threads are guarded by the `Mutex` `inbox`.
+/// `@unchecked Sendable`: `handlers`, `interests`, `httpDate` and `stopRequested` are touched only on
+/// the loop's thread, and once it has stopped only on `afterStop`, which takes over from it
+/// (`assertInLoop` checks that in debug builds); the jobs sent from other threads are guarded by
+/// the `Mutex` `inbox`.
 final class EventLoop: TaskExecutor, @unchecked Sendable {
     private struct Inbox {
         var jobs: [@Sendable () -> Void] = []
@@ -45,10 +47,14 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// Jobs that arrive once the loop has stopped (a task finishing after the server shut
     /// down) run here, still one at a time.
     private let afterStop = DispatchQueue(label: "fetchd.http.loop.stopped")
+    #if DEBUG
+    /// Set on `afterStop` only, so `assertInLoop` knows it.
+    private let afterStopKey = DispatchSpecificKey<Bool>()
+    #endif
     private var handlers: [Int32: EventLoopHandler] = [:]
     private var interests: [Int32: Interest] = [:]
     /// The `Date` of the responses written on this loop; each loop keeps its own, so no lock is taken.
-    var httpDate = HTTPDateCache()
+    private var httpDate = HTTPDateCache()
     /// Set by the job `stop()` sends; the loop then hands what is left to `afterStop`.
     private var stopRequested = false
 
@@ -64,6 +70,9 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         }
         self.epoll = epoll
         self.wakeup = wakeup
+        #if DEBUG
+        afterStop.setSpecific(key: afterStopKey, value: true)
+        #endif
     }
 
     /// Starts the loop's thread, which keeps the loop alive until it stops. If that fails, the
@@ -105,16 +114,34 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 
-    // MARK: Descriptors (on the loop's thread)
+    // MARK: On the loop's thread
+
+    /// Checks, in debug builds, that the caller runs where the loop's state may be used: on the
+    /// loop's thread (found by `current`), or on `afterStop` once the loop has stopped.
+    func assertInLoop() {
+        #if DEBUG
+        let onLoopThread = pthread_getspecific(Self.current) == Unmanaged.passUnretained(self).toOpaque()
+        precondition(onLoopThread || DispatchQueue.getSpecific(key: afterStopKey) == true,
+                     "an event loop's state was used off its thread")
+        #endif
+    }
+
+    /// The `Date` header's value for a response written now.
+    func httpDateNow() -> String {
+        assertInLoop()
+        return httpDate.current()
+    }
 
     /// Registers `fd` wanting no events yet.
     func register(_ fd: Int32, _ handler: EventLoopHandler) {
+        assertInLoop()
         handlers[fd] = handler
         interests[fd] = Interest()
     }
 
     /// Registers a listening socket on several loops at once: each connection wakes one of them.
     func registerExclusively(_ fd: Int32, _ handler: EventLoopHandler) {
+        assertInLoop()
         handlers[fd] = handler
         interests[fd] = Interest(reading: true)
         Epoll.control(epoll, .add, fd, events: Epoll.readable | Epoll.exclusive)
@@ -122,6 +149,7 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
 
     /// Changes which events a registered `fd` wants; nil leaves that one as it is.
     func want(_ fd: Int32, reading: Bool? = nil, writing: Bool? = nil) {
+        assertInLoop()
         guard let old = interests[fd] else { return }
         let new = Interest(reading: reading ?? old.reading, writing: writing ?? old.writing)
         guard new != old else { return }

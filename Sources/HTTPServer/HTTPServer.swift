@@ -207,7 +207,7 @@ public final class HTTPServer: Sendable {
     private func refuse(_ fd: Int32, loop: EventLoop) {
         var response: [UInt8] = []
         appendResponseHead(status: 503, headers: busyProblem.headers, framing: .length(busyBody.count), connection: "close",
-                           server: ServerFields(date: loop.httpDate.current()), to: &response)
+                           server: ServerFields(date: loop.httpDateNow()), to: &response)
         response += busyBody
         _ = response.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))

@@ -65,6 +65,33 @@ import TestSupport
         await deregistered.wait()
     }
 
+    /// Its state may be used on the loop's thread and, once it has stopped, on the queue that runs
+    /// the jobs sent after; debug builds stop the process anywhere else.
+    @Test func theLoopsStateIsUsedOnlyOnItsThreadOrAfterItStopped() async throws {
+        let loop = try EventLoop(tickInterval: 1)
+        try loop.start()
+        let ranOnLoop = Gate()
+        loop.execute {
+            loop.assertInLoop()
+            ranOnLoop.open()
+        }
+        await ranOnLoop.wait()
+        loop.stop()
+        let ranAfterStop = Gate()
+        loop.execute {
+            loop.assertInLoop()
+            ranAfterStop.open()
+        }
+        await ranAfterStop.wait()
+        #if DEBUG
+        await #expect(processExitsWith: .failure) {
+            let loop = try EventLoop(tickInterval: 1)
+            try loop.start()
+            loop.assertInLoop()
+        }
+        #endif
+    }
+
     @Test func jobsSentAroundStopAllRunInOrder() async throws {
         let loop = try EventLoop(tickInterval: 1)
         try loop.start()
