@@ -4,7 +4,9 @@ import Glibc
 /// PEM bytes read once at start, kept at a fixed address for the engine's lifetime so that
 /// curl uses them without a copy per transfer (CURL_BLOB_NOCOPY).
 final class PEMBlob: @unchecked Sendable {
-    // @unchecked: `bytes` is written only in init and freed only in deinit; curl only reads it.
+    // @unchecked: immutable after init. `bytes` (a pointer, so not Sendable) is a `let` whose memory
+    // is written only in init and freed only in deinit; curl only reads it. With no later writer
+    // there is no confinement to check at run time.
     private let bytes: UnsafeMutableRawBufferPointer
 
     init(_ contents: [UInt8]) {

@@ -10,7 +10,9 @@ import Synchronization
 final class WriteChunk: @unchecked Sendable {
     // @unchecked: one queue at a time owns a chunk, and hands it on with `DispatchQueue.async` (or
     // the pool's Mutex), which orders the accesses: the engine queue while it fills the chunk, the
-    // writer's queue while it writes it, then the pool until someone takes it.
+    // writer's queue while it writes it, then the pool until someone takes it. No one queue owns it,
+    // so what debug builds check is the hand-over to the pool (`assertOwned`): a chunk given back
+    // is used by no one, and given back once.
 
     /// A large chunk: large enough that writes and hashing run in big steps (curl hands over
     /// 16 KiB at a time), small enough that a sink's backlog of a few chunks stays a few MiB.
@@ -27,6 +29,10 @@ final class WriteChunk: @unchecked Sendable {
     private(set) var count = 0
     /// Where in the file the first byte belongs.
     private(set) var offset: Int64 = 0
+    #if DEBUG
+    /// The chunk is back in the pool (or was dropped by it): whoever still holds it must not use it.
+    private let isGivenBack = Atomic<Bool>(false)
+    #endif
 
     init(large: Bool) {
         capacity = large ? Self.capacity : Self.smallCapacity
@@ -41,18 +47,23 @@ final class WriteChunk: @unchecked Sendable {
         }
     }
 
-    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: storage[..<count]) }
+    var bytes: UnsafeRawBufferPointer {
+        assertOwned()
+        return UnsafeRawBufferPointer(rebasing: storage[..<count])
+    }
     var isFull: Bool { count == capacity }
     var isLarge: Bool { capacity == Self.capacity }
 
     /// Empties the chunk for bytes that start at `offset` in the file.
     func reset(at offset: Int64) {
+        assertOwned()
         count = 0
         self.offset = offset
     }
 
     /// Copies as much of `source` as fits; returns how many bytes that was.
     func append(_ source: UnsafeRawBufferPointer) -> Int {
+        assertOwned()
         let taken = min(source.count, capacity - count)
         UnsafeMutableRawBufferPointer(rebasing: storage[count..<(count + taken)])
             .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[..<taken]))
@@ -64,9 +75,31 @@ final class WriteChunk: @unchecked Sendable {
     /// is given; `read` returns how many it put there, or a negative number for an error (the
     /// chunk is then left empty). Returns what `read` returned.
     func refill(upTo limit: Int, _ read: (UnsafeMutableRawBufferPointer) -> Int) -> Int {
+        assertOwned()
         let result = read(UnsafeMutableRawBufferPointer(rebasing: storage[..<min(limit, capacity)]))
         count = max(0, result)
         return result
+    }
+
+    /// The pool hands the chunk out: its taker owns it.
+    fileprivate func leavePool() {
+        #if DEBUG
+        isGivenBack.store(false, ordering: .relaxed)
+        #endif
+    }
+
+    /// The pool takes the chunk back. Given back twice, it would go to two takers at once.
+    fileprivate func enterPool() {
+        #if DEBUG
+        precondition(!isGivenBack.exchange(true, ordering: .relaxed), "a write chunk was given back to the pool twice")
+        #endif
+    }
+
+    /// Checks in debug builds that the caller may use the chunk: it has not been given back.
+    private func assertOwned() {
+        #if DEBUG
+        precondition(!isGivenBack.load(ordering: .relaxed), "a write chunk was used after it was given back to the pool")
+        #endif
     }
 
     private static func allocate(_ capacity: Int) -> (UnsafeMutableRawBufferPointer, mapped: Bool) {
@@ -98,11 +131,13 @@ final class ChunkPool: Sendable {
     func take(at offset: Int64, large: Bool = true) -> WriteChunk {
         let spare = spares.withLock { large ? $0.large.popLast() : $0.small.popLast() }
         let chunk = spare ?? WriteChunk(large: large)
+        chunk.leavePool()
         chunk.reset(at: offset)
         return chunk
     }
 
     func giveBack(_ chunk: WriteChunk) {
+        chunk.enterPool()
         spares.withLock { spares in
             if chunk.isLarge {
                 if spares.large.count < Self.maxLarge { spares.large.append(chunk) }

@@ -137,6 +137,31 @@ import Testing
         #expect(contents(directory.file("out")) == body)
     }
 
+    /// A chunk given back belongs to the pool until it is taken again: debug builds stop at a use
+    /// or a second give-back before that, either of which would let two owners fill one buffer.
+    @Test func aChunkGivenBackIsTheNextTakersAlone() async {
+        let pool = ChunkPool()
+        let chunk = pool.take(at: 0)
+        pool.giveBack(chunk)
+        let taken = pool.take(at: 5)
+        #expect(taken === chunk)
+        #expect(taken.offset == 5 && taken.bytes.isEmpty)
+        #if DEBUG
+        await #expect(processExitsWith: .failure) {
+            let pool = ChunkPool()
+            let chunk = pool.take(at: 0)
+            pool.giveBack(chunk)
+            pool.giveBack(chunk)
+        }
+        await #expect(processExitsWith: .failure) {
+            let pool = ChunkPool()
+            let chunk = pool.take(at: 0)
+            pool.giveBack(chunk)
+            _ = chunk.bytes
+        }
+        #endif
+    }
+
     @Test func chunksComeInTwoSizes() {
         let pool = ChunkPool()
         #expect(pool.take(at: 0, large: false).capacity == WriteChunk.smallCapacity)
