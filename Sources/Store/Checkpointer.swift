@@ -14,7 +14,10 @@ import Synchronization
 /// checkpoint here is followed by a RESTART one with the writer held off: it copies what was
 /// committed meanwhile (a few milliseconds' worth) and has the next write start the log over, on
 /// pages that are then written over in place.
-final class Checkpointer: QueueConfined, @unchecked Sendable {  // `connection` and `holdingWriter` only on `queue` (assertOnQueue)
+///
+/// A checkpoint that fails, or restarts that keep finding readers on the log while it grows, go
+/// to `report`: the store has no logger, and unseen, either would let the log fill the disk.
+final class Checkpointer: QueueConfined, @unchecked Sendable {  // `connection`, `holdingWriter`, `nextGrowthReport` only on `queue` (assertOnQueue)
     /// The WAL's size, in pages, from which a commit asks for a checkpoint (SQLite's own default).
     static let pages: Int32 = 1000
     /// The WAL's size, in pages, from which a checkpoint restarts it (32 MiB of 8 KiB pages).
@@ -22,6 +25,10 @@ final class Checkpointer: QueueConfined, @unchecked Sendable {  // `connection` 
     /// How long a restart waits for readers still on the log's frames (the writer waits as long)
     /// before it leaves the restart to the next checkpoint, in ms.
     private static let restartWait: Int32 = 10
+    /// The log's size, in pages, from which restarts that find readers are reported: one or two
+    /// busy restarts under heavy intake are normal (the log then holds up to about three times
+    /// `restartPages`), this many mean a reader keeps the log from starting over.
+    static let growthReported = 4 * restartPages
     private let connection: SQLiteConnection
     let queue = DispatchQueue(label: "fetchd.sqlite-checkpoint")
     private let running = Atomic<Bool>(false)
@@ -29,9 +36,16 @@ final class Checkpointer: QueueConfined, @unchecked Sendable {  // `connection` 
     private let askedAt = Atomic<Int32>(0)
     /// Runs its argument while the store's writer waits.
     private var holdingWriter: ((() -> Void) -> Void)?
+    private let report: @Sendable (CheckpointProblem) -> Void
+    /// The log's size, in pages, from which growth is reported next: `growthReported`, doubled at
+    /// each report so that a log that keeps growing is reported once per doubling, not once per
+    /// checkpoint; back to `growthReported` once a restart goes through.
+    private var nextGrowthReport = Checkpointer.growthReported
 
-    init(path: String) throws {
+    /// `report` runs on the checkpointer's queue.
+    init(path: String, report: @escaping @Sendable (CheckpointProblem) -> Void) throws {
         connection = try SQLiteConnection(path: path)
+        self.report = report
     }
 
     /// Takes over the checkpoints of `writer`'s commits.
@@ -59,19 +73,44 @@ final class Checkpointer: QueueConfined, @unchecked Sendable {  // `connection` 
 
     private func checkpoint() {
         assertOnQueue()
-        // A checkpoint that cannot finish now (a reader holds old pages) is finished by a later one.
-        let logPages = try? connection.prepare("PRAGMA wal_checkpoint(PASSIVE)").query { row in row.int(1) }.first
-        if let logPages, logPages >= Self.restartPages {
-            holdingWriter? {
-                connection.withBusyTimeout(Self.restartWait) {
-                    _ = try? connection.execute("PRAGMA wal_checkpoint(RESTART)")
-                }
-            }
+        defer { running.store(false, ordering: .releasing) }
+        // A checkpoint that cannot copy every frame now (a reader holds old ones) leaves them to a later one.
+        guard let passive = run("PASSIVE"), passive.logPages >= Self.restartPages, let holdingWriter else { return }
+        var restart: (busy: Bool, logPages: Int)?
+        holdingWriter {
+            restart = connection.withBusyTimeout(Self.restartWait) { run("RESTART") }
         }
-        running.store(false, ordering: .releasing)
+        guard let restart else { return }
+        guard restart.busy else {
+            nextGrowthReport = Self.growthReported
+            return
+        }
+        guard restart.logPages >= nextGrowthReport else { return }
+        report(.logGrowing(pages: restart.logPages))
+        while nextGrowthReport <= restart.logPages { nextGrowthReport *= 2 }
+    }
+
+    /// `PRAGMA wal_checkpoint(mode)`: whether readers or the writer kept it from finishing, and the
+    /// log's size in pages; nil, reported, when it failed.
+    private func run(_ mode: String) -> (busy: Bool, logPages: Int)? {
+        do {
+            return try connection.prepare("PRAGMA wal_checkpoint(\(mode))").query { row in (busy: row.int(0) != 0, logPages: row.int(1)) }.first
+        } catch {
+            report(.failed(mode: mode, error: error))
+            return nil
+        }
     }
 
     func close() {
         queue.sync { connection.close() }
     }
+}
+
+/// What kept the write-ahead log from being copied back or started over, for the service to log.
+public enum CheckpointProblem: Sendable {
+    /// A checkpoint (`mode`: PASSIVE or RESTART) failed; the commits that follow ask for another.
+    case failed(mode: String, error: any Error)
+    /// Restarts keep finding readers on the log, which so grows without bound: it holds `pages`
+    /// pages. Reported from `Checkpointer.growthReported` pages on, once each time it doubles.
+    case logGrowing(pages: Int)
 }

@@ -22,9 +22,12 @@ public final class SQLiteStore: JobStore {
     static let pageSize = 8192
 
     /// `statePayload` encodes a job for the event log (`GET /events`); without one, rows hold its
-    /// id, session and state only.
+    /// id, session and state only. `checkpointProblems` hears, on the checkpointer's queue, of what
+    /// keeps the write-ahead log from being copied back or started over; the service logs it, a
+    /// test or tool that opens a store for a moment may leave it out.
     public init(path: String, readers readerCount: Int = SQLiteStore.defaultReaderCount,
-                statePayload: (@Sendable (Download) -> [UInt8])? = nil) throws {
+                statePayload: (@Sendable (Download) -> [UInt8])? = nil,
+                checkpointProblems: @escaping @Sendable (CheckpointProblem) -> Void = { _ in }) throws {
         stateLog = statePayload.map(StateLog.init) ?? .minimal
         let db = try SQLiteConnection(path: path)
         var readers: [ReadConnection] = []
@@ -50,7 +53,7 @@ public final class SQLiteStore: JobStore {
             for _ in 0..<max(1, readerCount) {
                 readers.append(try ReadConnection(path: path))
             }
-            checkpointer = try Checkpointer(path: path)
+            checkpointer = try Checkpointer(path: path, report: checkpointProblems)
         } catch {
             for reader in readers { reader.connection.withLock { $0.close() } }
             db.close()

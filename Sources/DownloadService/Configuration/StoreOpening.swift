@@ -11,8 +11,8 @@ extension DownloadService {
         let readers = HTTPServer.eventLoopCount + 1
         guard let url = configuration.databaseURL else {
             do {
-                return try SQLiteStore(path: configuration.databasePath, readers: readers,
-                                       statePayload: DownloadJSON.logged)
+                return try SQLiteStore(path: configuration.databasePath, readers: readers, statePayload: DownloadJSON.logged,
+                                       checkpointProblems: { problem in logCheckpointProblem(problem, logger: logger) })
             } catch {
                 throw Configuration.Invalid(description: "FETCHD_DATA_DIR (--data-dir) \(configuration.dataDirectory): the database cannot be used: \(error)")
             }
@@ -23,6 +23,18 @@ extension DownloadService {
             return store
         } catch {
             throw Configuration.Invalid(description: "cannot use FETCHD_DATABASE_URL (--database-url): \(error)")
+        }
+    }
+
+    /// A warning, not an error: nothing is lost yet, but a log that is not copied back or started
+    /// over grows until the disk is full, and reads slow down as it does.
+    private static func logCheckpointProblem(_ problem: CheckpointProblem, logger: Logger) {
+        switch problem {
+        case .failed(let mode, let error):
+            logger.warning("database checkpoint failed", metadata: ["checkpoint.mode": "\(mode)", "error": "\(error)"])
+        case .logGrowing(let pages):
+            logger.warning("database write-ahead log keeps growing: a reader keeps it from starting over",
+                           metadata: ["wal.pages": "\(pages)"])
         }
     }
 }
