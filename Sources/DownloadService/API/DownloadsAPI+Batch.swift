@@ -50,6 +50,8 @@ extension DownloadsAPI {
             } catch let problem as APIProblem {
                 return .refused(problem)
             } catch {
+                // `judge` and `checkDestination` throw only `APIProblem`s; should anything else come, this
+                // item is refused as one to send again, and the rest of the batch goes on.
                 return .refused(APIProblem.unavailable("the item could not be judged now"))
             }
         }

@@ -83,6 +83,7 @@ struct GlobalEventsAPI: Sendable {
                 output.yield(frames)
                 lastWrite = clock.now
             }
+            // Cancelled when the stream ends: the loop's condition then stops it.
             if caughtUp { try? await Task.sleep(for: Self.pollInterval) }
         }
     }
