@@ -54,6 +54,12 @@ final class Dispatcher: QueueConfined, @unchecked Sendable {  // `earlyStart` an
         set { plannedPass.store(newValue, ordering: .sequentiallyConsistent) }
     }
 
+    /// When the timer fires next, nil when no pass is planned: what a test checks a pass planned.
+    var plannedPassAt: Int64? {
+        let deadline = timerDeadline
+        return deadline == .max ? nil : deadline
+    }
+
     // MARK: - When a pass runs
 
     /// Asks for a scheduling pass; many requests before it runs make one pass. From any thread.

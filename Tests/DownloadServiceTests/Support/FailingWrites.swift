@@ -5,16 +5,37 @@ import Synchronization
 
 /// A real store some of whose writes do not take while their switch is on: the recording of
 /// webhook delivery outcomes fails (`recordingFails`, on from the start), as when the database
-/// cannot be written; and the jobs a scheduling pass chooses are left unclaimed (`claimsLost`), as
-/// when another node claimed them first. Everything else goes to the store.
+/// cannot be written; the jobs a scheduling pass chooses are left unclaimed (`claimsLost`), as
+/// when another node claimed them first; and no job write or claim commits (`jobWritesFail`), as
+/// when the database's disk is full: a claim still reads its candidates and lets the pass choose
+/// before its transaction fails. It can also report what other nodes run (`elsewhere`), as a
+/// store shared by several nodes does. Everything else goes to the store.
 final class FailingWrites: JobStore {
     struct WriteFailed: Error {}
+
+    /// A transaction of job writes or claims asked of the store, taken or not.
+    enum Transaction: Equatable {
+        case apply(changes: Int)
+        case claim
+        case applyAndClaim(changes: Int)
+
+        /// Whether it ran a scheduling pass.
+        var claims: Bool {
+            if case .apply = self { return false }
+            return true
+        }
+    }
 
     let store: SQLiteStore
     let recordingFails = Atomic<Bool>(true)
     let claimsLost = Atomic<Bool>(false)
+    let jobWritesFail = Atomic<Bool>(false)
+    /// Jobs other nodes run, by host:port, told to each claim pass; nil: a store only this node uses.
+    let elsewhere = Mutex<[String: Int]?>(nil)
     /// How many recordings failed.
     let failures = Atomic<Int>(0)
+    /// Every transaction of job writes or claims asked for, in order.
+    let transactions = Mutex<[Transaction]>([])
 
     init(_ store: SQLiteStore) {
         self.store = store
@@ -40,22 +61,44 @@ final class FailingWrites: JobStore {
     func counts(session: String?) throws -> [DownloadState: Int] { try store.counts(session: session) }
     func queueDepth() throws -> QueueDepth { try store.queueDepth() }
     func webhookBacklog() throws -> WebhookBacklog { try store.webhookBacklog() }
-    func apply(_ changes: [StoreChange]) throws -> [Bool] { try store.apply(changes) }
-    func claim(_ pass: ClaimPass) throws -> ClaimResult { try store.claim(losing(pass)) }
-    func applyAndClaim(_ changes: [StoreChange], _ pass: ClaimPass) throws -> (applied: [Bool], claim: ClaimResult) {
-        try store.applyAndClaim(changes, losing(pass))
+    func apply(_ changes: [StoreChange]) throws -> [Bool] {
+        transactions.withLock { $0.append(.apply(changes: changes.count)) }
+        guard !jobWritesFail.load(ordering: .sequentiallyConsistent) else { throw WriteFailed() }
+        return try store.apply(changes)
     }
 
-    /// With `claimsLost`: the pass chooses as always, but the store is told it chose nothing.
-    private func losing(_ pass: ClaimPass) -> ClaimPass {
-        guard claimsLost.load(ordering: .sequentiallyConsistent) else { return pass }
-        var lost = pass
-        lost.choose = { candidate in
+    func claim(_ pass: ClaimPass) throws -> ClaimResult {
+        transactions.withLock { $0.append(.claim) }
+        try failIfJobWritesFail(pass)
+        return try store.claim(steered(pass))
+    }
+
+    func applyAndClaim(_ changes: [StoreChange], _ pass: ClaimPass) throws -> (applied: [Bool], claim: ClaimResult) {
+        transactions.withLock { $0.append(.applyAndClaim(changes: changes.count)) }
+        try failIfJobWritesFail(pass)
+        return try store.applyAndClaim(changes, steered(pass))
+    }
+
+    /// With `jobWritesFail`: the pass reads and chooses, nothing is claimed, and the transaction fails.
+    private func failIfJobWritesFail(_ pass: ClaimPass) throws {
+        guard jobWritesFail.load(ordering: .sequentiallyConsistent) else { return }
+        _ = try store.claim(steered(pass, lost: true))
+        throw WriteFailed()
+    }
+
+    /// The pass as the store runs it: told first what other nodes run, and with `claimsLost` (or
+    /// `lost`) choosing as always while the store is told it chose nothing.
+    private func steered(_ pass: ClaimPass, lost: Bool = false) -> ClaimPass {
+        if let elsewhere = elsewhere.withLock({ $0 }) { pass.otherNodesRunning(elsewhere) }
+        guard lost || claimsLost.load(ordering: .sequentiallyConsistent) else { return pass }
+        var steered = pass
+        steered.choose = { candidate in
             _ = pass.choose(candidate)
             return nil
         }
-        return lost
+        return steered
     }
+
     func interruptedJobs() throws -> [Download] { try store.interruptedJobs() }
     func hostBackoffs(after now: Int64) throws -> [String: Int64] { try store.hostBackoffs(after: now) }
     func dueDeliveries(now: Int64, limit: Int, excluding inFlight: Set<String>) throws -> [WebhookDelivery] {

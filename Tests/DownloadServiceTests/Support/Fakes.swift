@@ -2,7 +2,7 @@
 import Persistence
 import Synchronization
 import Testing
-import Transfer
+@testable import Transfer
 
 /// Time that moves only when the test moves it.
 final class FakeClock: Sendable {
@@ -55,9 +55,15 @@ final class FakeTransfers: TransferRunning {
         }
     }
 
+    private let cancelledIDs = Mutex<[TransferID]>([])
+
+    /// The attempts cancelled so far, in order.
+    var cancelled: [Started] { cancelledIDs.withLock { ids in ids.compactMap { id in all.first { $0.id == id } } } }
+
     /// As the engine does: the attempt ends as cancelled with its file left as it is.
     func cancel(_ id: TransferID) {
         guard let attempt = all.first(where: { $0.id == id }) else { return }
+        cancelledIDs.withLock { $0.append(id) }
         attempt.onComplete(TransferResult(failure: .cancelled, bytesOnDisk: fileSize(attempt.partialPath)))
     }
 
@@ -80,31 +86,44 @@ final class FakeTransfers: TransferRunning {
                                              bytesExpected: size, sha256: digest))
     }
 
-    /// A segmented attempt as it was asked for.
+    /// A segmented attempt as it was asked for, to report progress of and end.
     struct SegmentsStarted: Sendable {
+        let request: TransferRequest
         let size: Int64
         let validator: String
         let ranges: [ByteRange]
         let connections: Int
+        let onProgress: @Sendable (SegmentedProgress) -> Void
+        let onComplete: @Sendable (SegmentedResult) -> Void
     }
 
     private let segmentsStarted = Mutex<[SegmentsStarted]>([])
+    private let segmentsCancelled = Atomic<Int>(0)
 
     /// Every segmented attempt started so far, in order.
     var segments: [SegmentsStarted] { segmentsStarted.withLock { $0 } }
+    /// How many segmented attempts were cancelled.
+    var segmentsCancels: Int { segmentsCancelled.load(ordering: .sequentiallyConsistent) }
 
-    /// Records the segmented attempt, which never ends here.
+    /// Records the segmented attempt, which ends when the test says or when it is cancelled.
     func startSegments(_ request: TransferRequest, path: String, size: Int64, validator: String, ranges: [ByteRange],
                        connections: Int, onProgress: @escaping @Sendable (SegmentedProgress) -> Void,
                        onComplete: @escaping @Sendable (SegmentedResult) -> Void) -> any SegmentsRunning {
         segmentsStarted.withLock {
-            $0.append(SegmentsStarted(size: size, validator: validator, ranges: ranges, connections: connections))
+            $0.append(SegmentsStarted(request: request, size: size, validator: validator, ranges: ranges, connections: connections,
+                                      onProgress: onProgress, onComplete: onComplete))
         }
-        return NoSegments()
+        return FakeSegments {
+            self.segmentsCancelled.add(1, ordering: .sequentiallyConsistent)
+            onComplete(SegmentedResult(ranges: ranges, unfinished: [:]))
+        }
     }
 
-    private struct NoSegments: SegmentsRunning {
-        func cancel() {}
+    /// As the engine does: cancelled, the ranges end as far as they got, with no failure of their own.
+    private struct FakeSegments: SegmentsRunning {
+        let cancelled: @Sendable () -> Void
+
+        func cancel() { cancelled() }
     }
 }
 

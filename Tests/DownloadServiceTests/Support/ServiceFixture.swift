@@ -72,11 +72,12 @@ final class ServiceFixture: Sendable {
                          clock: clock.clock, logger: Self.quiet)
     }
 
-    /// Stores a queued job for `http://<host>/<id>` into `files/<id>`, created now unless told otherwise.
+    /// Stores a queued job for `http://<host>/<id>` into `files/<id>`, created now unless told otherwise;
+    /// `adjust` sets any other field of the submission.
     @discardableResult
     func submit(_ id: String, host: String = "origin.example", session: String = "s", priority: Double = 0.5,
                 discretionary: Bool = false, createdAt: Int64? = nil, expectedSHA256: String? = nil,
-                connections: Int? = nil) throws -> Download {
+                connections: Int? = nil, _ adjust: (inout NewDownload) -> Void = { _ in }) throws -> Download {
         let url = "http://\(host)/\(id)"
         var submission = NewDownload(url: url, parsedURL: try HTTPURL.parse(url).get(), destination: Destination(stored: "files/\(id)"))
         submission.session = session
@@ -84,6 +85,7 @@ final class ServiceFixture: Sendable {
         submission.discretionary = discretionary
         submission.sha256 = expectedSHA256
         submission.connections = connections
+        adjust(&submission)
         let job = submission.makeDownload(id: id, now: createdAt ?? clock.now)
         #expect(try store.insert(job, idempotency: nil) == .created)
         return job

@@ -7,11 +7,10 @@ import Transfer
 /// A job with several connections starts with one that asks for the first part only; what that
 /// part's response shows decides whether the rest comes over several connections or over one.
 @Suite struct FirstPartSchedulingTests {
-    private typealias Running = SchedulerTests.Running
     private static let mebibyte: Int64 = 1 << 20
 
     @Test func aFirstPartOfALargeFileHandsTheRestToRanges() async throws {
-        let run = try Running(["max-transfers-per-host": "6"])
+        let run = try RunningScheduler(["max-transfers-per-host": "6"])
         try run.fixture.submit("big", connections: 4)
         run.pass()
         let first = try #require(run.transfers.all.first)
@@ -34,7 +33,7 @@ import Transfer
 
     @Test func aSmallRestOrAWeakValidatorGoesOnOverOneConnection() async throws {
         for (size, validator) in [(Self.mebibyte + 10, "\"v1\""), (9 * Self.mebibyte, "W/\"weak\"")] {
-            let run = try Running([:])
+            let run = try RunningScheduler([:])
             try run.fixture.submit("job", connections: 4)
             run.pass()
             let first = try #require(run.transfers.all.first)
@@ -53,7 +52,7 @@ import Transfer
     }
 
     @Test func aWholeResponseGivesBackTheConnectionsItWillNotUse() async throws {
-        let run = try Running(["max-transfers-per-host": "4"])
+        let run = try RunningScheduler(["max-transfers-per-host": "4"])
         try run.fixture.submit("whole", connections: 4)
         try run.fixture.submit("next")
         run.pass()

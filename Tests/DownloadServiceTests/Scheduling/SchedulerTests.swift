@@ -8,37 +8,8 @@ import Transfer
 /// Scheduling passes over a real store with a fake engine: which attempts start, in which order,
 /// what a client then reads, and that an attempt ending frees its slot for the next job.
 @Suite struct SchedulerTests {
-    /// A scheduler whose running transfers are stopped (and its timer disarmed) at the end.
-    struct Running {
-        let fixture: ServiceFixture
-        let transfers = FakeTransfers()
-        let scheduler: Scheduler
-
-        init(_ settings: [String: String]) throws {
-            fixture = try ServiceFixture()
-            scheduler = try fixture.scheduler(settings, transfers: transfers)
-        }
-
-        /// One scheduling pass, on the scheduler's queue as every pass runs.
-        func pass() {
-            scheduler.queue.sync { scheduler.schedule() }
-        }
-
-        func states(_ ids: [String]) throws -> [DownloadState] {
-            try ids.map { try fixture.job($0).state }
-        }
-
-        func waitingFor(_ id: String) throws -> WaitingFor? {
-            scheduler.waitingFor(try fixture.job(id), load: scheduler.loadSnapshot(), now: fixture.clock.now)
-        }
-
-        func stop() async {
-            await scheduler.shutdown(timeout: .seconds(5))
-        }
-    }
-
     @Test func priorityFirstThenSessionsTakeTurns() async throws {
-        let run = try Running(["max-transfers": "3"])
+        let run = try RunningScheduler(["max-transfers": "3"])
         for id in ["j1", "j2", "j3"] { try run.fixture.submit(id, session: "bulk") }
         try run.fixture.submit("j4", session: "single")
         try run.fixture.submit("j5", session: "bulk", priority: 0.9)
@@ -70,7 +41,7 @@ import Transfer
     /// Once an attempt's body is in, its slot goes to the next job while the file is synced, hashed
     /// and settled; the job itself completes only when the engine reports the attempt done.
     @Test func theSlotIsFreedWhenTheBodyIsIn() async throws {
-        let run = try Running(["max-transfers": "1"])
+        let run = try RunningScheduler(["max-transfers": "1"])
         for id in ["j1", "j2"] { try run.fixture.submit(id) }
         run.pass()
         #expect(run.transfers.jobIDs == ["j1"])
@@ -97,32 +68,28 @@ import Transfer
     /// node claimed it first) is not this node's: its transfer is stopped, nothing is settled or
     /// recorded for it, its slot is free again, and a later pass that does claim it starts it again.
     @Test func aTransferWhoseClaimIsLostStopsWithoutASettlement() async throws {
-        let fixture = try ServiceFixture()
-        let store = FailingWrites(fixture.store)
-        store.recordingFails.store(false, ordering: .sequentiallyConsistent)
-        store.claimsLost.store(true, ordering: .sequentiallyConsistent)
-        let transfers = FakeTransfers()
-        let scheduler = try fixture.scheduler(["max-transfers": "1"], transfers: transfers, store: store)
-        try fixture.submit("j1")
+        let run = try RunningScheduler(["max-transfers": "1"])
+        run.store.claimsLost.store(true, ordering: .sequentiallyConsistent)
+        try run.fixture.submit("j1")
 
-        scheduler.queue.sync { scheduler.schedule() }
-        #expect(transfers.jobIDs == ["j1"])
-        #expect(await eventually { scheduler.runningTransfers == 0 })
-        #expect(try fixture.job("j1").state == .queued)
-        #expect(try fixture.job("j1").attempts == 0)
-        #expect(try fixture.store.attempts(of: "j1").isEmpty)
+        run.pass()
+        #expect(run.transfers.jobIDs == ["j1"])
+        #expect(await eventually { run.scheduler.runningTransfers == 0 })
+        #expect(try run.job("j1").state == .queued)
+        #expect(try run.job("j1").attempts == 0)
+        #expect(try run.outcomes("j1").isEmpty)
 
-        store.claimsLost.store(false, ordering: .sequentiallyConsistent)
-        scheduler.queue.sync { scheduler.schedule() }
-        #expect(transfers.jobIDs == ["j1", "j1"])
-        #expect(try fixture.job("j1").state == .running)
-        #expect(try fixture.job("j1").attempts == 1)
-        await scheduler.shutdown(timeout: .seconds(5))
-        #expect(try fixture.store.attempts(of: "j1").map(\.outcome) == ["interrupted"])
+        run.store.claimsLost.store(false, ordering: .sequentiallyConsistent)
+        run.pass()
+        #expect(run.transfers.jobIDs == ["j1", "j1"])
+        #expect(try run.job("j1").state == .running)
+        #expect(try run.job("j1").attempts == 1)
+        await run.stop()
+        #expect(try run.outcomes("j1") == ["interrupted"])
     }
 
     @Test func aHostGetsNoMoreThanItsLimit() async throws {
-        let run = try Running(["max-transfers": "10", "max-transfers-per-host": "2"])
+        let run = try RunningScheduler(["max-transfers": "10", "max-transfers-per-host": "2"])
         for id in ["j1", "j2", "j3"] { try run.fixture.submit(id, host: "busy.example") }
         try run.fixture.submit("j4", host: "other.example")
 
@@ -140,7 +107,7 @@ import Transfer
     }
 
     @Test func discretionaryJobsGetTheirShareOfSlots() async throws {
-        let run = try Running(["max-transfers": "4", "discretionary-max-share": "0.5"])
+        let run = try RunningScheduler(["max-transfers": "4", "discretionary-max-share": "0.5"])
         for id in ["d1", "d2", "d3"] { try run.fixture.submit(id, discretionary: true) }
         try run.fixture.submit("n1")
 
@@ -155,7 +122,7 @@ import Transfer
     /// Outside the window only normal jobs start, and discretionary ones that waited their maximum
     /// delay; when the window opens the rest start.
     @Test func discretionaryJobsWaitForTheirWindow() async throws {
-        let run = try Running(["discretionary-window": "01:00-06:00", "discretionary-max-delay": "24h"])
+        let run = try RunningScheduler(["discretionary-window": "01:00-06:00", "discretionary-max-delay": "24h"])
         try run.fixture.submit("d1", discretionary: true)
         try run.fixture.submit("aged", discretionary: true, createdAt: ServiceFixture.start - 25 * 3_600_000)
         try run.fixture.submit("n1")
