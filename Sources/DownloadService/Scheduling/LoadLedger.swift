@@ -64,6 +64,7 @@ final class LoadLedger: QueueConfined, @unchecked Sendable {  // `load` and `bac
         assertOnQueue()
         guard capacity.hostMinInterval > .zero else { return }
         load.hostSpacing[host] = now + capacity.hostMinInterval.wholeMilliseconds
+        publish()
     }
 
     /// Drops holds and spacings that have passed; the first time, restores the holds a previous
