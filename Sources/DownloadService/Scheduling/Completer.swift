@@ -17,6 +17,9 @@ final class Completer: QueueConfined, @unchecked Sendable {  // all mutable stat
     var runPass: (_ claim: (ClaimPass) throws -> ClaimResult) -> Bool = { _ in false }
     /// Called after a turn that saved the end of an attempt while stopping (shutdown waits for the last).
     var savedWhileStopping: () -> Void = {}
+    /// Makes the names of placed files durable (`PlacedDirectory.sync`); a test stands in a
+    /// file system whose syncs fail.
+    var syncDirectories: ([PlacedDirectory]) -> String? = { PlacedDirectory.sync($0) }
     /// Writes waiting for the commit at the queue's next turn.
     private lazy var pending = NextTurnBatch<JobWrite>(queue: queue) { [unowned self] in self.commit($0) }
     /// Writes whose commit failed: committed again, before anything newer, until they are saved.
@@ -73,7 +76,7 @@ final class Completer: QueueConfined, @unchecked Sendable {  // all mutable stat
 
     private func commit(_ writes: [JobWrite], claiming: Bool = false) {
         let batch = unsaved.take(adding: writes)
-        if let problem = PlacedDirectory.sync(batch.compactMap(\.placedIn)) {
+        if let problem = syncDirectories(batch.compactMap(\.placedIn)) {
             // Like a write the store refused: the jobs stay `running`, their partial files stay
             // (a restart finds such a file placed), and the whole batch is tried again later.
             logger.error("finished files' names not durable; trying again", metadata: ["jobs": "\(batch.count)", "error": "\(problem)"])
