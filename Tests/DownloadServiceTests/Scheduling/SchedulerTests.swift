@@ -49,6 +49,7 @@ import Transfer
         let body = Array("j1's bytes".utf8)
         run.transfers.progress("j1", TransferProgress(bytesOnDisk: Int64(body.count), bytesExpected: Int64(body.count), bodyComplete: true))
         #expect(await eventually { run.transfers.jobIDs == ["j1", "j2"] })
+        run.settle()  // j2's transfer starts inside its claim, before the claim commits
         #expect(try run.states(["j1", "j2"]) == [.running, .running])
 
         try run.transfers.succeed("j1", body: body)
