@@ -48,7 +48,9 @@ let package = Package(
         .executableTarget(name: "StoreBench", dependencies: ["PostgresStore", "Persistence", "DownloadCore"], path: "Benchmarks/StoreBench"),
 
         // `make fuzz`: libFuzzer over the request parser; built plainly, it replays a corpus.
-        .executableTarget(name: "RequestParserFuzz", dependencies: ["HTTPServer"], path: "Fuzz/RequestParserFuzz"),
+        // FuzzSupport holds what every fuzz target's harness shares.
+        .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
+        .executableTarget(name: "RequestParserFuzz", dependencies: ["HTTPServer", "FuzzSupport"], path: "Fuzz/RequestParserFuzz"),
 
         .target(name: "TestSupport", dependencies: ["DownloadCore"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", "CZlib"]),

@@ -1,15 +1,11 @@
+import FuzzSupport
 import HTTPServer
-
-/// What a run of the parser over one input must never do.
-struct OracleFailure: Error, CustomStringConvertible {
-    var description: String
-}
 
 /// Feeds one input to `RequestParser` the way a connection does and checks what a client could
 /// tell apart: the requests and the refusal must not depend on how the bytes were split
 /// across reads; a refusal is a 4xx (the API allows no 5xx but 503); no request exceeds the
 /// limits; and the bytes the parser holds stay within the limits plus one read.
-enum Oracle {
+enum Oracle: FuzzOracle {
     /// Small limits, so that inputs of a few hundred bytes reach every one of them.
     static let configuration: HTTPServerConfiguration = {
         var configuration = HTTPServerConfiguration()
