@@ -74,6 +74,16 @@ import TestSupport
         #expect(throws: JSONParser.Failure.self) { try parse(String(repeating: "[", count: 1_000_000)) }
     }
 
+    /// `jsonText` orders keys alike whatever order the parsed dictionary keeps them in, keys that
+    /// String's `<` cannot order too (a composed "é." and a decomposed "é"), so a value's text
+    /// reads back as itself. Each dictionary alive at once has an order of its own.
+    @Test func textOrdersKeysWhateverTheDictionaryOrder() throws {
+        let values = try (0..<32).map { _ in try parse("{\"\u{E9}.\": 1, \"e\u{301}\": 2}") }
+        for value in values {
+            #expect(Array(value.jsonText.utf8) == Array("{\"e\u{301}\":2,\"\u{E9}.\":1}".utf8))
+        }
+    }
+
     /// Random documents written by Foundation's JSONSerialization parse back to what was written.
     @Test func agreesWithFoundationOnRandomDocuments() throws {
         var generator = SplitMix64(seed: 7)
