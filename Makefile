@@ -67,17 +67,23 @@ test-e2e: build py-deps swift-client
 swift-client: deps
 	$(SWIFT) build --package-path Tests/clients/swift --scratch-path $(SWIFT_CLIENT_BUILD) --product FetchdClientCheck
 
-## fuzz: libFuzzer (with AddressSanitizer) over the HTTP request parser for FUZZ_SECONDS;
-## new inputs go to .build-fuzz/corpus, crashes to .build-fuzz/crash-*, seeds stay in Fuzz/corpus
+## fuzz: libFuzzer (with AddressSanitizer) for FUZZ_SECONDS each over the HTTP request parser,
+## then over the JSON parser that reads every request body, checked against Foundation's
+## JSONSerialization; fuzz-RequestParser or fuzz-JSONParser runs one. New inputs go to
+## .build-fuzz/corpus/<parser>, crashes to .build-fuzz/<parser>-crash-*, inputs that take over
+## 10 s (hangs) to .build-fuzz/<parser>-timeout-*; seeds stay in Fuzz/corpus/<parser>
 FUZZ_SECONDS ?= 300
-fuzz:
+FUZZ_PARSERS := RequestParser JSONParser
+fuzz: $(FUZZ_PARSERS:%=fuzz-%)
+.PHONY: $(FUZZ_PARSERS:%=fuzz-%)
+$(FUZZ_PARSERS:%=fuzz-%): fuzz-%:
 	@# --sanitize fuzzer makes SwiftPM leave main to libFuzzer; the driver keeps only the last
 	@# -sanitize= it is given, so both sanitizers go in one flag after it.
 	$(SWIFT) build -c release --scratch-path .build-fuzz --sanitize fuzzer -Xswiftc -sanitize=fuzzer,address \
-		-Xswiftc -DFUZZING --product RequestParserFuzz
-	mkdir -p .build-fuzz/corpus
-	.build-fuzz/release/RequestParserFuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
-		-dict=Fuzz/RequestParser.dict -artifact_prefix=.build-fuzz/ .build-fuzz/corpus Fuzz/corpus/RequestParser
+		-Xswiftc -DFUZZING --product $*Fuzz
+	mkdir -p .build-fuzz/corpus/$*
+	.build-fuzz/release/$*Fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
+		-dict=Fuzz/$*.dict -artifact_prefix=.build-fuzz/$*- .build-fuzz/corpus/$* Fuzz/corpus/$*
 
 ## bench: fetchd beside curl and aria2 on loopback, one table (Benchmarks/README.md, docs/benchmarks.md); BENCH_ARGS passes options
 ## bench-quick: the same scaled down, in under 3 minutes

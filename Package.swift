@@ -47,10 +47,11 @@ let package = Package(
 
         .executableTarget(name: "StoreBench", dependencies: ["PostgresStore", "Persistence", "DownloadCore"], path: "Benchmarks/StoreBench"),
 
-        // `make fuzz`: libFuzzer over the request parser; built plainly, it replays a corpus.
-        // FuzzSupport holds what every fuzz target's harness shares.
+        // `make fuzz`: libFuzzer over the request parser and the JSON parser; built plainly, each
+        // replays a corpus. FuzzSupport holds what every fuzz target's harness shares.
         .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
         .executableTarget(name: "RequestParserFuzz", dependencies: ["HTTPServer", "FuzzSupport"], path: "Fuzz/RequestParserFuzz"),
+        .executableTarget(name: "JSONParserFuzz", dependencies: ["DownloadCore", "FuzzSupport"], path: "Fuzz/JSONParserFuzz"),
 
         .target(name: "TestSupport", dependencies: ["DownloadCore"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", "CZlib"]),
