@@ -24,10 +24,7 @@ extension JSONValue {
             bytes.append(UInt8(ascii: "]"))
         case .object(let members):
             bytes.append(UInt8(ascii: "{"))
-            // By UTF-8 bytes: String's `<` is no total order across normalization forms ("é."
-            // and "e\u{301}" are neither less than the other nor equal), so sorting by it would
-            // follow the dictionary's order, which differs between equal dictionaries.
-            for (index, key) in members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+            for (index, key) in members.keys.sortedByUTF8().enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
                 JSONString.append(key, to: &bytes)
                 bytes.append(UInt8(ascii: ":"))

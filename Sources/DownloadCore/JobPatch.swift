@@ -48,7 +48,7 @@ public struct JobPatch: Sendable, Equatable {
                 }
             }
         }
-        for name in fields.keys.sorted() where !patchable.contains(name) {
+        for name in fields.keys.sortedByUTF8() where !patchable.contains(name) {
             errors.append(FieldError(field: name, message: "cannot be changed after submit"))
         }
         patch.url = read("url") { value in

@@ -141,7 +141,7 @@ public enum SubmissionValidator {
         }
         // Every known name was asked for once: a field left unread is unknown.
         if fields.unread > 0 {
-            errors.insert(contentsOf: fields.all.keys.sorted().filter { !knownFields.contains($0) }.map { FieldError(field: $0, message: "unknown field") },
+            errors.insert(contentsOf: fields.all.keys.sortedByUTF8().filter { !knownFields.contains($0) }.map { FieldError(field: $0, message: "unknown field") },
                           at: 0)
         }
         return errors.isEmpty ? .success(result) : .failure(FieldErrors(errors))
@@ -268,7 +268,7 @@ public enum SubmissionValidator {
         guard case .object(let object) = value else { return .failure(ValidationProblem("must be an object of string → string")) }
         guard object.count <= maxHeaders else { return .failure(ValidationProblem("at most \(maxHeaders) headers")) }
         var headers: [OriginHeader] = []
-        for name in object.keys.sorted() {
+        for name in object.keys.sortedByUTF8() {
             guard case .string(let headerValue)? = object[name] else {
                 return .failure(ValidationProblem("the value of '\(name)' must be a string"))
             }

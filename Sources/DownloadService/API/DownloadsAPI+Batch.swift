@@ -22,7 +22,7 @@ extension DownloadsAPI {
         guard case .object(let fields) = body, case .array(let items)? = fields["items"] else {
             throw APIProblem.invalid("items", "the body must be {\"items\": [submission, …]}")
         }
-        if let unknown = fields.keys.sorted().first(where: { $0 != "items" }) { throw APIProblem.invalid(unknown, "unknown field") }
+        if let unknown = fields.keys.sortedByUTF8().first(where: { $0 != "items" }) { throw APIProblem.invalid(unknown, "unknown field") }
         guard items.count <= Self.maxBatchItems else {
             throw APIProblem.invalid("items", "at most \(Self.maxBatchItems) items a batch (this has \(items.count))")
         }
