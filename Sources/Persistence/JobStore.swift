@@ -42,18 +42,19 @@ public protocol JobStore: Sendable {
 
     /// Applies the changes in order, in one transaction. One result per change: false where a
     /// compare-and-set found the job in another state. Nothing is applied if one throws.
-    /// A state change writes every field but the client's (see `change`) and moves the job's
-    /// `revision` on, as a progress update does. A failed job brought back to life (`queued`)
-    /// while another live job owns its destination throws `DestinationBusy`.
+    /// A state change writes the state's columns (`ColumnOwner.state` in `DownloadTable`), never
+    /// the client's, and moves the job's `revision` on, as a progress update does. A failed job
+    /// brought back to life (`queued`) while another live job owns its destination throws
+    /// `DestinationBusy`.
     func apply(_ changes: [StoreChange]) throws -> [Bool]
 
     /// A client's change of a live job (`PATCH`), as compare-and-set on its `revision`: writes the
-    /// fields a client owns (url, hostKey, headers, priority, earliestBeginDate, discretionary,
-    /// webhookURL, metadata) — which state changes never write — and, for a queued job, its new
-    /// `runAt` (it waits for the next promotion), and `awaitingURLSince` (a new URL ends a URL
-    /// refresh wait). Every other field is left as stored. Returns the
-    /// job as stored after the change (its revision moved on), or nil when the job is not live or
-    /// no longer at `revision`.
+    /// client's columns (`ColumnOwner.client` in `DownloadTable`) — which state changes never
+    /// write — and, for a queued job, its new `runAt` (it waits for the next promotion), and
+    /// `awaitingURLSince` (a new URL ends a URL refresh wait). Every other field is left as
+    /// stored. Returns the job as stored after the change (its revision moved on), or nil when the
+    /// job is not live or no longer at `revision`. A running job's scheduler takes the change onto
+    /// its own copy with `Download.takingClientFields(from:)`.
     func change(_ download: Download, expectingRevision revision: Int64) throws -> Download?
 
     /// A session action in one set-based transaction: every job of the session in a state the

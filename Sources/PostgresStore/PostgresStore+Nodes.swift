@@ -56,7 +56,10 @@ extension PostgresStore {
             try db.query("""
                 SELECT id, state FROM downloads WHERE id = ANY($1::text[])
                 AND (state <> 'running' OR lease_owner IS DISTINCT FROM $2)
-                """, [.textArray(ids), .text(membership.id)]) { ($0.string(0), DownloadState(rawValue: $0.string(1)) ?? .failed) }
+                """, [.textArray(ids), .text(membership.id)]) { row in
+                let id = row.string(0)
+                return (id, try DownloadTable.state(.text(row.string(1)), ofJob: id))
+            }
         }
         return Dictionary(rows, uniquingKeysWith: { first, _ in first })
     }

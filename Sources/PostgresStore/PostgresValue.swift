@@ -106,7 +106,6 @@ struct PostgresRow {
     func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
     func int(_ column: Int32) -> Int { Int(int64(column)) }
     func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : int(column) }
-    func double(_ column: Int32) -> Double { Double(string(column)) ?? 0 }
     func bool(_ column: Int32) -> Bool { string(column) == "t" }
 
     /// A `bytea` in text format: `\x` and two hex digits a byte.

@@ -1,32 +1,40 @@
+import CSQLite
 import DownloadCore
 import Persistence
 
-/// The mapping between `Download` and a row of the downloads table, in one place.
+/// The downloads table (`DownloadTable`) in SQLite's SQL: the lists and assignments its statements
+/// use, built once, and a `Download`'s values as SQLite binds them.
 enum DownloadColumns {
-    static let written = DownloadTable.columns
+    /// Every column `download(_:)` reads, for SELECT and RETURNING.
+    static let list = DownloadTable.names.joined(separator: ", ")
+    /// The columns an INSERT writes, bound from `values`.
+    static let insertList = DownloadTable.insertColumns.names.joined(separator: ", ")
+    static let placeholders = Array(repeating: "?", count: DownloadTable.insertColumns.indices.count).joined(separator: ", ")
 
-    /// Every column `download(_:)` reads: the written ones, then the revision the store keeps.
-    static let list = (written + ["revision"]).joined(separator: ", ")
-    static let insertList = written.joined(separator: ", ")
-    static let placeholders = Array(repeating: "?", count: written.count).joined(separator: ", ")
-
-    /// `destination = ?, …, revision = revision + 1` for a state change: every column but the id
-    /// and the client's; bind `stateValues` then the id.
-    /// Also sets `live_destination`, which follows the state.
+    /// `destination = ?, …, revision = revision + 1` for a state change: the state's columns
+    /// (`stateColumns`); bind `stateValues` then the id.
     static let stateAssignments = assignments(stateColumns)
-    /// The columns `stateAssignments` sets, in the order of `stateValues`.
-    static let stateColumns = DownloadTable.stateIndices.map { written[$0] } + ["live_destination"]
-    /// The same for a client's change: the client's columns only.
-    static let clientAssignments = assignments(DownloadTable.clientIndices.map { written[$0] })
+    /// The columns `stateAssignments` sets, in the order of `stateValues`: the state's, and
+    /// `live_destination`, which follows the state.
+    static let stateColumns = DownloadTable.stateColumns.names + ["live_destination"]
+    /// The same for a client's change: the client's columns, bound from `clientValues`.
+    static let clientAssignments = assignments(DownloadTable.clientColumns.names)
 
     /// `a = ?, b = ?, …, revision = revision + 1`: an UPDATE's SET list for `columns`.
     static func assignments(_ columns: [String]) -> String {
         (columns.map { "\($0) = ?" } + ["revision = revision + 1"]).joined(separator: ", ")
     }
 
+    static func values(_ d: Download) -> [SQLValue] {
+        DownloadTable.values(d, DownloadTable.insertColumns, SQLValue.init)
+    }
+
     static func stateValues(_ d: Download) -> [SQLValue] {
-        let all = values(d)
-        return DownloadTable.stateIndices.map { all[$0] } + [liveDestination(d)]
+        DownloadTable.values(d, DownloadTable.stateColumns, SQLValue.init) + [liveDestination(d)]
+    }
+
+    static func clientValues(_ d: Download) -> [SQLValue] {
+        DownloadTable.values(d, DownloadTable.clientColumns, SQLValue.init)
     }
 
     /// The destination while the job is live and names a file (not a `dir/`), else NULL. The
@@ -36,53 +44,57 @@ enum DownloadColumns {
         d.state.isTerminal || d.destination.path.hasSuffix("/") ? .null : .text(d.destination.path)
     }
 
-    static func clientValues(_ d: Download) -> [SQLValue] {
-        let all = values(d)
-        return DownloadTable.clientIndices.map { all[$0] }
+    /// The job of a row of `list`.
+    static func download(_ row: some ColumnReading) throws -> Download {
+        try DownloadTable.download(from: row)
+    }
+}
+
+extension SQLValue {
+    /// A table's value as SQLite binds it: a bool as the integer 0 or 1.
+    init(_ value: __owned ColumnValue) {
+        switch value {
+        case .null: self = .null
+        case .text(let text): self = .text(text)
+        case .integer(let number): self = .integer(number)
+        case .real(let number): self = .real(number)
+        case .bool(let flag): self = .integer(flag ? 1 : 0)
+        }
     }
 
-    static func values(_ d: Download) -> [SQLValue] {
-        [
-            .text(d.id), .text(d.url), .text(d.destination.path), .text(d.session), .text(d.state.rawValue),
-            optional(d.earliestBeginDate), .integer(d.discretionary ? 1 : 0), .real(d.priority),
-            optional(d.expectedBytesToSend), optional(d.expectedBytesToReceive), .integer(d.bytesReceived),
-            optional(d.bytesExpectedFromOrigin), .integer(Int64(d.attempts)), optional(d.httpStatus.map(Int64.init)),
-            optional(d.error?.code), optional(d.error?.message), optional(d.sha256), optional(d.expectedSHA256),
-            optional(d.webhookURL), optional(HeaderStorage.text(d.headers)), .integer(d.overwrite ? 1 : 0), optional(d.validator),
-            .integer(d.createdAt), optional(d.startedAt), optional(d.finishedAt), .integer(d.runAt),
-            optional(d.nextAttemptAt), .text(d.hostKey), optional(d.metadata), .integer(Int64(d.attemptsBeforeRetry)),
-            .integer(d.urlRefresh ? 1 : 0), optional(d.awaitingURLSince), .integer(Int64(d.outageAttempts)), optional(d.progressAt),
-            optional(d.diskFullSince),
-            optional(d.checksum?.description), optional(d.checksumURL), .integer(d.renameOnConflict ? 1 : 0), optional(d.path), optional(d.resourceTimeout),
-            optional(JSONArrayColumn.text(d.mirrors)), .integer(Int64(d.connections)), optional(d.maxBytesPerSecond),
-            .integer(Int64(d.mirrorIndex)), .integer(Int64(d.mirrorMisses)), optional(RangeProgress.text(d.ranges)),
-        ]
+    /// The table's value this is in a column of `kind`: 0 or 1 in a bool column is the bool, and
+    /// an integer in a REAL column the same number (a snapshot's JSON may write a whole one so).
+    /// Anything else stays as it is, for the column to refuse if it is not its kind.
+    func column(as kind: ColumnKind) -> ColumnValue {
+        switch (self, kind) {
+        case (.null, _): return .null
+        case (.integer(let number), .bool) where number == 0 || number == 1: return .bool(number == 1)
+        case (.integer(let number), .real): return .real(Double(number))
+        case (.integer(let number), _): return .integer(number)
+        case (.real(let number), _): return .real(number)
+        case (.text(let text), _): return .text(text)
+        // No column of the table is a blob: its bytes are read as SQLite reads a blob as text.
+        case (.blob(let bytes), _): return .text(String(decoding: bytes, as: UTF8.self))
+        }
     }
+}
 
-    static func download(_ row: some ColumnValues) throws -> Download {
-        let errorCode = row.optionalString(14)
-        return Download(
-            id: row.string(0), url: row.string(1), destination: Destination(stored: row.string(2)), session: row.string(3),
-            state: DownloadState(rawValue: row.string(4)) ?? .failed,
-            earliestBeginDate: row.optionalInt64(5), discretionary: row.int(6) != 0, priority: row.double(7),
-            expectedBytesToSend: row.optionalInt64(8), expectedBytesToReceive: row.optionalInt64(9),
-            bytesReceived: row.int64(10), bytesExpectedFromOrigin: row.optionalInt64(11), attempts: row.int(12),
-            httpStatus: row.optionalInt(13),
-            error: errorCode.map { DownloadError(code: $0, message: row.optionalString(15) ?? "") },
-            sha256: row.optionalString(16), expectedSHA256: row.optionalString(17), webhookURL: row.optionalString(18),
-            headers: try HeaderStorage.headers(row.optionalString(19)), overwrite: row.int(20) != 0, validator: row.optionalString(21),
-            createdAt: row.int64(22), startedAt: row.optionalInt64(23), finishedAt: row.optionalInt64(24),
-            runAt: row.int64(25), nextAttemptAt: row.optionalInt64(26), hostKey: row.string(27),
-            outageAttempts: row.int(32), progressAt: row.optionalInt64(33), diskFullSince: row.optionalInt64(34),
-            metadata: row.optionalString(28), attemptsBeforeRetry: row.int(29), revision: row.int64(Int32(written.count)),
-            urlRefresh: row.int(30) != 0, awaitingURLSince: row.optionalInt64(31),
-            checksum: try row.optionalString(35).map { try Checksum.parse($0).get() }, checksumURL: row.optionalString(36),
-            renameOnConflict: row.int(37) != 0, path: row.optionalString(38), resourceTimeout: row.optionalString(39),
-            mirrors: try JSONArrayColumn.items(row.optionalString(40)), connections: row.int(41),
-            maxBytesPerSecond: row.optionalInt64(42), mirrorIndex: row.int(43), mirrorMisses: row.int(44),
-            ranges: RangeProgress.parse(row.optionalString(45)))
+extension Row: ColumnReading {
+    var columnCount: Int { Int(sqlite3_column_count(raw)) }
+
+    /// Read as a value (`sqlite3_column_value`): one call into SQLite a column instead of two or
+    /// three, at 47 columns a job. Such a value is "unprotected", safe here as a connection is used
+    /// by one thread at a time (`SQLiteStore`'s locks) and the row is not stepped past meanwhile.
+    func value(at position: Int, as kind: ColumnKind) -> ColumnValue {
+        let value = sqlite3_column_value(raw, Int32(position))
+        switch sqlite3_value_type(value) {
+        case SQLITE_NULL: return .null
+        case SQLITE_INTEGER: return SQLValue.integer(sqlite3_value_int64(value)).column(as: kind)
+        case SQLITE_FLOAT: return .real(sqlite3_value_double(value))
+        default:
+            guard let text = sqlite3_value_text(value) else { return .text("") }
+            let bytes = UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value)))
+            return .text(String(decoding: bytes, as: UTF8.self))
+        }
     }
-
-    private static func optional(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }
-    private static func optional(_ value: String?) -> SQLValue { value.map(SQLValue.text) ?? .null }
 }

@@ -19,7 +19,7 @@ struct LogRow {
             return seq > sequence ? [LoggedEvent(sequence: seq, downloadID: downloadID, session: session, payload: payload)] : []
         }
         let ids = RowSnapshot(Array(downloadID.utf8))
-        guard let ids, ids.count == count, let payloads = JSONArrayElements.split(payload), payloads.count == count else {
+        guard let ids, ids.columnCount == count, let payloads = JSONArrayElements.split(payload), payloads.count == count else {
             throw StoreError(code: 0, message: "event log row \(seq) does not hold \(count) events")
         }
         let start = max(0, Int(sequence - first) + 1)
@@ -35,7 +35,7 @@ struct LogRow {
                 }
                 payload = whole
             }
-            return LoggedEvent(sequence: first + Int64(index), downloadID: ids.string(Int32(index)), session: session, payload: payload)
+            return LoggedEvent(sequence: first + Int64(index), downloadID: ids.string(index), session: session, payload: payload)
         }
     }
 }

@@ -1,10 +1,11 @@
 import DownloadCore
+import Persistence
 
 /// A downloads row as the event log keeps it for a session action: a JSON array of numbers, strings
 /// and nulls only (SQLite's `json_array` wrote those logged before `SnapshotRows`, which writes the
-/// same), read back column by column like a `Row`,
-/// so `DownloadColumns.download` decodes it without a statement.
-struct RowSnapshot: ColumnValues {
+/// same), read back column by column like a `Row`, so `DownloadColumns.download` decodes it without
+/// a statement.
+struct RowSnapshot: ColumnReading {
     private let values: [SQLValue]
 
     /// nil when `bytes` is not such an array.
@@ -20,55 +21,26 @@ struct RowSnapshot: ColumnValues {
 
     /// The snapshot of a `DownloadColumns.list` row with as many values as that list has now. One
     /// logged before an upgrade added columns has fewer; since new columns go at the end of the
-    /// written ones and `revision` always comes last, the missing ones go in before it, as nulls.
+    /// written ones and `revision` always comes last, the missing ones go in before it, each as
+    /// the migration that added it filled the rows then stored (`DownloadTable.valueBeforeAdded`).
     func withColumnsAddedSince() -> RowSnapshot {
-        let expected = DownloadColumns.written.count + 1
+        let expected = DownloadTable.columns.count
         guard values.count < expected, let revision = values.last else { return self }
-        return RowSnapshot(values: values.dropLast() + Array(repeating: .null, count: expected - values.count) + [revision])
+        let added = (values.count - 1..<expected - 1).map { SQLValue(DownloadTable.valueBeforeAdded(column: $0)) }
+        return RowSnapshot(values: values.dropLast() + added + [revision])
     }
 
     /// How many values it holds.
-    var count: Int { values.count }
+    var columnCount: Int { values.count }
 
-    func isNull(_ column: Int32) -> Bool {
-        if case .null = value(column) { return true }
-        return false
+    func value(at position: Int, as kind: ColumnKind) -> ColumnValue {
+        values[position].column(as: kind)
     }
 
-    func int64(_ column: Int32) -> Int64 {
-        switch value(column) {
-        case .integer(let v): return v
-        case .real(let v): return Int64(exactly: v.rounded(.towardZero)) ?? 0
-        default: return 0
-        }
-    }
-
-    func int(_ column: Int32) -> Int { Int(int64(column)) }
-
-    func double(_ column: Int32) -> Double {
-        switch value(column) {
-        case .integer(let v): return Double(v)
-        case .real(let v): return v
-        default: return 0
-        }
-    }
-
-    func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
-    func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : int(column) }
-
-    func string(_ column: Int32) -> String {
-        switch value(column) {
-        case .text(let v): return v
-        case .integer(let v): return String(v)
-        case .real(let v): return String(v)
-        default: return ""
-        }
-    }
-
-    func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
-
-    private func value(_ column: Int32) -> SQLValue {
-        Int(column) < values.count ? values[Int(column)] : .null
+    /// The text at `position`, "" if it holds none (an event log row's ids are such an array).
+    func string(_ position: Int) -> String {
+        guard position < values.count, case .text(let text) = values[position] else { return "" }
+        return text
     }
 
     /// The JSON SQLite writes: no whitespace, strings escaped with `\"`, `\\`, `\/`, `\b`, `\f`,

@@ -76,7 +76,7 @@ extension SQLiteStore {
         var chosenTags: [Int64] = []
         chosenTags.reserveCapacity(run.count)
         var values: [SQLValue] = []
-        values.reserveCapacity(run.count * (DownloadColumns.written.count + 4))
+        values.reserveCapacity(run.count * (DownloadTable.insertColumns.indices.count + 4))
         var entries: [NewRowSnapshot] = []
         entries.reserveCapacity(run.count)
         // By index: `for job in run` would copy each job, a retain per field of its Download.

@@ -130,9 +130,12 @@ private struct SessionChange {
         return "\(verb) \(jobs.table) SET \(set), revision = revision + 1 WHERE \(jobs.condition)"
     }
 
-    /// The jobs the UPDATE changes, as `StateLog.snapshotColumns` of the rows it leaves.
+    /// The jobs the UPDATE changes, as `StateLog.snapshotColumns` of the rows it leaves: the store's
+    /// column (the revision) moved on, as every write moves it.
     var preview: String {
-        let columns = DownloadColumns.written.map { column in assignments.first { $0.key == column }?.value ?? column }
-        return "SELECT id, session, \(columns.joined(separator: ", ")), revision + 1 FROM \(jobs.table) WHERE \(jobs.condition)"
+        let columns = DownloadTable.columns.map { column in
+            column.owner == .store ? "\(column.name) + 1" : assignments.first { $0.key == column.name }?.value ?? column.name
+        }
+        return "SELECT \(columns.joined(separator: ", ")) FROM \(jobs.table) WHERE \(jobs.condition)"
     }
 }

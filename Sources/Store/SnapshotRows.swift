@@ -1,6 +1,7 @@
 import CSQLite
 import DownloadCore
 import Foundation
+import Persistence
 
 /// A session action's jobs for the event log, read from its UPDATE's RETURNING
 /// (`StateLog.snapshotColumns`) and grouped into log rows of up to `StateLog.eventsPerRow` jobs of
@@ -31,15 +32,16 @@ struct SnapshotRows {
     private var baseTextRanges: [Range<Int>] = []
     private var baseText: [UInt8] = []
 
-    /// Where the snapshot's columns start among those of `StateLog.snapshotColumns` (after id and session).
-    private static let first: Int32 = 2
+    /// Where the job's id and session are in a row of `StateLog.snapshotColumns`.
+    private static let idPosition = Int32(DownloadTable.position(of: "id"))
+    private static let sessionPosition = Int32(DownloadTable.position(of: "session"))
 
     /// Adds the job of the current row of a statement returning `StateLog.snapshotColumns`. Reads
     /// the columns as values (`sqlite3_column_value`): one call into SQLite each instead of two or
     /// three, which matter at 47 columns × 100,000 jobs. Such a value is "unprotected", safe here as
     /// the connection is used by one thread at a time (`SQLiteStore`'s mutex) and the row not stepped past.
     mutating func add(_ row: Row) {
-        let id = row.string(0), session = row.string(1)
+        let id = row.string(Self.idPosition), session = row.string(Self.sessionPosition)
         ids.append(id)
         let raw = row.raw, columns = sqlite3_column_count(raw)
         guard let last = runs.last, last.session == session, last.ids.count < StateLog.eventsPerRow else {
@@ -49,9 +51,9 @@ struct SnapshotRows {
         let current = runs.count - 1
         runs[current].ids.append(id)
         runs[current].elements += ",[null".utf8
-        for column in Self.first..<columns {
+        for column in 0..<columns {
             guard let value = sqlite3_column_value(raw, column) else { continue }
-            let index = Int(column - Self.first)
+            let index = Int(column)
             if isBase(index, value) { continue }
             runs[current].elements.append(UInt8(ascii: ","))
             JSONNumber.append(Int64(index), to: &runs[current].elements)
@@ -69,7 +71,7 @@ struct SnapshotRows {
         baseNumbers.removeAll(keepingCapacity: true)
         baseTextRanges.removeAll(keepingCapacity: true)
         baseText.removeAll(keepingCapacity: true)
-        for column in Self.first..<columns {
+        for column in 0..<columns {
             let value = sqlite3_column_value(raw, column)
             let type = sqlite3_value_type(value)
             baseTypes.append(type)
@@ -77,7 +79,7 @@ struct SnapshotRows {
             let start = baseText.count
             if type == SQLITE_TEXT || type == SQLITE_BLOB { baseText += Self.text(value) }
             baseTextRanges.append(start..<baseText.count)
-            run.elements.append(column == Self.first ? UInt8(ascii: "[") : UInt8(ascii: ","))
+            run.elements.append(column == 0 ? UInt8(ascii: "[") : UInt8(ascii: ","))
             Self.appendJSON(value, to: &run.elements)
         }
         run.elements.append(UInt8(ascii: "]"))

@@ -70,9 +70,9 @@ struct StateLog: Sendable {
         }
     }
 
-    /// The columns a session action's UPDATE returns for `SnapshotRows`: the job's id and session,
-    /// then its row as `DownloadColumns.download` reads it.
-    static let snapshotColumns = "id, session, \(DownloadColumns.list)"
+    /// The columns a session action's UPDATE returns for `SnapshotRows`: the job's row as
+    /// `DownloadColumns.download` reads it.
+    static let snapshotColumns = DownloadColumns.list
 
     /// One log row: a job's event as it is, or those of many of one session (ids and payloads as JSON arrays).
     private func insertRow(_ db: SQLiteConnection, session: String, ids: [String], payload: [UInt8], now: SQLValue) throws {

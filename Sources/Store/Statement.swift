@@ -97,26 +97,13 @@ final class Statement {
     }
 }
 
-/// A row's values by column, as `DownloadColumns.download` reads them.
-protocol ColumnValues {
-    func isNull(_ column: Int32) -> Bool
-    func int64(_ column: Int32) -> Int64
-    func int(_ column: Int32) -> Int
-    func double(_ column: Int32) -> Double
-    func optionalInt64(_ column: Int32) -> Int64?
-    func optionalInt(_ column: Int32) -> Int?
-    func string(_ column: Int32) -> String
-    func optionalString(_ column: Int32) -> String?
-}
-
 /// The current row of a stepping statement; valid only inside the `query` closure.
-struct Row: ColumnValues {
+struct Row {
     let raw: OpaquePointer
 
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
     func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(raw, column)) }
-    func double(_ column: Int32) -> Double { sqlite3_column_double(raw, column) }
     func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
     func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : int(column) }
     func string(_ column: Int32) -> String {

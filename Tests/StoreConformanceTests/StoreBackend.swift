@@ -2,7 +2,7 @@ import DownloadCore
 import Foundation
 import Persistence
 @testable import PostgresStore
-import Store
+@testable import Store
 import TestSupport
 import Testing
 
@@ -14,10 +14,19 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
     let make: @Sendable (_ directory: String) throws -> any JobStore
     /// Removes what `make` made outside the directory, after the store is closed.
     var discard: @Sendable (_ directory: String) -> Void = { _ in }
+    /// Runs `sql` on the store's data behind its back, with the schema's CHECKs off: to store what
+    /// the store itself never writes (a state it does not know, say).
+    let tamper: @Sendable (_ store: any JobStore, _ directory: String, _ sql: String) throws -> Void
 
     var testDescription: String { name }
 
-    static let sqlite = StoreBackend(name: "SQLite") { directory in try SQLiteStore(path: directory + "/fetchd.sqlite") }
+    static let sqlite = StoreBackend(name: "SQLite", make: { directory in try SQLiteStore(path: directory + "/fetchd.sqlite") },
+                                     tamper: { store, _, sql in
+        let store = try #require(store as? SQLiteStore)
+        try store.withConnection { db in
+            try db.execute("PRAGMA ignore_check_constraints = ON; \(sql); PRAGMA ignore_check_constraints = OFF")
+        }
+    })
 
     /// PostgreSQL, when `FETCHD_TEST_DATABASE_URL` names a server (`make test` starts one with
     /// scripts/postgres/test-server.sh): each scratch store gets a schema of its own (a database
@@ -37,6 +46,10 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
             return try PostgresStore(url: server + separator + "options=-csearch_path%3D" + schema(directory))
         }, discard: { directory in
             try? admin("DROP SCHEMA IF EXISTS \(schema(directory)) CASCADE")
+        }, tamper: { _, directory, sql in
+            try admin("""
+                SET search_path TO \(schema(directory)); ALTER TABLE downloads DROP CONSTRAINT IF EXISTS downloads_state_check; \(sql)
+                """)
         })
     }
 
@@ -73,6 +86,11 @@ final class ScratchStore {
         for other in others { other.close() }
         backend.discard(directory)
         try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Runs `sql` on the store's data behind its back (`StoreBackend.tamper`).
+    func tamper(_ sql: String) throws {
+        try backend.tamper(store, directory, sql)
     }
 
     /// Claims one queued job as `started` through a claim pass that chooses only it.

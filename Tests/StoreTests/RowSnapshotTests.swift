@@ -111,13 +111,33 @@ import Testing
         #expect(try store.loggedEvents(after: before, session: "t", limit: count).allSatisfy { $0.session == "t" })
     }
 
-    @Test func aSnapshotFromBeforeAnAddedColumnReadsItAsNullAndKeepsItsRevision() throws {
-        let columns = DownloadColumns.written.count
-        // The values of a snapshot written when the table had one column fewer: columns - 1, then the revision.
-        let older = "[" + (0..<columns - 1).map { _ in "null" }.joined(separator: ",") + ",42]"
+    /// A snapshot logged before an upgrade added columns: each added column reads as a new job's
+    /// default for its field (what its migration gave the rows then stored), and the revision,
+    /// last, stays the revision.
+    @Test func aSnapshotFromBeforeAddedColumnsReadsThemAsANewJobsDefaults() throws {
+        var download = makeDownload("01A")
+        download.revision = 42
+        // Written when the table ended at `mirrors`: without connections, … ranges.
+        let kept = DownloadTable.position(of: "mirrors") + 1
+        var json: [UInt8] = []
+        NewRowSnapshot(id: "01A", session: "default", values: Array(DownloadColumns.values(download).prefix(kept))).whole(into: &json)
+        let older = String(decoding: json, as: UTF8.self).replacingOccurrences(of: ",0]", with: ",42]")
         let row = try #require(RowSnapshot(Array(older.utf8))).withColumnsAddedSince()
-        #expect(row.isNull(Int32(columns - 1)))
-        #expect(row.int64(Int32(columns)) == 42)
+        #expect(row.columnCount == DownloadTable.columns.count)
+        #expect(try DownloadColumns.download(row) == download)
+        #expect(download.connections == 1, "a default other than NULL or 0")
+    }
+
+    /// A snapshot with fewer values than the table has columns (not one from before an upgrade)
+    /// is a store error naming the first column it lacks.
+    @Test func aSnapshotMissingAColumnIsAStoreError() throws {
+        let values = DownloadColumns.values(makeDownload("01A"))
+        var json: [UInt8] = []
+        NewRowSnapshot(id: "01A", session: "default", values: Array(values.prefix(3))).whole(into: &json)
+        let row = try #require(RowSnapshot(Array(String(decoding: json, as: UTF8.self).replacingOccurrences(of: ",0]", with: "]").utf8)))
+        #expect(throws: UnreadableJob(id: "01A", column: DownloadTable.names[3], problem: "is missing")) {
+            try DownloadColumns.download(row)
+        }
     }
 
     @Test func refusesWhatSQLiteDoesNotWrite() {
@@ -125,9 +145,10 @@ import Testing
             #expect(RowSnapshot(Array(text.utf8)) == nil, "\(text)")
         }
         let row = RowSnapshot(Array(#"[-3,0.5,null,"a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00",1.0e+20]"#.utf8))
-        #expect(row?.int64(0) == -3 && row?.double(1) == 0.5 && row?.isNull(2) == true && row?.optionalString(2) == nil)
+        #expect(row?.value(at: 0, as: .integer) == .integer(-3) && row?.value(at: 1, as: .real) == .real(0.5))
+        #expect(row?.value(at: 2, as: .text) == .null && row?.columnCount == 5)
         #expect(row?.string(3) == "a\"\\/\u{8}\u{c}\n\r\té😀")
-        #expect(row?.double(4) == 1e20)
+        #expect(row?.value(at: 4, as: .real) == .real(1e20))
     }
 
     /// A log row of many events keeps their payloads as one JSON array; each comes back as it was

@@ -120,7 +120,7 @@ extension SQLiteStore {
         let db = try TemporaryStore()
         let opcodes = try db.store.withConnection { connection in
             try connection.prepare("EXPLAIN INSERT INTO downloads (\(DownloadColumns.insertList)) VALUES (\(DownloadColumns.placeholders))")
-                .query(Array(repeating: SQLValue.null, count: DownloadColumns.written.count)) { $0.string(1) }
+                .query(Array(repeating: SQLValue.null, count: DownloadTable.insertColumns.indices.count)) { $0.string(1) }
         }
         #expect(opcodes.contains("IdxInsert"))
         #expect(!opcodes.contains("OpenEphemeral"))
