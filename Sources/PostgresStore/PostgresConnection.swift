@@ -118,6 +118,8 @@ final class PostgresConnection {
             }
             return value
         } catch {
+            // The body's error is the one to report; a ROLLBACK that fails finds the connection
+            // broken, and it is made again before its next use (`reconnectIfBroken`).
             if !beginPending { try? execute("ROLLBACK") }
             throw error
         }

@@ -86,7 +86,8 @@ public final class PostgresStore: JobStore {
 
     /// True when the database takes writes (reachable, and not a read-only standby).
     public func isWritable() -> Bool {
-        (try? writer.use(retrying: true) { db in try db.query("SELECT NOT pg_is_in_recovery()") { $0.bool(0) }.first }) == true
+        // Any failure is the answer: not writable now.
+        return (try? writer.use(retrying: true) { db in try db.query("SELECT NOT pg_is_in_recovery()") { $0.bool(0) }.first }) == true
     }
 }
 

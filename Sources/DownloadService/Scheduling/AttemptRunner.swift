@@ -128,15 +128,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     func changed(_ job: Download, restart: Bool) {
         assertOnQueue()
         guard var attempt = active[job.id] else { return }
-        attempt.download.url = job.url
-        attempt.download.headers = job.headers
-        attempt.download.priority = job.priority
-        attempt.download.earliestBeginDate = job.earliestBeginDate
-        attempt.download.discretionary = job.discretionary
-        attempt.download.webhookURL = job.webhookURL
-        attempt.download.metadata = job.metadata
-        attempt.download.mirrors = job.mirrors
-        attempt.download.maxBytesPerSecond = job.maxBytesPerSecond
+        attempt.download = attempt.download.takingClientFields(from: job)
         active[job.id] = attempt
         if restart, attempt.stopReason == nil, attempt.isAttempting {
             active[job.id]?.stopReason = .requestChanged
