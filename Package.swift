@@ -33,10 +33,10 @@ let package = Package(
         .target(name: "DownloadCore"),
         // The store as the service sees it (a protocol and its values); one module per backend.
         .target(name: "Persistence", dependencies: ["DownloadCore"]),
-        .target(name: "Store", dependencies: ["CSQLite", "Confinement", "DownloadCore", "Persistence"]),
+        .target(name: "SQLiteStore", dependencies: ["CSQLite", "Confinement", "DownloadCore", "Persistence"]),
         .target(name: "PostgresStore", dependencies: ["CPostgres", "DownloadCore", "Persistence"]),
         .target(name: "DownloadService", dependencies: [
-            "Confinement", "DownloadCore", "Persistence", "Store", "PostgresStore", "Transfer", "HTTPServer",
+            "Confinement", "DownloadCore", "Persistence", "SQLiteStore", "PostgresStore", "Transfer", "HTTPServer",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -61,12 +61,12 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "DownloadCoreTests", dependencies: ["DownloadCore", "TestSupport"]),
-        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Persistence", "DownloadCore", "CSQLite"]),
+        .testTarget(name: "SQLiteStoreTests", dependencies: ["TestSupport", "SQLiteStore", "Persistence", "DownloadCore", "CSQLite"]),
         // What every JobStore backend must do; each backend is one entry of StoreBackend.all.
-        .testTarget(name: "StoreConformanceTests", dependencies: ["TestSupport", "Store", "PostgresStore", "Persistence", "DownloadCore"]),
+        .testTarget(name: "StoreConformanceTests", dependencies: ["TestSupport", "SQLiteStore", "PostgresStore", "Persistence", "DownloadCore"]),
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "Persistence", "DownloadCore"]),
         .testTarget(name: "DownloadServiceTests", dependencies: [
-            "DownloadService", "DownloadCore", "Persistence", "Store", "Transfer", "HTTPServer", "TestSupport",
+            "DownloadService", "DownloadCore", "Persistence", "SQLiteStore", "Transfer", "HTTPServer", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -1,7 +1,7 @@
 import DownloadCore
 
 /// fetchd's durable state, as the service needs it: the seam between the application and a
-/// database. SQLite (`Store`) is the embedded implementation; a shared-database backend serves
+/// database. SQLite (`SQLiteStore`) is the embedded implementation; a shared-database backend serves
 /// many nodes through the same calls. Every state change is one transaction and a compare-and-set
 /// on the state the caller expects; webhook events are recorded in the transaction of the change
 /// that causes them. Any method may throw when the database fails: callers must never read a

@@ -2,7 +2,7 @@ import DownloadCore
 import Foundation
 import Persistence
 @testable import PostgresStore
-@testable import Store
+@testable import SQLiteStore
 import TestSupport
 import Testing
 

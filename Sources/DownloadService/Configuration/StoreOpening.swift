@@ -2,7 +2,7 @@ import HTTPServer
 import Logging
 import Persistence
 import PostgresStore
-import Store
+import SQLiteStore
 
 extension DownloadService {
     /// The store the configuration asks for: PostgreSQL with FETCHD_DATABASE_URL, else SQLite in the

@@ -135,32 +135,11 @@ extension AttemptRunner {
             return finished(id, single)
         }
         attempt.download.ranges = segmented.ranges.map { RangeProgress(start: $0.start, end: $0.end, next: $0.next) }
-        let bytes = segmented.ranges.reduce(0) { $0 + $1.bytesOnDisk }
-        var result = TransferResult(bytesOnDisk: bytes, bytesThisAttempt: max(0, bytes - attempt.bytesAtStart),
-                                    bytesExpected: attempt.download.bytesExpectedFromOrigin, validator: attempt.download.validator)
-        if segmented.isComplete {
-            result.httpStatus = 206
-            result.sha256 = segmented.sha256
-            result.extraDigest = segmented.extraDigest
-            // Named as the first connection's response said, or else (resumed after a restart or
-            // a pause) as this start's range responses do.
-            let named = attempt.firstResponse ?? (segmented.contentDisposition, segmented.effectiveURL)
-            result.contentDisposition = named.contentDisposition
-            result.effectiveURL = named.effectiveURL
-        } else if let failure = segmented.failure {
-            result.failure = failure
-        } else if let (_, first) = segmented.unfinished.min(by: { $0.key < $1.key }) {
-            result.failure = first.failure
-            result.httpStatus = first.httpStatus
-            result.retryAfter = first.retryAfter
-            if case .rangeMismatch? = first.failure {
-                // A range came back as other bytes than asked for: nothing of the file can be trusted.
-                attempt.download = startsOver(attempt.download)
-                result.bytesOnDisk = 0
-                result.validator = nil
-            }
-        } else {
-            result.failure = .cancelled
+        let result = segmented.attemptResult(of: attempt.download, bytesAtStart: attempt.bytesAtStart,
+                                             firstResponse: attempt.firstResponse)
+        if case .rangeMismatch? = result.failure {
+            // A range came back as other bytes than asked for: nothing of the file can be trusted.
+            attempt.download = startsOver(attempt.download)
         }
         active[id] = attempt
         finished(id, result)

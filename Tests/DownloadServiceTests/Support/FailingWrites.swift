@@ -1,6 +1,6 @@
 import DownloadCore
 import Persistence
-import Store
+import SQLiteStore
 import Synchronization
 
 /// A real store some of whose writes do not take while their switch is on: the recording of

@@ -4,7 +4,7 @@ import DownloadCore
 import Foundation
 import Logging
 import Persistence
-import Store
+import SQLiteStore
 import Synchronization
 import Testing
 

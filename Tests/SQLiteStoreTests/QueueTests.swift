@@ -1,6 +1,6 @@
 import DownloadCore
 import Persistence
-@testable import Store
+@testable import SQLiteStore
 import TestSupport
 import Testing
 

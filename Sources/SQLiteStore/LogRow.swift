@@ -20,7 +20,7 @@ struct LogRow {
         }
         let ids = RowSnapshot(Array(downloadID.utf8))
         guard let ids, ids.columnCount == count, let payloads = JSONArrayElements.split(payload), payloads.count == count else {
-            throw StoreError(code: 0, message: "event log row \(seq) does not hold \(count) events")
+            throw SQLiteError(code: 0, message: "event log row \(seq) does not hold \(count) events")
         }
         let start = max(0, Int(sequence - first) + 1)
         guard start < count, limit > 0 else { return [] }
@@ -31,7 +31,7 @@ struct LogRow {
             if payload.starts(with: "[null".utf8) {
                 if base == nil { base = JSONArrayElements.split(Array(payloads[0])) }
                 guard let base, let whole = SnapshotRows.filled(payloads[index], from: base) else {
-                    throw StoreError(code: 0, message: "event log row \(seq) holds a snapshot that does not fit its first")
+                    throw SQLiteError(code: 0, message: "event log row \(seq) holds a snapshot that does not fit its first")
                 }
                 payload = whole
             }

@@ -293,7 +293,7 @@ enum Migrations {
         try connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
         let current = try connection.prepare("SELECT version FROM schema_version").query { $0.int(0) }.first ?? 0
         if current > all.count {
-            throw StoreError(code: 0, message: "the database has schema version \(current) but this fetchd knows only up to \(all.count): it was written by a newer fetchd; upgrade fetchd or use another data directory")
+            throw SQLiteError(code: 0, message: "the database has schema version \(current) but this fetchd knows only up to \(all.count): it was written by a newer fetchd; upgrade fetchd or use another data directory")
         }
         for version in current..<all.count {
             try connection.transaction {

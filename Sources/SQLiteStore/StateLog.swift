@@ -95,7 +95,7 @@ struct StateLog: Sendable {
         return try events.map { event in
             guard event.payload.first == UInt8(ascii: "[") else { return event }
             guard let row = RowSnapshot(event.payload)?.withColumnsAddedSince() else {
-                throw StoreError(code: 0, message: "event log entry \(event.sequence) is not a row snapshot")
+                throw SQLiteError(code: 0, message: "event log entry \(event.sequence) is not a row snapshot")
             }
             var expanded = event
             expanded.payload = payload(try DownloadColumns.download(row))

@@ -1,7 +1,7 @@
 import CSQLite
 import DownloadCore
 import Persistence
-@testable import Store
+@testable import SQLiteStore
 import TestSupport
 import Testing
 

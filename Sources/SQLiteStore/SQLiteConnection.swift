@@ -5,7 +5,7 @@ let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// A database failure: SQLite's result code and message, and the SQL text of the statement that
 /// failed (with its `?` placeholders, never the values bound to them: those may be URLs with secrets).
-public struct StoreError: Error, CustomStringConvertible, Sendable {
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public var code: Int32
     public var message: String
     public var statement: String?
@@ -43,7 +43,7 @@ final class SQLiteConnection {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close_v2(db)
             handle = nil
-            throw StoreError(code: rc, message: "cannot open database \(path): \(message)")
+            throw SQLiteError(code: rc, message: "cannot open database \(path): \(message)")
         }
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, Self.busyTimeout)
@@ -62,7 +62,7 @@ final class SQLiteConnection {
         if rc != SQLITE_OK {
             let message = errorMessage.map { String(cString: $0) } ?? "error \(rc)"
             sqlite3_free(errorMessage)
-            throw StoreError(code: rc, message: message, statement: sql)
+            throw SQLiteError(code: rc, message: message, statement: sql)
         }
     }
 
@@ -109,8 +109,8 @@ final class SQLiteConnection {
         return try body()
     }
 
-    func error(_ rc: Int32, in sql: String) -> StoreError {
-        StoreError(code: rc, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "database closed", statement: sql)
+    func error(_ rc: Int32, in sql: String) -> SQLiteError {
+        SQLiteError(code: rc, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "database closed", statement: sql)
     }
 
     /// Runs `body` in one IMMEDIATE transaction (the write lock is taken up front), rolling back on error.

@@ -1,7 +1,7 @@
 import DownloadCore
 import Foundation
 import Persistence
-@testable import Store
+@testable import SQLiteStore
 import TestSupport
 import Testing
 

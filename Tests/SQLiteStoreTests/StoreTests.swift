@@ -2,7 +2,7 @@ import CSQLite
 import DownloadCore
 import Foundation
 import Persistence
-@testable import Store
+@testable import SQLiteStore
 import Synchronization
 import TestSupport
 import Testing
@@ -217,7 +217,7 @@ extension SQLiteStore {
         #expect {
             try db.store.withConnection { connection in try connection.prepare(sql).run([.text(secret), .text("01A")]) }
         } throws: { error in
-            guard let error = error as? StoreError else { return false }
+            guard let error = error as? SQLiteError else { return false }
             return error.isConstraintViolation && error.statement == sql
                 && "\(error)".hasSuffix("(in: UPDATE downloads SET state = ? WHERE id = ?)") && !"\(error)".contains("\n")
                 && !"\(error)".contains("hunter2") && !"\(error)".contains("s3cr3t")

@@ -2,7 +2,7 @@ import CSQLite
 import DownloadCore
 import Foundation
 import Persistence
-@testable import Store
+@testable import SQLiteStore
 import Synchronization
 import TestSupport
 import Testing

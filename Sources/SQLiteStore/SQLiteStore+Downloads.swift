@@ -96,7 +96,7 @@ extension SQLiteStore {
         }
         do {
             try db.prepare(Self.insertRowsSQL).run(values)
-        } catch let error as StoreError where error.isConstraintViolation {
+        } catch let error as SQLiteError where error.isConstraintViolation {
             // OR FAIL: the rows before the one that failed stay, SQLite counts them, and the
             // transaction goes on.
             let inserted = db.changes
@@ -134,7 +134,7 @@ extension SQLiteStore {
             // The log keeps the new row's snapshot (as a session action's rows), not the Download's
             // JSON: less than half the bytes, which the commit and the checkpoint then copy.
             logged.append(NewRowSnapshot(id: job.download.id, session: job.download.session, values: values))
-        } catch let error as StoreError where error.isConstraintViolation {
+        } catch let error as SQLiteError where error.isConstraintViolation {
             return .destinationBusy
         }
         tags.take(tag, session: job.download.session)
@@ -223,7 +223,7 @@ extension SQLiteStore {
         let due = download.state == .queued ? ", due = 0" : ""
         do {
             try db.prepare("UPDATE downloads SET \(DownloadColumns.stateAssignments)\(due) WHERE id = ? AND (\(states))").run(values)
-        } catch let error as StoreError where error.isConstraintViolation && !download.state.isTerminal {
+        } catch let error as SQLiteError where error.isConstraintViolation && !download.state.isTerminal {
             // Only a failed job coming back to life can meet another live job at its destination.
             throw DestinationBusy()
         }
