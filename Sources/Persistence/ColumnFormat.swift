@@ -13,7 +13,32 @@
     static func read(_ value: consuming ColumnValue, into field: inout Field) throws(ColumnProblem)
 }
 
-@usableFromInline enum TextColumn: ColumnFormat {
+/// A format whose field has a value to start reading into, for `OptionalColumn`.
+@usableFromInline protocol PlainColumnFormat: ColumnFormat {
+    static var blank: Field { get }
+}
+
+/// NULL for nil, else the value `Wrapped` writes; reads back the same way.
+@usableFromInline enum OptionalColumn<Wrapped: PlainColumnFormat>: ColumnFormat {
+    @inlinable static var kind: ColumnKind { Wrapped.kind }
+    @inlinable static func write(_ field: Wrapped.Field?) -> ColumnValue { field.map(Wrapped.write) ?? .null }
+    @inlinable static func read(_ value: consuming ColumnValue, into field: inout Wrapped.Field?) throws(ColumnProblem) {
+        if case .null = value {
+            field = nil
+            return
+        }
+        var unwrapped = Wrapped.blank
+        try Wrapped.read(value, into: &unwrapped)
+        field = unwrapped
+    }
+}
+
+@usableFromInline typealias OptionalTextColumn = OptionalColumn<TextColumn>
+@usableFromInline typealias OptionalIntegerColumn = OptionalColumn<IntegerColumn>
+@usableFromInline typealias OptionalIntColumn = OptionalColumn<IntColumn>
+
+@usableFromInline enum TextColumn: PlainColumnFormat {
+    @inlinable static var blank: String { "" }
     @inlinable static var kind: ColumnKind { .text }
     @inlinable static func write(_ field: String) -> ColumnValue { .text(field) }
     @inlinable static func read(_ value: consuming ColumnValue, into field: inout String) throws(ColumnProblem) {
@@ -24,19 +49,9 @@
     }
 }
 
-@usableFromInline enum OptionalTextColumn: ColumnFormat {
-    @inlinable static var kind: ColumnKind { .text }
-    @inlinable static func write(_ field: String?) -> ColumnValue { .optional(field) }
-    @inlinable static func read(_ value: consuming ColumnValue, into field: inout String?) throws(ColumnProblem) {
-        switch consume value {
-        case .null: field = nil
-        case .text(let text): field = text
-        case let other: throw .unexpected(other, .text)
-        }
-    }
-}
 
-@usableFromInline enum IntegerColumn: ColumnFormat {
+@usableFromInline enum IntegerColumn: PlainColumnFormat {
+    @inlinable static var blank: Int64 { 0 }
     @inlinable static var kind: ColumnKind { .integer }
     @inlinable static func write(_ field: Int64) -> ColumnValue { .integer(field) }
     @inlinable static func read(_ value: consuming ColumnValue, into field: inout Int64) throws(ColumnProblem) {
@@ -45,20 +60,10 @@
     }
 }
 
-@usableFromInline enum OptionalIntegerColumn: ColumnFormat {
-    @inlinable static var kind: ColumnKind { .integer }
-    @inlinable static func write(_ field: Int64?) -> ColumnValue { .optional(field) }
-    @inlinable static func read(_ value: consuming ColumnValue, into field: inout Int64?) throws(ColumnProblem) {
-        switch value {
-        case .null: field = nil
-        case .integer(let number): field = number
-        default: throw .unexpected(value, .integer)
-        }
-    }
-}
 
 /// A count or a status: an `Int`, as wide as `Int64` on the 64-bit platforms fetchd runs on.
-@usableFromInline enum IntColumn: ColumnFormat {
+@usableFromInline enum IntColumn: PlainColumnFormat {
+    @inlinable static var blank: Int { 0 }
     @inlinable static var kind: ColumnKind { .integer }
     @inlinable static func write(_ field: Int) -> ColumnValue { .integer(Int64(field)) }
     @inlinable static func read(_ value: consuming ColumnValue, into field: inout Int) throws(ColumnProblem) {
@@ -67,17 +72,6 @@
     }
 }
 
-@usableFromInline enum OptionalIntColumn: ColumnFormat {
-    @inlinable static var kind: ColumnKind { .integer }
-    @inlinable static func write(_ field: Int?) -> ColumnValue { .optional(field.map(Int64.init)) }
-    @inlinable static func read(_ value: consuming ColumnValue, into field: inout Int?) throws(ColumnProblem) {
-        switch value {
-        case .null: field = nil
-        case .integer(let number): field = Int(number)
-        default: throw .unexpected(value, .integer)
-        }
-    }
-}
 
 @usableFromInline enum RealColumn: ColumnFormat {
     @inlinable static var kind: ColumnKind { .real }

@@ -8,9 +8,6 @@ public enum ColumnValue: Sendable, Equatable {
     case real(Double)
     case bool(Bool)
 
-    @usableFromInline static func optional(_ text: String?) -> ColumnValue { text.map(ColumnValue.text) ?? .null }
-    @usableFromInline static func optional(_ number: Int64?) -> ColumnValue { number.map(ColumnValue.integer) ?? .null }
-
     /// What it holds; nil for NULL.
     @usableFromInline var kind: ColumnKind? {
         switch self {

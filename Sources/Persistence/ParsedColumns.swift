@@ -9,7 +9,7 @@ import DownloadCore
 
 extension ParsedTextColumn {
     @usableFromInline static var kind: ColumnKind { .text }
-    @usableFromInline static func write(_ field: Field) -> ColumnValue { .optional(text(field)) }
+    @usableFromInline static func write(_ field: Field) -> ColumnValue { OptionalTextColumn.write(text(field)) }
     @usableFromInline static func read(_ value: consuming ColumnValue, into field: inout Field) throws(ColumnProblem) {
         var text: String?
         try OptionalTextColumn.read(value, into: &text)
@@ -103,7 +103,7 @@ extension ParsedTextColumn {
 
 @usableFromInline enum ErrorMessageColumn: ColumnFormat {
     @usableFromInline static var kind: ColumnKind { .text }
-    @usableFromInline static func write(_ error: DownloadError?) -> ColumnValue { .optional(error?.message) }
+    @usableFromInline static func write(_ error: DownloadError?) -> ColumnValue { OptionalTextColumn.write(error?.message) }
     @usableFromInline static func read(_ value: consuming ColumnValue, into error: inout DownloadError?) throws(ColumnProblem) {
         var message: String?
         try OptionalTextColumn.read(value, into: &message)
