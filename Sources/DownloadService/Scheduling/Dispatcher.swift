@@ -16,7 +16,6 @@ final class Dispatcher: QueueConfined, @unchecked Sendable {  // `earlyStart` an
     private let ledger: LoadLedger
     private let attempts: AttemptRunner
     private let completer: Completer
-    private let partials: PartialFiles
     private let disk: DiskSpace
     private let clock: Clock
     private let logger: Logger
@@ -32,7 +31,7 @@ final class Dispatcher: QueueConfined, @unchecked Sendable {  // `earlyStart` an
 
     /// While a job waits for disk space, how often space is looked at again (nothing signals it).
     static let diskRecheckInterval: Int64 = 2000
-    /// How soon a failed scheduling pass is tried again.
+    /// How soon a failed scheduling pass is tried again: as soon as a refused commit is.
     static let storeRetryInterval = Completer.storeRetryInterval
 
     init(queue: DispatchQueue, store: any JobStore, policy: SchedulingPolicy, ledger: LoadLedger, attempts: AttemptRunner,
@@ -43,7 +42,6 @@ final class Dispatcher: QueueConfined, @unchecked Sendable {  // `earlyStart` an
         self.ledger = ledger
         self.attempts = attempts
         self.completer = completer
-        self.partials = attempts.partials
         self.disk = disk
         self.clock = clock
         self.logger = logger
