@@ -36,3 +36,7 @@ static inline CURLcode fetchd_easy_setopt_blob(CURL *h, CURLoption o, void *data
     struct curl_blob blob = { data, length, CURL_BLOB_NOCOPY };
     return curl_easy_setopt(h, o, &blob);
 }
+
+// Added for request bodies read from a file (uploads).
+static inline CURLcode fetchd_easy_setopt_read(CURL *h, CURLoption o, curl_read_callback v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode fetchd_easy_setopt_seek(CURL *h, CURLoption o, curl_seek_callback v) { return curl_easy_setopt(h, o, v); }

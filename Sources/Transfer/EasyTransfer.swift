@@ -18,7 +18,9 @@ final class EasyTransfer {
     let handle: UnsafeMutableRawPointer
     /// The transfer's share of the engine's bandwidth budget; file downloads only.
     let throttle: TransferThrottle?
-    private let request: TransferRequest
+    let request: TransferRequest
+    /// A PUT body read from a file (`TransferRequest.bodyFile`).
+    var bodyReader: FileBodyReader?
     private let network: NetworkSettings
     private let receiver: ResponseReceiver
     private let sockets: SocketRegistry
@@ -100,7 +102,7 @@ final class EasyTransfer {
         errorBuffer.initialize(to: 0)
         receiver = ResponseReceiver(
             file: file, memoryLimit: memoryLimit, resumeOffset: resume?.offset, segmentEnd: segmentEnd,
-            maxBytes: request.maxBytes, followRedirects: request.followRedirects)
+            maxBytes: request.maxBytes, followRedirects: request.followRedirects, keepsHeaderFields: request.keepsResponseHeaders)
         do {
             try configure(resume: resume, receiveBufferSize: receiveBufferSize)
         } catch {
@@ -165,19 +167,7 @@ final class EasyTransfer {
             // can vouch for, whose validator means nothing there.
             if !resume.validator.isEmpty { resumeHeaders.append(("If-Range", resume.validator)) }
         }
-        if request.method == .post {
-            try set(CURLOPT_POST, 1)
-            try set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(request.body.count))
-            if request.body.isEmpty {
-                try set(CURLOPT_COPYPOSTFIELDS, "")
-            } else {
-                // COPYPOSTFIELDS copies, so the body need not outlive this call.
-                let code = request.body.withUnsafeBytes { body in
-                    fetchd_easy_setopt_ptr(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress))
-                }
-                try check(code, CURLOPT_COPYPOSTFIELDS)
-            }
-        }
+        try configureMethod()
         try setHeaders(withCredentials: true)
         try installCallbacks()
     }
@@ -189,7 +179,7 @@ final class EasyTransfer {
         if !withCredentials {
             headers.removeAll { ["authorization", "cookie"].contains($0.0.lowercased()) }
         }
-        if request.method == .post {
+        if request.method == .post || request.method == .put {
             // An empty value removes the header curl would add for larger bodies.
             headers.append(("Expect", ""))
         }
@@ -428,6 +418,7 @@ final class EasyTransfer {
         result.bytesExpected = receiver.plan?.bytesExpected
         result.bytesThisAttempt = receiver.bytesThisAttempt
         result.responseBody = receiver.memory
+        if request.keepsResponseHeaders { result.responseHeaders = receiver.head?.fields ?? [] }
         logger.debug("transfer finished", metadata: [
             "transfer.id": "\(id)", "http.status": "\(status)",
             "transfer.failure": .string(result.failure.map(String.init(describing:)) ?? "none"),
@@ -530,6 +521,7 @@ final class EasyTransfer {
 
     private func release() {
         curl_easy_cleanup(handle)
+        bodyReader = nil
         curl_slist_free_all(requestHeaders)
         requestHeaders = nil
         curl_slist_free_all(pinnedAddress)

@@ -13,6 +13,8 @@ struct ResponseHeaders {
     private(set) var retryAfterText: String?
     private(set) var location: String?
     private(set) var contentDisposition: String?
+    /// Every field, names in lower case, when `add(line:keeping:)` was asked to keep them.
+    private(set) var fields: [(name: String, value: String)] = []
 
     /// "HTTP/1.1 206 Partial Content" or "HTTP/2 200".
     init?(statusLine: String) {
@@ -23,11 +25,12 @@ struct ResponseHeaders {
         self.status = status
     }
 
-    /// One "Name: value" line, without its line ending.
-    mutating func add(line: String) {
+    /// One "Name: value" line, without its line ending; `keeping`: also into `fields`.
+    mutating func add(line: String, keeping: Bool = false) {
         guard let colon = line.firstIndex(of: ":") else { return }
         let name = line[..<colon].lowercased()
         let value = line[line.index(after: colon)...].trimmingHTTPWhitespace()
+        if keeping { fields.append((name, value)) }
         switch name {
         case "content-length": contentLength = Int64(value).flatMap { $0 >= 0 ? $0 : nil }
         case "content-range":

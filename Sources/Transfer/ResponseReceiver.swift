@@ -20,6 +20,8 @@ final class ResponseReceiver {
     let segmentEnd: Int64?
     private let maxBytes: Int64?
     private let followRedirects: Bool
+    /// Keep every field of each head (`ResponseHeaders.fields`).
+    private let keepsHeaderFields: Bool
 
     /// The head of the latest response: after the attempt, the final one's.
     private(set) var head: ResponseHeaders?
@@ -31,7 +33,8 @@ final class ResponseReceiver {
     private var bytesThisResponse: Int64 = 0
 
     init(file: FileSink?, memoryLimit: Int, resumeOffset: Int64?, segmentEnd: Int64? = nil, maxBytes: Int64?,
-         followRedirects: Bool) {
+         followRedirects: Bool, keepsHeaderFields: Bool = false) {
+        self.keepsHeaderFields = keepsHeaderFields
         self.file = file
         self.memoryLimit = memoryLimit
         self.resumeOffset = resumeOffset
@@ -69,7 +72,7 @@ final class ResponseReceiver {
         }
         guard plan == nil, head != nil else { return true }  // trailers, or garbage before a status line
         if line.isEmpty { return headComplete() }
-        head?.add(line: line)
+        head?.add(line: line, keeping: keepsHeaderFields)
         return true
     }
 

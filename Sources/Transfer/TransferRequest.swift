@@ -1,8 +1,42 @@
 /// One HTTP attempt for the engine to run: where to fetch from, where the body goes, and the limits.
 public struct TransferRequest: Sendable {
-    public enum Method: Sendable {
-        case get
-        case post
+    public enum Method: String, Sendable {
+        case get = "GET"
+        case post = "POST"
+        case put = "PUT"
+        case delete = "DELETE"
+        /// The response's head only (CURLOPT_NOBODY).
+        case head = "HEAD"
+    }
+
+    /// `length` bytes of the file at `path` from `offset`: a request body read as it is sent.
+    public struct FileRange: Sendable, Equatable {
+        public var path: String
+        public var offset: Int64
+        public var length: Int64
+
+        public init(path: String, offset: Int64, length: Int64) {
+            self.path = path
+            self.offset = offset
+            self.length = length
+        }
+    }
+
+    /// AWS Signature Version 4 for every request of the transfer (CURLOPT_AWS_SIGV4), with the
+    /// key pair as the credentials. Headers the request carries are signed with it, so send only
+    /// those the service needs.
+    public struct AWSSigning: Sendable {
+        public var region: String
+        public var service: String
+        public var accessKeyID: String
+        public var secretAccessKey: String
+
+        public init(region: String, service: String = "s3", accessKeyID: String, secretAccessKey: String) {
+            self.region = region
+            self.service = service
+            self.accessKeyID = accessKeyID
+            self.secretAccessKey = secretAccessKey
+        }
     }
 
     public enum Sink: Sendable {
@@ -31,8 +65,14 @@ public struct TransferRequest: Sendable {
     public var method: Method = .get
     /// Extra request headers.
     public var headers: [(String, String)] = []
-    /// POST body, sent with Content-Length and without `Expect: 100-continue`.
+    /// POST or PUT body, sent with Content-Length and without `Expect: 100-continue`.
     public var body: [UInt8] = []
+    /// PUT: the body is this part of a file instead, read while it is sent (and read again from
+    /// its start if curl must send it again on a new connection).
+    public var bodyFile: FileRange? = nil
+    public var signing: AWSSigning? = nil
+    /// Memory sink: the final response's header fields are kept (`TransferResult.responseHeaders`).
+    public var keepsResponseHeaders = false
     public var sink: Sink
     public var followRedirects = true
     /// CURLOPT_MAXREDIRS (libcurl 7.88 defaults to unlimited).

@@ -91,6 +91,8 @@ public struct TransferResult: Sendable {
     public var retryAfter: Double?
     /// Memory sink: the body, truncated to the sink's limit.
     public var responseBody: [UInt8]
+    /// With `TransferRequest.keepsResponseHeaders`: the final response's fields, names in lower case.
+    public var responseHeaders: [(name: String, value: String)] = []
     public var effectiveURL: String?
     /// The first part the request asked for (`TransferRequest.firstPartLength`) is in the file,
     /// and the representation goes on past it: no failure, no digest; `bytesOnDisk` is where the
@@ -114,5 +116,13 @@ public struct TransferResult: Sendable {
         self.retryAfter = retryAfter
         self.responseBody = responseBody
         self.effectiveURL = effectiveURL
+    }
+}
+
+extension TransferResult {
+    /// The first kept response header called `name` (any case).
+    public func responseHeader(_ name: String) -> String? {
+        let name = name.lowercased()
+        return responseHeaders.first { $0.name == name }?.value
     }
 }

@@ -1,0 +1,60 @@
+import CCurl
+
+/// The request's method, its body (from memory or read from a file) and its signature.
+extension EasyTransfer {
+    func configureMethod() throws(TransferFailure) {
+        switch request.method {
+        case .get:
+            break
+        case .head:
+            try set(CURLOPT_NOBODY, 1)
+        case .delete:
+            try set(CURLOPT_CUSTOMREQUEST, "DELETE")
+        case .post:
+            try setBodyFromMemory()
+        case .put:
+            if let range = request.bodyFile {
+                try setBody(from: FileBodyReader(range))
+            } else {
+                try setBodyFromMemory()
+                try set(CURLOPT_CUSTOMREQUEST, "PUT")
+            }
+        }
+        if let signing = request.signing {
+            try set(CURLOPT_AWS_SIGV4, "aws:amz:\(signing.region):\(signing.service)")
+            try set(CURLOPT_USERPWD, "\(signing.accessKeyID):\(signing.secretAccessKey)")
+        }
+    }
+
+    /// As a POST body (COPYPOSTFIELDS copies it, so it need not outlive this call).
+    private func setBodyFromMemory() throws(TransferFailure) {
+        try set(CURLOPT_POST, 1)
+        try set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(request.body.count))
+        if request.body.isEmpty { return try set(CURLOPT_COPYPOSTFIELDS, "") }
+        let code = request.body.withUnsafeBytes { body in
+            fetchd_easy_setopt_ptr(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress))
+        }
+        try check(code, CURLOPT_COPYPOSTFIELDS)
+    }
+
+    private func setBody(from reader: FileBodyReader) throws(TransferFailure) {
+        bodyReader = reader
+        try set(CURLOPT_UPLOAD, 1)
+        try set(CURLOPT_INFILESIZE_LARGE, offset: reader.length)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        try set(CURLOPT_READDATA, pointer: me)
+        try check(fetchd_easy_setopt_read(handle, CURLOPT_READFUNCTION) { buffer, size, count, userdata in
+            guard let userdata, let buffer else { return Int(CURL_READFUNC_ABORT) }
+            let reader = Unmanaged<EasyTransfer>.fromOpaque(userdata).takeUnretainedValue().bodyReader
+            return reader?.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+                ?? Int(CURL_READFUNC_ABORT)
+        }, CURLOPT_READFUNCTION)
+        try set(CURLOPT_SEEKDATA, pointer: me)
+        try check(fetchd_easy_setopt_seek(handle, CURLOPT_SEEKFUNCTION) { userdata, offset, origin in
+            guard let userdata, origin == SEEK_SET,
+                  Unmanaged<EasyTransfer>.fromOpaque(userdata).takeUnretainedValue().bodyReader?.seek(to: Int64(offset)) == true
+            else { return CURL_SEEKFUNC_CANTSEEK }
+            return CURL_SEEKFUNC_OK
+        }, CURLOPT_SEEKFUNCTION)
+    }
+}

@@ -1,0 +1,42 @@
+import Glibc
+
+/// A request body read from part of a file as curl sends it (CURLOPT_READFUNCTION), able to start
+/// over when curl sends the request again on a new connection (CURLOPT_SEEKFUNCTION).
+/// Used on the engine queue only, inside curl's callbacks.
+final class FileBodyReader {
+    private let fd: Int32
+    private let range: TransferRequest.FileRange
+    /// How far into the range the next read starts.
+    private var position: Int64 = 0
+
+    init(_ range: TransferRequest.FileRange) throws(TransferFailure) {
+        let fd = Glibc.open(range.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileWriter.failure(errno, "open", range.path) }
+        self.fd = fd
+        self.range = range
+    }
+
+    deinit {
+        Glibc.close(fd)
+    }
+
+    var length: Int64 { range.length }
+
+    /// Fills `buffer` with the next bytes; 0 at the end of the range. A file shorter than the
+    /// range aborts the request (curl then fails it) rather than sending less than announced.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+        let wanted = Int(min(Int64(buffer.count), range.length - position))
+        guard wanted > 0, let base = buffer.baseAddress else { return 0 }
+        let count = pread(fd, base, wanted, off_t(range.offset + position))
+        guard count > 0 else { return nil }
+        position += Int64(count)
+        return count
+    }
+
+    /// Moves to `offset` from the start of the range (curl's rewind before sending again).
+    func seek(to offset: Int64) -> Bool {
+        guard (0...range.length).contains(offset) else { return false }
+        position = offset
+        return true
+    }
+}
