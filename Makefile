@@ -2,7 +2,7 @@
 
 SWIFT     ?= swift
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_DEPS  := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev libpq-dev pkg-config
+APT_DEPS  := libcurl4-openssl-dev libssl-dev libsqlite3-dev zlib1g-dev libpq-dev pkg-config
 PY_DEPS   := pytest standardwebhooks openapi-python-client==0.29.1 selenium schemathesis
 BIN       := .build/debug/fetchd
 ## the generated Swift client's build (Tests/clients/swift): outside the clone, since building

@@ -19,6 +19,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // OpenSSL's digest contexts, whose state an object upload saves with each part.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Layers, each knowing nothing of the ones above it.
         .target(name: "Epoll"),
@@ -26,7 +28,7 @@ let package = Package(
         .target(name: "Confinement"),
         .target(name: "HTTPServer", dependencies: ["CZlib", "Epoll", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Transfer", dependencies: [
-            "CCurl", "Confinement", "DownloadCore", "Epoll",
+            "CCurl", "COpenSSL", "Confinement", "DownloadCore", "Epoll",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
