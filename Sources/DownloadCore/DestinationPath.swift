@@ -2,6 +2,9 @@
 /// split into its segments once. The service walks `directories` and places `fileName` without
 /// parsing the path again. A path ending in `/` names a directory: the file's name is chosen
 /// when the origin answers (`FileName.choose`) and joined on with `file(named:)`.
+///
+/// `s3://bucket/key` names an object in a bucket of the configured object storage instead
+/// (`bucket` set): the key's segments follow the same rules, and a key ending in `/` is a prefix.
 public struct Destination: Sendable, Hashable, CustomStringConvertible {
     /// As the client gave it (and as stored and shown).
     public let path: String
@@ -10,37 +13,70 @@ public struct Destination: Sendable, Hashable, CustomStringConvertible {
     public let segments: [String]
     /// The path ends in `/`: it names the directory the file goes into.
     public let isDirectory: Bool
+    /// The bucket of an object destination; nil for a file under the download root.
+    public let bucket: String?
+
+    public static let objectScheme = "s3://"
 
     public static func parse(_ path: String) -> Result<Destination, ValidationProblem> {
+        if path.hasPrefix(objectScheme) { return parseObject(path) }
         let isDirectory = path.utf8.count > 1 && path.utf8.last == UInt8(ascii: "/")
         return DestinationPath.components(of: isDirectory ? String(Substring(path.utf8.dropLast())) : path)
-            .map { Destination(path: path, segments: $0, isDirectory: isDirectory) }
+            .map { Destination(path: path, segments: $0, isDirectory: isDirectory, bucket: nil) }
+    }
+
+    /// `s3://bucket/key`: the bucket by S3's naming rules, the key by the path rules (`s3://bucket/`
+    /// is the bucket's top, a prefix like any key ending in `/`).
+    private static func parseObject(_ path: String) -> Result<Destination, ValidationProblem> {
+        let rest = path.dropFirst(objectScheme.count)
+        guard let slash = rest.firstIndex(of: "/") else {
+            return .failure(ValidationProblem("must name a key in the bucket: s3://bucket/key, or s3://bucket/prefix/"))
+        }
+        let bucket = String(rest[..<slash])
+        if let problem = BucketName.problem(with: bucket) { return .failure(problem) }
+        let key = String(rest[rest.index(after: slash)...])
+        if key.isEmpty { return .success(Destination(path: path, segments: [], isDirectory: true, bucket: bucket)) }
+        if key.utf8.count > BucketName.maxKeyLength {
+            return .failure(ValidationProblem("the object key must be at most \(BucketName.maxKeyLength) bytes"))
+        }
+        let isDirectory = key.utf8.last == UInt8(ascii: "/")
+        return DestinationPath.components(of: isDirectory ? String(key.dropLast()) : key)
+            .map { Destination(path: path, segments: $0, isDirectory: isDirectory, bucket: bucket) }
     }
 
     /// A path read back from where fetchd stored it after checking it: one that no longer
     /// passes (a database edited by hand) keeps no segments, so nothing is ever written for it.
     public init(stored path: String) {
-        self = (try? Self.parse(path).get()) ?? Destination(path: path, segments: [], isDirectory: false)
+        self = (try? Self.parse(path).get()) ?? Destination(path: path, segments: [], isDirectory: false, bucket: nil)
     }
 
-    private init(path: String, segments: [String], isDirectory: Bool) {
+    private init(path: String, segments: [String], isDirectory: Bool, bucket: String?) {
         self.path = path
         self.segments = segments
         self.isDirectory = isDirectory
+        self.bucket = bucket
     }
 
     /// The file called `name` (one safe segment: `FileName.choose`) in this directory destination.
     public func file(named name: String) -> Destination {
-        Destination(path: path + name, segments: segments + [name], isDirectory: false)
+        Destination(path: path + name, segments: segments + [name], isDirectory: false, bucket: bucket)
     }
 
     /// The path under the root of a file called `name` in the directory this destination's file
-    /// goes to: where a renamed file, or a directory destination's, was placed.
+    /// goes to: where a renamed file, or a directory destination's, was placed. For an object,
+    /// its key.
     public func pathInDirectory(named name: String) -> String {
         (directories + [name]).joined(separator: "/")
     }
 
-    public var isValid: Bool { !segments.isEmpty }
+    /// The file's path under the root, or the object's key; a directory's ends in `/`.
+    public var relativePath: String {
+        let joined = segments.joined(separator: "/")
+        return isDirectory && !joined.isEmpty ? joined + "/" : joined
+    }
+
+    public var isObject: Bool { bucket != nil }
+    public var isValid: Bool { !segments.isEmpty || (bucket != nil && isDirectory) }
     public var directories: ArraySlice<String> { isDirectory ? segments[...] : segments.dropLast() }
     /// The last segment; empty when the destination is a directory or not valid.
     public var fileName: String { isDirectory ? "" : segments.last ?? "" }

@@ -75,6 +75,11 @@ public struct Download: Sendable, Equatable {
     /// A segmented download's byte ranges and how far each got (empty for one connection): the
     /// partial file is then preallocated to the full size, and each range resumes on its own.
     public var ranges: [RangeProgress]
+    /// An object destination's multipart upload under way (or one left to abort); nil for none.
+    public var objectUpload: ObjectUpload?
+    /// The stored object's ETag and version, once completed into a bucket.
+    public var objectETag: String?
+    public var objectVersionID: String?
 
     public init(
         id: String,
@@ -122,7 +127,10 @@ public struct Download: Sendable, Equatable {
         maxBytesPerSecond: Int64? = nil,
         mirrorIndex: Int = 0,
         mirrorMisses: Int = 0,
-        ranges: [RangeProgress] = []
+        ranges: [RangeProgress] = [],
+        objectUpload: ObjectUpload? = nil,
+        objectETag: String? = nil,
+        objectVersionID: String? = nil
     ) {
         self.id = id
         self.url = url
@@ -170,6 +178,9 @@ public struct Download: Sendable, Equatable {
         self.mirrorIndex = mirrorIndex
         self.mirrorMisses = mirrorMisses
         self.ranges = ranges
+        self.objectUpload = objectUpload
+        self.objectETag = objectETag
+        self.objectVersionID = objectVersionID
     }
 
     /// `bytesExpected` of the API: the origin's size once known, else the client's hint.
@@ -261,6 +272,8 @@ public enum ErrorCode {
     public static let urlExpired = "url_expired"
     /// The digest file at `checksumURL` could not be fetched, or has no digest for the file.
     public static let checksumUnavailable = "checksum_unavailable"
+    /// The object storage refused a request no retry fixes; its error code is in the message.
+    public static let storage = "storage"
 }
 
 extension DownloadError {

@@ -49,7 +49,7 @@ public struct NewDownload: Sendable, Equatable {
 
     /// The file's path when the submission already decides it: a named file that is never renamed.
     var knownPath: String? {
-        destination.isDirectory || renameOnConflict ? nil : destination.path
+        destination.isDirectory || renameOnConflict ? nil : destination.relativePath
     }
 }
 

@@ -91,6 +91,18 @@ extension ParsedTextColumn {
     }
 }
 
+/// NULL for no multipart upload.
+@usableFromInline enum ObjectUploadColumn: ParsedTextColumn {
+    @usableFromInline typealias Field = ObjectUpload?
+
+    @usableFromInline static func text(_ upload: ObjectUpload?) -> String? { upload?.text }
+    @usableFromInline static func parse(_ text: String?) throws(ColumnProblem) -> ObjectUpload? {
+        guard let text else { return nil }
+        guard let upload = ObjectUpload.parse(text) else { throw ColumnProblem(message: "holds \(quoted(text)), not a multipart upload") }
+        return upload
+    }
+}
+
 /// A job's error is two columns, read in order: the code makes the error, the message fills it in.
 @usableFromInline enum ErrorCodeColumn: ParsedTextColumn {
     @usableFromInline typealias Field = DownloadError?

@@ -161,6 +161,10 @@ public enum StoreChange {
     case holdHost(String, until: Int64)
     /// A segmented download's progress: every range's `next`, and their sum as `bytesReceived`.
     case ranges(id: String, ranges: [RangeProgress], bytesReceived: Int64, bytesExpected: Int64?, validator: String?)
+    /// An object destination's multipart upload as far as it is committed (a new upload, a part
+    /// more), or nil once it is completed or aborted; written if the job is in one of `expecting`
+    /// (a running job only by the node it runs on). Its result says whether it was.
+    case objectUpload(id: String, upload: ObjectUpload?, expecting: Set<DownloadState>)
 }
 
 /// The outcome of one delivery attempt.

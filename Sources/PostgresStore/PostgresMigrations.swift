@@ -280,6 +280,13 @@ enum PostgresMigrations {
         SELECT session, webhook_url, 0, COUNT(*) FROM downloads WHERE webhook_url IS NOT NULL GROUP BY 1, 2;
         \(countsFollow(perSession: true))
         """,
+        // 8: object destinations, as SQLite's version 21.
+        """
+        ALTER TABLE downloads
+            ADD COLUMN object_upload text,
+            ADD COLUMN object_etag text,
+            ADD COLUMN object_version_id text;
+        """,
     ]
 
     /// `job_counts_follow`, the function of the jobs table's statement triggers: adds each statement's

@@ -70,6 +70,11 @@ extension PostgresStore {
                 WHERE id = $1 AND state IN ('running','paused','queued')
                 """, [.text(id), .integer(bytesReceived), .optional(bytesExpected), .optional(validator), .optional(RangeProgress.text(ranges))])
             return true
+        case .objectUpload(let id, let upload, let expecting):
+            return try db.run("""
+                UPDATE downloads SET object_upload = $2, revision = revision + 1
+                WHERE id = $1 AND state = ANY($3::text[]) AND (state <> 'running' OR lease_owner = $4)
+                """, [.text(id), .optional(upload?.text), .textArray(expecting.map(\.rawValue).sorted()), .text(membership.id)]) == 1
         }
     }
 

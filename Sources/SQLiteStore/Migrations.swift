@@ -287,6 +287,13 @@ enum Migrations {
         DROP INDEX downloads_session;
         CREATE INDEX downloads_session ON downloads(session, finished_at);
         """,
+        // 21: object destinations: the multipart upload under way (its key, id, committed parts
+        // and digest state), and the stored object's ETag and version.
+        """
+        ALTER TABLE downloads ADD COLUMN object_upload TEXT;
+        ALTER TABLE downloads ADD COLUMN object_etag TEXT;
+        ALTER TABLE downloads ADD COLUMN object_version_id TEXT;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -45,6 +45,10 @@ extension SQLiteStore {
             try db.prepare("UPDATE downloads SET ranges = ? WHERE id = ? AND state IN ('running','paused','queued')")
                 .run([RangeProgress.text(ranges).map(SQLValue.text) ?? .null, .text(id)])
             return true
+        case .objectUpload(let id, let upload, let expecting):
+            try db.prepare("UPDATE downloads SET object_upload = ?, revision = revision + 1 WHERE id = ? AND state IN (SELECT value FROM json_each(?))")
+                .run([upload.map { .text($0.text) } ?? .null, .text(id), .text(JSONString.array(expecting.map(\.rawValue).sorted()))])
+            return db.changes == 1
         }
     }
 

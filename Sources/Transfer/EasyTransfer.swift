@@ -179,8 +179,10 @@ final class EasyTransfer {
         if !withCredentials {
             headers.removeAll { ["authorization", "cookie"].contains($0.0.lowercased()) }
         }
-        if request.method == .post || request.method == .put {
-            // An empty value removes the header curl would add for larger bodies.
+        if request.method == .post || request.method == .put, request.signing == nil {
+            // An empty value removes the header curl would add for larger bodies. Not in a signed
+            // request: SigV4 signs every listed header, removed ones too, and servers leave Expect
+            // out when they check the signature.
             headers.append(("Expect", ""))
         }
         curl_slist_free_all(requestHeaders)

@@ -42,6 +42,14 @@ func database(at path: String, version: Int) throws -> SQLiteConnection {
     return old
 }
 
+/// Inserts `job` into a database of an older version: the columns its table has at that version.
+func insert(_ job: Download, intoOld db: SQLiteConnection) throws {
+    let existing = Set(try db.prepare("SELECT name FROM pragma_table_info('downloads')").query { $0.string(0) })
+    let columns = zip(DownloadTable.insertColumns.names, DownloadColumns.values(job)).filter { existing.contains($0.0) }
+    try db.prepare("INSERT INTO downloads (\(columns.map(\.0).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))")
+        .run(columns.map(\.1))
+}
+
 /// The claim step's parts, one at a time, for tests of the queue's SQL.
 extension SQLiteStore {
     func promote(now: Int64, agedBefore: Int64) throws {
@@ -74,8 +82,7 @@ extension SQLiteStore {
         done.state = .completed
         done.finishedAt = 1
         for job in [makeDownload("01A", destination: "live"), done, makeDownload("01C", destination: "shared/")] {
-            try old.prepare("INSERT INTO downloads (\(DownloadColumns.insertList)) VALUES (\(DownloadColumns.placeholders))")
-                .run(DownloadColumns.values(job))
+            try insert(job, intoOld: old)
         }
         try old.execute("INSERT INTO event_log (session, download_id, created_at, payload) VALUES ('default', '01A', 1, '{\"id\":\"01A\"}')")
         old.close()
@@ -182,8 +189,7 @@ extension SQLiteStore {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/fetchd.sqlite"
         let old = try database(at: path, version: 18)
-        try old.prepare("INSERT INTO downloads (\(DownloadColumns.insertList)) VALUES (\(DownloadColumns.placeholders))")
-            .run(DownloadColumns.values(makeDownload("01A", destination: "old")))
+        try insert(makeDownload("01A", destination: "old"), intoOld: old)
         try old.execute("""
             INSERT INTO webhook_events (id, type, payload, created_at) VALUES ('e1', 'download.completed', '{}', 1);
             INSERT INTO webhook_deliveries (event_id, url, state, next_attempt_at, updated_at) VALUES ('e1', 'http://127.0.0.1:9/', 'pending', 1, 1);

@@ -50,7 +50,7 @@ import Testing
         let db = try backend.scratch()
         let corruptions = [
             ("state", "'exploded'"), ("checksum", "'md5:not-hex'"), ("headers", "'not json'"), ("mirrors", "'[\"a\", 1]'"),
-            ("ranges", "'9-1-5'"),
+            ("ranges", "'9-1-5'"), ("object_upload", "'key only'"),
         ]
         for (index, (column, value)) in corruptions.enumerated() {
             let id = "01C\(index)"

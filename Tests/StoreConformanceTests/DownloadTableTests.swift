@@ -84,6 +84,7 @@ import Testing
         ("headers", .text("[{\"name\":1}")),
         ("mirrors", .text("{\"a\":1}")),
         ("ranges", .text("9-1-5")),
+        ("object_upload", .text("key only")),
         ("url", .null),
         ("attempts", .text("three")),
         ("discretionary", .integer(1)),

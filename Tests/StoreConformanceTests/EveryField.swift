@@ -22,7 +22,11 @@ func everyFieldSet(_ id: String, variant v: Int, state: DownloadState = .queued,
         renameOnConflict: v % 2 == 1, path: "files/v\(v)/\(id) (1).bin", resourceTimeout: "\(v)h",
         mirrors: ["http://mirror-\(v).example/a", "https://other-\(v).example/b"], connections: 4 + v, maxBytesPerSecond: 65_536 * n,
         mirrorIndex: v, mirrorMisses: v,
-        ranges: [RangeProgress(start: 0, end: 100, next: 10 * n), RangeProgress(start: 100, end: 200, next: 100 + n)])
+        ranges: [RangeProgress(start: 0, end: 100, next: 10 * n), RangeProgress(start: 100, end: 200, next: 100 + n)],
+        objectUpload: ObjectUpload(key: "files/v\(v)/\(id).bin", uploadID: "upload-\(v)",
+                                   parts: [ObjectUpload.Part(number: 1, size: 5_242_880 + n, etag: "\"part-\(v)\"")],
+                                   digestState: "v1:state\(v):"),
+        objectETag: "\"object-\(v)\"", objectVersionID: "version-\(v)")
 }
 
 /// Every column's value of `job`, in order.

@@ -83,6 +83,9 @@ struct DownloadsAPI: Sendable {
         case .success(let value): submission = value
         case .failure(let failure): throw APIProblem.invalid(failure.errors)
         }
+        if submission.destination.isObject {
+            throw APIProblem.invalid("destination", "names a bucket, but no object storage is configured (FETCHD_S3_ENDPOINT)")
+        }
         submission.connections = submission.connections ?? configuration.connectionsPerDownload
         try checkWebhookAddress(submission.webhookURL)
         try checkAddress(submission.checksumURL, field: "checksumURL")

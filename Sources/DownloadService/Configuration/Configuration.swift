@@ -50,6 +50,8 @@ public struct Configuration: Sendable {
     public var diskWait: Duration
     /// A job's `connections` when its body names none.
     public var connectionsPerDownload: Int
+    /// Where `s3://` destinations go; nil when none is configured.
+    public var objectStorage: ObjectStorageConfiguration?
 
     public struct Invalid: Error, CustomStringConvertible, Sendable {
         public var description: String
@@ -141,6 +143,7 @@ public struct Configuration: Sendable {
             }
         } ?? .unlimited
         connectionsPerDownload = try reader.integer("connections-per-download", in: SubmissionValidator.connectionsRange)
+        objectStorage = try ObjectStorageConfiguration.read(reader)
     }
 
     private static func network(_ reader: SettingReader) throws(Invalid) -> NetworkSettings {

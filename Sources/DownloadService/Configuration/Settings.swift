@@ -57,5 +57,12 @@ public struct Setting: Sendable {
         Setting("host-min-interval", "0", "least time between request starts to one host:port"),
         Setting("max-bandwidth", nil, "total rate cap of all transfers (20MiB = per second) or a UTC schedule, e.g. 08:00-18:00=2MiB,18:00-08:00=off"),
         Setting("connections-per-download", "1", "default connections of a job (1–16): byte ranges fetched at once when the origin honours Range"),
+        Setting("s3-endpoint", nil, "S3-compatible object storage for s3://bucket/key destinations, e.g. https://s3.eu-west-1.amazonaws.com or http://10.0.0.5:9000"),
+        Setting("s3-region", "us-east-1", "the region requests to the object storage are signed for"),
+        Setting("s3-access-key-id", nil, "the object storage's access key id"),
+        Setting("s3-secret-access-key-file", nil, "file holding the object storage's secret access key"),
+        Setting("s3-secret-access-key", nil, "the secret access key itself (the file is the better place for it)"),
+        Setting("s3-addressing", "path", "path (endpoint/bucket/key) or virtual (bucket.endpoint/key)"),
+        Setting("s3-part-size", "16MiB", "multipart upload part size, 5MiB to 5GiB: at most one part per connection is staged on disk"),
     ]
 }

@@ -1,0 +1,80 @@
+import DownloadCore
+import Testing
+
+/// `s3://bucket/key` destinations: the bucket by S3's naming rules, the key by the path rules,
+/// and the upload record a job keeps.
+@Suite struct ObjectDestinationTests {
+    @Test func anObjectDestinationNamesItsBucketAndKey() throws {
+        let destination = try Destination.parse("s3://media-2026/videos/a b (1).mp4").get()
+        #expect(destination.bucket == "media-2026")
+        #expect(destination.isObject && !destination.isDirectory && destination.isValid)
+        #expect(destination.segments == ["videos", "a b (1).mp4"])
+        #expect(destination.relativePath == "videos/a b (1).mp4")
+        #expect(destination.fileName == "a b (1).mp4")
+        #expect(destination.path == "s3://media-2026/videos/a b (1).mp4")
+    }
+
+    @Test func aKeyEndingInASlashIsAPrefixNamedByTheOrigin() throws {
+        let prefix = try Destination.parse("s3://bucket/incoming/").get()
+        #expect(prefix.isDirectory && prefix.isValid && prefix.bucket == "bucket")
+        let file = prefix.file(named: "report.pdf")
+        #expect(file.relativePath == "incoming/report.pdf" && file.bucket == "bucket" && !file.isDirectory)
+        #expect(prefix.pathInDirectory(named: "report.pdf") == "incoming/report.pdf")
+
+        let top = try Destination.parse("s3://bucket/").get()
+        #expect(top.isDirectory && top.isValid && top.segments.isEmpty)
+        #expect(top.file(named: "x.bin").relativePath == "x.bin")
+    }
+
+    @Test func aStoredObjectDestinationReadsBackTheSame() throws {
+        let parsed = try Destination.parse("s3://bucket/a/b.bin").get()
+        #expect(Destination(stored: parsed.path) == parsed)
+    }
+
+    @Test(arguments: [
+        ("s3://bucket", "must name a key"),
+        ("s3://ab/key", "3 to 63"),
+        ("s3://\(String(repeating: "a", count: 64))/key", "3 to 63"),
+        ("s3://Bucket/key", "lower-case"),
+        ("s3://my_bucket/key", "lower-case"),
+        ("s3://-bucket/key", "begin and end"),
+        ("s3://bucket-/key", "begin and end"),
+        ("s3://my..bucket/key", "two dots"),
+        ("s3://192.168.5.4/key", "IP address"),
+        ("s3://xn--bucket/key", "xn--"),
+        ("s3://bucket-s3alias/key", "-s3alias"),
+        ("s3://bucket/a//b", "empty segments"),
+        ("s3://bucket/../b", "'.' or '..'"),
+        ("s3://bucket/a\u{0}b", "control"),
+        ("s3://bucket/\(String(repeating: "k", count: 1025))", "at most 1024 bytes"),
+    ])
+    func aBadBucketOrKeyIsRefusedWithItsReason(_ path: String, _ reason: String) {
+        guard case .failure(let problem) = Destination.parse(path) else {
+            Issue.record("\(path) was accepted")
+            return
+        }
+        #expect(problem.message.contains(reason), "\(path): \(problem.message)")
+    }
+
+    @Test func aLocalPathIsNoObject() throws {
+        let local = try Destination.parse("dir/file.bin").get()
+        #expect(local.bucket == nil && !local.isObject && local.relativePath == "dir/file.bin")
+        #expect(!Destination(stored: "s3://Bad/key").isValid && Destination(stored: "s3://Bad/key").bucket == nil)
+    }
+
+    @Test func anUploadRecordReadsBackWhatItWrote() {
+        let upload = ObjectUpload(key: "a/b (1).bin", uploadID: "2~abc/def+ghi=", parts: [
+            .init(number: 1, size: 5_242_880, etag: "\"0f343b0931126a20f133d67c2b018a3b\""),
+            .init(number: 2, size: 17, etag: "\"9b2cf535f27731c974343645a3985328\""),
+        ], digestState: "v1:AAAA:")
+        #expect(ObjectUpload.parse(upload.text) == upload)
+        #expect(upload.end == 5_242_897)
+        #expect(ObjectUpload.parse(ObjectUpload(key: "k", uploadID: "u").text) == ObjectUpload(key: "k", uploadID: "u"))
+    }
+
+    @Test(arguments: ["", "key", "key\nupload", "key\nupload\nstate\n2 10 \"e\"", "key\nupload\nstate\n1 0 \"e\"",
+                      "key\nupload\nstate\n1 ten \"e\"", "\nupload\nstate"])
+    func anUploadRecordThatIsNotOneIsRefused(_ text: String) {
+        #expect(ObjectUpload.parse(text) == nil)
+    }
+}
