@@ -1,13 +1,15 @@
 """Fixtures for the end-to-end suite: `fetchd` (a factory for processes of the built
-binary), `origin` (a real HTTP/1.1 origin) and `receiver` (a real Standard Webhooks
-receiver). Run with `python3 -m pytest -q Tests/e2e` after `swift build`; set FETCHD_BIN
-to test another binary."""
+binary), `origin` (a real HTTP/1.1 origin), `receiver` (a real Standard Webhooks
+receiver) and `s3` (an S3-compatible store: moto behind a proxy the test controls). Run
+with `python3 -m pytest -q Tests/e2e` after `swift build`; set FETCHD_BIN to test another
+binary."""
 
 from __future__ import annotations
 
 import pytest
 
 from e2e_support import Fetchd, FetchdFactory, Origin, WebhookReceiver, fetchd_binary
+from s3_support import S3, S3Server
 
 
 @pytest.fixture(scope="session")
@@ -67,9 +69,33 @@ def receiver():
     r.stop()
 
 
+@pytest.fixture(scope="module")
+def s3_server(tmp_path_factory):
+    """One moto_server (authentication on) and its proxy for a module, stopped however the
+    module ends. Tests use `s3`."""
+    server = S3Server(tmp_path_factory.mktemp("s3"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3(s3_server, request):
+    """An `S3` for this test: `env()` (the FETCHD_S3_* variables: endpoint = the proxy),
+    a fresh `bucket`, a boto3 `client` to moto directly, `get_object_bytes`, `object_exists`,
+    `list_multipart_uploads`, `requests(method, path_prefix)` made through the proxy during
+    the test, and `down()` / `up()`. The proxy is up again after the test."""
+    store = S3(s3_server, request.node.name)
+    yield store
+    store.up()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """On failure, attach the stderr of every fetchd the test used."""
+    """On failure, attach the stderr of every fetchd the test used and, if it used `s3`, the
+    requests the S3 proxy carried and the end of moto's log."""
     outcome = yield
     report = outcome.get_result()
     if report.failed:
@@ -81,3 +107,7 @@ def pytest_runtest_makereport(item, call):
                     continue
                 seen.add(id(fd))
                 report.sections.append((f"fetchd stderr: {fd.name}", fd.log_text()))
+        store = getattr(item, "funcargs", {}).get("s3")
+        if isinstance(store, S3):
+            report.sections.append(("S3 requests through the proxy", store.describe_requests()))
+            report.sections.append(("moto_server log (tail)", store.server.log_text(60)))
