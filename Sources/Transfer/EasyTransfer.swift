@@ -69,7 +69,7 @@ final class EasyTransfer {
         switch request.sink {
         case .file(let path, let validator):
             let sink = try FileSink(path: path, keepExisting: validator != nil, extraDigest: request.extraDigest,
-                                   staging: staging, onWritable: onWritable)
+                                    hashing: request.hashesFile, writeLimit: request.writeLimit, staging: staging, onWritable: onWritable)
             if let validator, sink.length > 0 { resume = Resume(offset: sink.length, end: nil, validator: validator) }
             if let length = request.firstPartLength {
                 // Without a validator there is nothing to resume: the part starts the file.
@@ -364,9 +364,14 @@ final class EasyTransfer {
             lastProgressReport = now
             var writing = false
             if case .writeFile? = receiver.plan?.action { writing = true }
-            let progress = TransferProgress(bytesOnDisk: receiver.bytesOnDisk, bytesExpected: receiver.plan?.bytesExpected,
+            var progress = TransferProgress(bytesOnDisk: receiver.bytesOnDisk, bytesExpected: receiver.plan?.bytesExpected,
                                             validator: writing ? receiver.head?.validator : nil,
                                             isFirstPart: firstPartEnd != nil)
+            if writing {
+                progress.bodyStart = receiver.bodyStart
+                progress.contentDisposition = receiver.head?.contentDisposition
+                progress.effectiveURL = effectiveURL
+            }
             if progress != lastProgress {
                 lastProgress = progress
                 onProgress(progress)
@@ -395,6 +400,13 @@ final class EasyTransfer {
         logger.info("connection refused by the address policy", metadata: ["transfer.id": "\(id)", "address": "\(address)"])
     }
 
+    /// The URL of the current hop (after the redirects curl followed).
+    private var effectiveURL: String? {
+        var url: UnsafeMutablePointer<CChar>?
+        guard fetchd_easy_getinfo_cstr(handle, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url else { return nil }
+        return String(cString: url)
+    }
+
     // MARK: - Finishing
 
     /// Builds the result, frees the easy handle (already removed from the multi handle), and calls
@@ -407,10 +419,7 @@ final class EasyTransfer {
         if fetchd_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK, status > 0 {
             result.httpStatus = status
         }
-        var url: UnsafeMutablePointer<CChar>?
-        if fetchd_easy_getinfo_cstr(handle, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url {
-            result.effectiveURL = String(cString: url)
-        }
+        result.effectiveURL = effectiveURL
         result.failure = failure(for: outcome)
         release()
 
@@ -463,6 +472,7 @@ final class EasyTransfer {
                 hashed.extraDigest = digests?.extra
             case .failure(let failure): hashed.failure = failure
             }
+            hashed.bodyComplete = hashed.failure == nil
             // Straight from the writer's (or digest's) queue: the caller hops to its own queue anyway.
             onComplete(hashed)
             work.leave()

@@ -13,14 +13,18 @@ final class FileSink {
     private var takesLargeChunks = false
     /// The file's length once everything taken so far is written: where the next byte goes.
     private(set) var length: Int64
+    private let writeLimit: WriteLimit?
+    private let onWritable: @Sendable () -> Void
 
     /// Opens the file, creating it. `keepExisting` keeps what is there (to resume after it);
     /// otherwise the file is emptied. With `segmentFrom`, the sink writes one byte range of a
     /// segmented download from that offset on, keeps the rest of the file as it is, and computes
     /// no digest (`SegmentedDownload` hashes the finished file). `onWritable` runs (on some other
     /// queue) when the sink takes bytes again after `mustWait`.
-    init(path: String, keepExisting: Bool, extraDigest: DigestAlgorithm?, segmentFrom: Int64? = nil,
-         staging: WriteStaging, onWritable: @escaping @Sendable () -> Void) throws(TransferFailure) {
+    /// `writeLimit`: how far the file may grow before the sink waits for the limit to be raised.
+    /// `hashing: false` computes no digest (the caller hashes the bytes its own way).
+    init(path: String, keepExisting: Bool, extraDigest: DigestAlgorithm?, segmentFrom: Int64? = nil, hashing: Bool = true,
+         writeLimit: WriteLimit? = nil, staging: WriteStaging, onWritable: @escaping @Sendable () -> Void) throws(TransferFailure) {
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw FileWriter.failure(errno, "open", path) }
         var status = stat()
@@ -36,7 +40,9 @@ final class FileSink {
         }
         length = segmentFrom ?? (keepExisting ? Int64(status.st_size) : 0)
         self.staging = staging
-        writer = FileWriter(fd: fd, path: path, length: length, hashing: segmentFrom == nil, extraDigest: extraDigest,
+        self.writeLimit = writeLimit
+        self.onWritable = onWritable
+        writer = FileWriter(fd: fd, path: path, length: length, hashing: hashing && segmentFrom == nil, extraDigest: extraDigest,
                             staging: staging, onWritable: onWritable)
     }
 
@@ -46,6 +52,11 @@ final class FileSink {
     /// Whether the writer is too far behind to take `count` more bytes now; if so, `onWritable`
     /// runs once it has caught up. Bytes that fit the chunk being filled are always welcome.
     func mustWait(toTake count: Int) -> Bool {
+        if let writeLimit, !writeLimit.admits(length + Int64(count), orCall: onWritable) {
+            // What it holds goes to disk now: the owner raises the limit once it has read those bytes.
+            flush()
+            return true
+        }
         if let chunk, chunk.capacity - chunk.count >= count { return false }
         return writer.isBehind()
     }

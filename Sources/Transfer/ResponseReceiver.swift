@@ -45,6 +45,12 @@ final class ResponseReceiver {
 
     var bytesOnDisk: Int64 { file?.bytesWritten ?? Int64(memory.count) }
 
+    /// Where in the file the final response's body starts, once its head is in and the body is the file's.
+    var bodyStart: Int64? {
+        guard case .writeFile(let startOver)? = plan?.action else { return nil }
+        return startOver ? 0 : resumeOffset ?? 0
+    }
+
     /// A redirect fetchd follows itself: what the last hop's response left is no longer the answer.
     func nextHop() {
         head = nil

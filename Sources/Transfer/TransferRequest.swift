@@ -101,6 +101,11 @@ public struct TransferRequest: Sendable {
     /// the validator and whether the origin honours `Range`, and leaves no connection to close
     /// half-read before the next requests go out.
     public var firstPartLength: Int64? = nil
+    /// File sink: how far the file may grow for now (see `WriteLimit`); nil for no limit.
+    public var writeLimit: WriteLimit? = nil
+    /// File sink: false computes no digest of the file (the caller hashes what it reads back);
+    /// the result then has no `sha256`.
+    public var hashesFile = true
 
     public init(url: String, sink: Sink) {
         self.url = url

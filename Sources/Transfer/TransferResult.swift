@@ -25,6 +25,13 @@ public struct TransferProgress: Sendable, Equatable {
     /// The response is the first part asked for (`TransferRequest.firstPartLength`) of a larger
     /// representation: the origin honours `Range`, and the transfer ends where the part does.
     public var isFirstPart: Bool
+    /// File sink, once the response's head is in: where in the file its body started (0 for a
+    /// response that replaces the file, the resume offset for a 206 that continues it).
+    public var bodyStart: Int64? = nil
+    /// The response's `Content-Disposition` and the URL it came from (after redirects), once its
+    /// head is in: what a file named by the origin is named from.
+    public var contentDisposition: String? = nil
+    public var effectiveURL: String? = nil
 
     public init(bytesOnDisk: Int64, bytesExpected: Int64?, validator: String? = nil, bodyComplete: Bool = false,
                 isFirstPart: Bool = false) {
@@ -98,6 +105,9 @@ public struct TransferResult: Sendable {
     /// and the representation goes on past it: no failure, no digest; `bytesOnDisk` is where the
     /// part ended and `bytesExpected` the whole size, when the origin said.
     public var partReceived = false
+    /// File sink: the whole representation is in the file and synced (with or without a digest:
+    /// `TransferRequest.hashesFile`).
+    public var bodyComplete = false
 
     /// Public so that callers can build results for their own tests.
     public init(
