@@ -18,11 +18,18 @@ public enum AttemptOutcome: Sendable, Equatable {
     /// The origin could not be reached at all (name resolution, connection refused or
     /// unreachable, connect timeout): an outage, not an answer.
     case unreachable(String)
+    /// The object storage refused a request in a way no retry fixes (its error code and message).
+    case storageRefused(String)
+    /// The object storage failed a request in a way that passes (5xx, SlowDown, a timeout).
+    case storageUnavailable(String)
+    /// The object storage could not be reached at all: an outage.
+    case storageUnreachable(String)
 
-    /// An outage: the attempt never reached the origin (or the proxy in front of it).
+    /// An outage: the attempt never reached the origin (or the proxy in front of it), or the
+    /// object storage its bytes go to.
     public var isOutage: Bool {
         switch self {
-        case .unreachable, .proxy: true
+        case .unreachable, .proxy, .storageUnreachable: true
         default: false
         }
     }
@@ -98,6 +105,10 @@ public struct RetryPolicy: Sendable {
             transient = DownloadError(code: ErrorCode.proxy, message: message)
         case .unreachable(let message):
             transient = DownloadError(code: ErrorCode.network, message: message)
+        case .storageUnavailable(let message), .storageUnreachable(let message):
+            transient = DownloadError(code: ErrorCode.storage, message: message)
+        case .storageRefused(let message):
+            return .fail(DownloadError(code: ErrorCode.storage, message: message))
         case .tls(let message):
             // Trying again meets the same certificate: only the operator (a CA bundle) can fix it.
             return .fail(DownloadError(code: ErrorCode.tls, message: message))

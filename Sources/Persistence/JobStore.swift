@@ -74,6 +74,11 @@ public protocol JobStore: Sendable {
     /// Jobs left `running` by a process that stopped without settling them (at start: all of them).
     func interruptedJobs() throws -> [Download]
 
+    /// Up to `limit` ended jobs whose multipart upload is to be aborted: completed or cancelled
+    /// ones, and failed ones that a retry cannot go on from (no bytes kept) or that finished before
+    /// `keptUntil` (about to be pruned). Pruning leaves a job until its upload is gone.
+    func uploadsToAbort(failedBefore keptUntil: Int64, limit: Int) throws -> [Download]
+
     /// Hosts held by a `holdHost` change that still hold after `now`, with the time each is held until.
     func hostBackoffs(after now: Int64) throws -> [String: Int64]
 

@@ -7,6 +7,16 @@ extension PostgresStore {
         try read { db in try Self.fetch(db, id: id) }
     }
 
+    public func uploadsToAbort(failedBefore keptUntil: Int64, limit: Int) throws -> [Download] {
+        try read { db in
+            try db.query("""
+                SELECT \(JobColumns.list) FROM downloads WHERE object_upload IS NOT NULL
+                AND (state IN ('completed','cancelled') OR (state = 'failed' AND (bytes_received = 0 OR finished_at < $1)))
+                LIMIT $2
+                """, [.integer(keptUntil), .integer(Int64(limit))], JobColumns.download)
+        }
+    }
+
     static func fetch(_ db: PostgresConnection, id: String) throws -> Download? {
         try db.query("SELECT \(JobColumns.list) FROM downloads WHERE id = $1", [.text(id)], JobColumns.download).first
     }

@@ -14,7 +14,7 @@ extension PostgresStore {
         var pruned = Pruned()
         pruned.downloads = try deleteInBatches("""
             DELETE FROM downloads WHERE id IN (SELECT id FROM downloads
-            WHERE state IN ('completed','failed','cancelled') AND finished_at < $1 LIMIT $2)
+            WHERE state IN ('completed','failed','cancelled') AND finished_at < $1 AND object_upload IS NULL LIMIT $2)
             """, finishedBefore)
         pruned.deliveries = try deleteInBatches("""
             DELETE FROM webhook_deliveries WHERE (event_id, url) IN (SELECT event_id, url FROM webhook_deliveries

@@ -306,6 +306,16 @@ extension SQLiteStore {
         }
     }
 
+    public func uploadsToAbort(failedBefore keptUntil: Int64, limit: Int) throws -> [Download] {
+        try withReader { db in
+            try db.prepare("""
+                SELECT \(DownloadColumns.list) FROM downloads WHERE object_upload IS NOT NULL
+                AND (state = 'completed' OR state = 'cancelled' OR (state = 'failed' AND (bytes_received = 0 OR finished_at < ?)))
+                LIMIT ?
+                """).query([.integer(keptUntil), .integer(Int64(limit))], DownloadColumns.download)
+        }
+    }
+
     /// Jobs by state: of one session (counted), or of all (kept up to date by the insert and by triggers, O(1)).
     public func counts(session: String?) throws -> [DownloadState: Int] {
         try withReader { db in

@@ -7,14 +7,16 @@ import Persistence
 extension SQLiteStore {
     static let pruneBatch = 2000
 
-    /// Deletes terminal jobs (with their attempts) finished before `finishedBefore`, settled webhook
+    /// Deletes terminal jobs (with their attempts) finished before `finishedBefore` whose upload to
+    /// object storage, if any, is aborted (`uploadsToAbort`), settled webhook
     /// deliveries (and events left without one) before `settledBefore`, idempotency keys made
     /// before `keysBefore`, and the fair-queueing rows of sessions that no longer change anything.
     public func prune(finishedBefore: Int64, settledBefore: Int64, keysBefore: Int64) throws -> Pruned {
         var pruned = Pruned()
         pruned.downloads = try deleteInBatches("""
             DELETE FROM downloads WHERE id IN (SELECT id FROM downloads INDEXED BY downloads_finished
-            WHERE (state = 'completed' OR state = 'failed' OR state = 'cancelled') AND finished_at < ? LIMIT ?)
+            WHERE (state = 'completed' OR state = 'failed' OR state = 'cancelled') AND finished_at < ? AND object_upload IS NULL
+            LIMIT ?)
             """, .integer(finishedBefore))
         pruned.deliveries = try deleteInBatches("""
             DELETE FROM webhook_deliveries WHERE (event_id, url) IN (SELECT event_id, url FROM webhook_deliveries

@@ -100,6 +100,9 @@ final class FailingWrites: JobStore {
     }
 
     func interruptedJobs() throws -> [Download] { try store.interruptedJobs() }
+    func uploadsToAbort(failedBefore keptUntil: Int64, limit: Int) throws -> [Download] {
+        try store.uploadsToAbort(failedBefore: keptUntil, limit: limit)
+    }
     func hostBackoffs(after now: Int64) throws -> [String: Int64] { try store.hostBackoffs(after: now) }
     func dueDeliveries(now: Int64, limit: Int, excluding inFlight: Set<String>) throws -> [WebhookDelivery] {
         try store.dueDeliveries(now: now, limit: limit, excluding: inFlight)
