@@ -30,7 +30,7 @@ struct ActiveAttempt {
     /// Connections it holds of its host's `maxTransfersPerHost`.
     var connections = 1
     /// A first connection that asks for the first part only, to go on over `connections` (see
-    /// AttemptRunner+Ranges), until its response shows it stays alone.
+    /// SegmentedAttempts), until its response shows it stays alone.
     var mayUseRanges = false
     /// The attempt over several connections, when it runs so.
     var ranges: (any SegmentsRunning)?

@@ -7,9 +7,9 @@ import Synchronization
 import Transfer
 
 /// Runs the attempts the dispatcher chose: starts each transfer (after its digest file, over one
-/// connection or several), follows its progress, stops it when a client asks, and hands how it
-/// ended to the completer as a settlement. Counts each attempt out of the load when it ends, or
-/// as soon as its body is in (its slot goes to the next job while it settles).
+/// connection or, through `segmented`, several), follows its progress, stops it when a client
+/// asks, and hands how it ended to the completer as a settlement. Counts each attempt out of the
+/// load when it ends, or as soon as its body is in (its slot goes to the next job while it settles).
 final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `stopping`, `drained` only on `queue` (assertOnQueue)
     let queue: DispatchQueue
     let ledger: LoadLedger
@@ -18,6 +18,8 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     let template: TransferTemplate
     private let settlement: SettlementContext
     let partials: PartialFiles
+    /// Runs the attempts that go on over several connections.
+    let segmented: SegmentedAttempts
     let hub: EventHub
     let clock: Clock
     let logger: Logger
@@ -40,6 +42,8 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         self.template = template
         self.settlement = settlement
         self.partials = settlement.partials
+        self.segmented = SegmentedAttempts(queue: queue, ledger: ledger, completer: completer, transfers: transfers,
+                                           template: template, partials: settlement.partials, clock: clock, logger: logger)
         self.hub = hub
         self.clock = clock
         self.logger = logger
@@ -170,15 +174,42 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         let digestFile = active[id]?.digestFile
         // Every attempt begins with its digest file, one that resumes ranges too.
         if let checksumURL = job.checksumURL, digestFile == nil { return fetchDigestFile(checksumURL, for: id, resumeFrom: resumeFrom) }
-        if !job.ranges.isEmpty { return startRanges(job) }
+        if !job.ranges.isEmpty { return startRanges(id) }
         var request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom, digestFile: digestFile, now: clock.now())
-        if active[id]?.mayUseRanges == true { request.firstPartLength = Self.minimumRangedSize }
+        if active[id]?.mayUseRanges == true { request.firstPartLength = SegmentedAttempts.minimumRangedSize }
         logger.info("transfer started", metadata: ["download.id": "\(id)", "attempt": "\(job.attempts)", "resume.offset": "\(resumeFrom)"])
         let transferID = transfers.start(
             request,
             onProgress: { progress in self.queue.async { self.progressed(id, progress) } },
             onComplete: { result in self.queue.async { self.finished(id, result) } })
         active[id]?.transferID = transferID
+    }
+
+    /// Starts (or resumes) the job's ranges; a job whose partial file no longer holds their
+    /// progress starts over on one connection.
+    private func startRanges(_ id: String) {
+        guard var attempt = active[id] else { return }
+        let started = segmented.start(
+            &attempt,
+            onProgress: { progress in self.queue.async { self.rangesProgressed(id, progress) } },
+            onComplete: { result in self.queue.async { self.rangesFinished(id, result) } })
+        active[id] = attempt
+        if !started { start(attempt.download, resumeFrom: 0) }
+    }
+
+    private func rangesProgressed(_ id: String, _ progress: SegmentedProgress) {
+        guard var attempt = active[id], attempt.stopReason == nil else { return }
+        segmented.progressed(&attempt, progress)
+        active[id] = attempt
+        report(id, session: attempt.download.session, bytes: progress.bytesOnDisk, expected: attempt.download.bytesExpectedFromOrigin)
+    }
+
+    /// The ranges ended: the job settles as one attempt, with every range's progress kept.
+    private func rangesFinished(_ id: String, _ result: SegmentedResult) {
+        guard var attempt = active[id] else { return }
+        let ended = segmented.ended(&attempt, result)
+        active[id] = attempt
+        finished(id, ended)
     }
 
     /// Stops the attempt's transfer (or ranges), which then ends as cancelled.
@@ -193,11 +224,17 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     private func progressed(_ id: String, _ progress: TransferProgress) {
         if progress.bodyComplete { return bodyReceived(id) }
         guard var attempt = active[id], attempt.stopReason == nil else { return }
-        if let reason = switchOver(&attempt, progress) {
-            attempt.stopReason = reason
+        // Data carried over from another URL (`validator` "") whose size this one does not have is
+        // dropped: the job starts from zero.
+        let job = attempt.download
+        if job.validator == "", let size = progress.bytesExpected, let known = job.bytesExpectedFromOrigin, size != known {
+            logger.info("carried-over data does not fit this URL; starting from zero",
+                        metadata: ["download.id": "\(id)", "size": "\(size)", "expected": "\(known)"])
+            attempt.stopReason = .sizeMismatch
             active[id] = attempt
             return cancelAttempt(of: attempt)
         }
+        segmented.firstConnectionProgressed(&attempt, progress)
         // The first time a validator is seen it is saved at once: a crash from here on must resume with it.
         let newValidator = progress.validator != attempt.download.validator ? progress.validator : nil
         if let newValidator { attempt.download.validator = newValidator }
@@ -244,10 +281,12 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             return endShutdownIfDrained()
         }
         if attempt.stopReason == nil, result.partReceived {
-            return goOn(afterFirstPart: &attempt, result)
+            let next = segmented.goOn(afterFirstPart: &attempt, result)
+            active[id] = attempt
+            return next == .ranges ? startRanges(id) : start(attempt.download, resumeFrom: result.bytesOnDisk)
         }
         if attempt.stopReason == .sizeMismatch {
-            attempt.download = startsOver(attempt.download)
+            attempt.download = partials.startingOver(attempt.download)
             attempt.stopReason = .requestChanged
             active[id] = attempt
             return finished(id, TransferResult(failure: .cancelled))
@@ -271,4 +310,9 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         // A completed body's slot was passed on already; anything else may put the job back in the queue.
         if !attempt.slotFreed || stopReason != nil || !result.isComplete || stopping { completer.attemptEnded() }
     }
+}
+
+extension TransferResult {
+    /// The file is complete and hashed.
+    var isComplete: Bool { failure == nil && sha256 != nil }
 }
