@@ -1,0 +1,39 @@
+/// An object in a bucket.
+public struct ObjectLocation: Sendable, Hashable {
+    public var bucket: String
+    /// The object's key as stored (not encoded); `/` separates the segments of its path.
+    public var key: String
+
+    public init(bucket: String, key: String) {
+        self.bucket = bucket
+        self.key = key
+    }
+}
+
+/// One part of a multipart upload as S3 took it: what CompleteMultipartUpload names.
+public struct UploadedPart: Sendable, Codable, Equatable {
+    /// 1...10000.
+    public var number: Int
+    public var size: Int64
+    /// The part's ETag exactly as S3 sent it, quotes included.
+    public var etag: String
+
+    public init(number: Int, size: Int64, etag: String) {
+        self.number = number
+        self.size = size
+        self.etag = etag
+    }
+}
+
+/// A stored object's identity once written.
+public struct StoredObject: Sendable, Equatable {
+    /// As S3 sent it, quotes included (`"<md5>-<parts>"` for a multipart upload).
+    public var etag: String
+    /// `x-amz-version-id`, when the bucket keeps versions.
+    public var versionID: String?
+
+    public init(etag: String, versionID: String? = nil) {
+        self.etag = etag
+        self.versionID = versionID
+    }
+}

@@ -1,0 +1,75 @@
+/// One S3 answer read for the operation that asked for it: the failure it means, else the value
+/// it carries. Failures' messages are redacted.
+struct S3Answer {
+    let result: TransferResult
+    let document: S3XMLDocument?
+    let operation: S3Operation
+    let redaction: S3MessageRedaction
+
+    init(_ result: TransferResult, for operation: S3Operation, redaction: S3MessageRedaction) {
+        self.result = result
+        self.document = S3XMLDocument.parse(result.responseBody)
+        self.operation = operation
+        self.redaction = redaction
+    }
+
+    var failure: ObjectStorageFailure? {
+        ObjectStorageFailure.classify(result, document: document, operation: operation).map(redaction.redact)
+    }
+
+    /// CreateMultipartUpload: `InitiateMultipartUploadResult/UploadId`.
+    func uploadID() -> Result<String, ObjectStorageFailure> {
+        if let failure { return .failure(failure) }
+        guard let document, document.root == "InitiateMultipartUploadResult",
+              let id = document.fields["UploadId"], !id.isEmpty
+        else { return .failure(notUnderstood("no UploadId")) }
+        return .success(id)
+    }
+
+    /// UploadPart: the `ETag` header, as sent.
+    func uploadedPart(number: Int, size: Int64) -> Result<UploadedPart, ObjectStorageFailure> {
+        if let failure { return .failure(failure) }
+        guard let etag = nonEmptyHeader("etag") else { return .failure(notUnderstood("no ETag")) }
+        return .success(UploadedPart(number: number, size: size, etag: etag))
+    }
+
+    /// CompleteMultipartUpload: the result document's `ETag` (S3 names the root
+    /// `CompleteMultipartUploadResult`, some servers `…Response`); PutObject: the `ETag` header.
+    /// The version id is the `x-amz-version-id` header.
+    func storedObject() -> Result<StoredObject, ObjectStorageFailure> {
+        if let failure { return .failure(failure) }
+        let etag: String?
+        if operation == .completeMultipartUpload {
+            etag = document?.fields["ETag"].flatMap { $0.isEmpty ? nil : $0 } ?? nonEmptyHeader("etag")
+        } else {
+            etag = nonEmptyHeader("etag")
+        }
+        guard let etag else { return .failure(notUnderstood("no ETag")) }
+        return .success(StoredObject(etag: etag, versionID: nonEmptyHeader("x-amz-version-id")))
+    }
+
+    /// AbortMultipartUpload: an upload already gone is as good as aborted.
+    func aborted() -> Result<Void, ObjectStorageFailure> {
+        switch failure {
+        case nil, .noSuchUpload?: return .success(())
+        case let failure?: return .failure(failure)
+        }
+    }
+
+    /// HeadObject: 200 there, 404 not (a HEAD answer has no body to tell a missing object from a
+    /// missing bucket).
+    func exists() -> Result<Bool, ObjectStorageFailure> {
+        if result.failure == nil && result.httpStatus == 404 { return .success(false) }
+        if let failure { return .failure(failure) }
+        return .success(true)
+    }
+
+    private func nonEmptyHeader(_ name: String) -> String? {
+        result.responseHeader(name).flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// A 2xx without what it should carry: a broken server or proxy, perhaps not for long.
+    private func notUnderstood(_ what: String) -> ObjectStorageFailure {
+        .unavailable("\(what) in the answer (HTTP \(result.httpStatus.map(String.init) ?? "none"))")
+    }
+}

@@ -1,0 +1,126 @@
+import Testing
+@testable import Transfer
+
+/// The client against a stand-in engine: what it hands to `run`, and what it makes of the result.
+@Suite struct ObjectStorageClientTests {
+    @Test func createMultipartUploadSendsOneRequestAndGivesTheUploadID() async {
+        let engine = CannedEngine(S3Fixture.answer(200, ObjectStorageAnswerTests.initiated))
+        let client = engine.client()
+
+        let result = await outcome { client.createMultipartUpload(S3Fixture.location, completion: $0) }
+
+        #expect(result == .success("VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA"))
+        #expect(engine.requests.count == 1)
+        #expect(engine.requests.first?.url == "http://127.0.0.1:9000/media/jobs/42/movie%20%28final%29.mkv?uploads=")
+        #expect(engine.requests.first?.headerLines.contains("Content-Type: application/octet-stream") == true)
+    }
+
+    @Test func uploadPartGivesThePartAsCompleteWillNameIt() async {
+        let engine = CannedEngine(S3Fixture.answer(200, headers: [("ETag", "\"4593f81bd2db09f467e3fdd2add670c9\"")]))
+        let client = engine.client()
+
+        let result = await outcome {
+            client.uploadPart(S3Fixture.location, uploadID: "up-1", number: 2, body: S3Fixture.range,
+                              sha256: S3Fixture.bodySHA256, completion: $0)
+        }
+
+        #expect(result == .success(UploadedPart(number: 2, size: 5 << 20, etag: "\"4593f81bd2db09f467e3fdd2add670c9\"")))
+        #expect(engine.requests.first?.bodyFile == S3Fixture.range)
+        #expect(engine.requests.first?.url.hasSuffix("?partNumber=2&uploadId=up-1") == true)
+    }
+
+    @Test func aCompletedUploadGivesTheStoredObject() async {
+        let engine = CannedEngine(S3Fixture.answer(200, ObjectStorageAnswerTests.completed, headers: [("x-amz-version-id", "v1")]))
+        let client = engine.client()
+        let parts = [UploadedPart(number: 1, size: 5 << 20, etag: "\"a\""), UploadedPart(number: 2, size: 3, etag: "\"b\"")]
+
+        let result = await outcome {
+            client.completeMultipartUpload(S3Fixture.location, uploadID: "up-1", parts: parts, ifNoneMatch: true, completion: $0)
+        }
+
+        #expect(result == .success(StoredObject(etag: "\"3858f62230ac3c915f300c664312c11f-9\"", versionID: "v1")))
+        #expect(engine.requests.first?.body == CompleteMultipartUploadBody.xml(parts))
+        #expect(engine.requests.first?.headerLines.contains("If-None-Match: *") == true)
+    }
+
+    @Test func aCompleteThat200sWithAnErrorIsToBeRetried() async {
+        let engine = CannedEngine(S3Fixture.answer(200, "  " + S3Fixture.error("InternalError", "Please try again.")))
+        let client = engine.client()
+
+        let result = await outcome {
+            client.completeMultipartUpload(S3Fixture.location, uploadID: "up-1", parts: [UploadedPart(number: 1, size: 1, etag: "\"a\"")],
+                                           ifNoneMatch: false, completion: $0)
+        }
+
+        #expect(result == .failure(.unavailable("InternalError (HTTP 200): Please try again.")))
+    }
+
+    @Test func aConditionalPutOverAnObjectFindsItThere() async {
+        let engine = CannedEngine(S3Fixture.answer(412, S3Fixture.error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold")))
+        let client = engine.client()
+
+        let result = await outcome {
+            client.putObject(S3Fixture.location, body: S3Fixture.range, sha256: S3Fixture.bodySHA256, ifNoneMatch: true, completion: $0)
+        }
+
+        #expect(result == .failure(.exists))
+        #expect(engine.requests.first?.method == .put)
+        #expect(engine.requests.first?.headerLines.last == "If-None-Match: *")
+    }
+
+    @Test func abortSucceedsWhenTheUploadIsAlreadyGone() async {
+        let engine = CannedEngine(S3Fixture.answer(404, S3Fixture.error("NoSuchUpload", "The specified upload does not exist.")),
+                                  S3Fixture.answer(503, S3Fixture.error("SlowDown", "Please reduce your request rate.")))
+        let client = engine.client()
+
+        let gone = await outcome { client.abortMultipartUpload(S3Fixture.location, uploadID: "up-1", completion: $0) }
+        let busy = await outcome { client.abortMultipartUpload(S3Fixture.location, uploadID: "up-1", completion: $0) }
+
+        #expect(gone.failure == nil)
+        #expect(busy.failure == .unavailable("SlowDown (HTTP 503): Please reduce your request rate."))
+        #expect(engine.requests.map(\.method) == [.delete, .delete])
+    }
+
+    @Test func objectExistsAsksWithHead() async {
+        let engine = CannedEngine(S3Fixture.answer(200), S3Fixture.answer(404), TransferResult(failure: .unreachable("no route")))
+        let client = engine.client()
+
+        let there = await outcome { client.objectExists(S3Fixture.location, completion: $0) }
+        let missing = await outcome { client.objectExists(S3Fixture.location, completion: $0) }
+        let outage = await outcome { client.objectExists(S3Fixture.location, completion: $0) }
+
+        #expect(there == .success(true))
+        #expect(missing == .success(false))
+        #expect(outage == .failure(.unreachable("no route")))
+        #expect(engine.requests.map(\.method) == [.head, .head, .head])
+    }
+
+    @Test func whatCannotBeSentIsRefusedWithoutReachingTheEngine() async {
+        let engine = CannedEngine()
+        let client = engine.client()
+        let broken = CannedEngine().client(S3Fixture.settings("minio:9000"))
+
+        let badKey = await outcome { client.objectExists(ObjectLocation(bucket: "media", key: "a/../b"), completion: $0) }
+        let badPart = await outcome {
+            client.uploadPart(S3Fixture.location, uploadID: "u", number: 0, body: S3Fixture.range, sha256: S3Fixture.bodySHA256,
+                              completion: $0)
+        }
+        let badSettings = await outcome { broken.createMultipartUpload(S3Fixture.location, completion: $0) }
+
+        #expect(badKey.failure?.refusedCode == "InvalidKey")
+        #expect(badPart.failure?.refusedCode == "InvalidArgument")
+        #expect(badSettings.failure?.refusedCode == "InvalidSettings")
+        #expect(engine.requests.isEmpty)
+    }
+
+    @Test func aRefusalFromTheServerKeepsItsStatusCodeAndMessage() async {
+        let engine = CannedEngine(S3Fixture.answer(403, S3Fixture.error("SignatureDoesNotMatch",
+            "The request signature we calculated does not match the signature you provided. Check your key and signing method.")))
+        let client = engine.client()
+
+        let result = await outcome { client.createMultipartUpload(S3Fixture.location, completion: $0) }
+
+        #expect(result == .failure(.refused(status: 403, code: "SignatureDoesNotMatch",
+            message: "The request signature we calculated does not match the signature you provided. Check your key and signing method.")))
+    }
+}
