@@ -58,7 +58,12 @@ public final class DownloadService: Sendable {
                                         addressPolicy: configuration.addressPolicy),
             policy: DeliveryPolicy(schedule: configuration.webhookRetrySchedule), metrics: metrics, clock: clock, logger: logger)
         self.dispatcher = dispatcher
-        housekeeper = Housekeeper(store: store, retention: configuration.retention, partials: partials, clock: clock, logger: logger)
+        let objectStorage = configuration.objectStorage.map {
+            Self.objectStorage($0, engine: engine, store: store, retention: configuration.retention, clock: clock, logger: logger)
+        }
+        let sweeper = objectStorage?.sweeper
+        housekeeper = Housekeeper(store: store, retention: configuration.retention, partials: partials, clock: clock, logger: logger,
+                                  beforePruning: { sweeper?.sweep() })
         bandwidth = BandwidthPlan(schedule: configuration.maxBandwidth, clock: clock, logger: logger) {
             engine.setBandwidthLimit(bytesPerSecond: $0)
         }
@@ -74,7 +79,7 @@ public final class DownloadService: Sendable {
             read: { try store.download(id: $0) })
         let scheduler = Scheduler(store: store, transfers: engine, template: TransferTemplate(configuration: configuration),
                                   settlement: settlement, policy: SchedulingPolicy(capacity: configuration.capacity),
-                                  disk: disk, hub: hub, clock: clock, logger: logger)
+                                  disk: disk, objectStorage: objectStorage, hub: hub, clock: clock, logger: logger)
         self.scheduler = scheduler
         heartbeat = configuration.databaseURL == nil ? nil : NodeHeartbeat(
             store: store, scheduler: scheduler, dispatcher: dispatcher, recovery: recovery, clock: clock, logger: logger)
@@ -103,6 +108,17 @@ public final class DownloadService: Sendable {
         if configuration.webhookSecrets.isEmpty {
             logger.warning("no FETCHD_WEBHOOK_SECRET: webhooks are sent unsigned")
         }
+    }
+
+    /// The object storage's client, sending its requests through the transfer engine, with the
+    /// sweeper of its uploads.
+    static func objectStorage(_ storage: ObjectStorageConfiguration, engine: TransferEngine, store: any JobStore, retention: Duration,
+                              clock: Clock, logger: Logger) -> ObjectStorage {
+        let client = ObjectStorageClient(settings: storage.settings) { request, done in
+            _ = engine.start(request, onProgress: { _ in }, onComplete: done)
+        }
+        return ObjectStorage(client: client, partSize: storage.partSize,
+                             sweeper: UploadSweeper(store: store, client: client, retention: retention, clock: clock, logger: logger))
     }
 
     /// A finished download is hard-linked from the staging directory into the download root; across

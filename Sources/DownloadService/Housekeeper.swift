@@ -15,6 +15,9 @@ final class Housekeeper: QueueConfined, @unchecked Sendable {  // `timer` only o
     let logger: Logger
     /// Failed jobs' partial files go with their jobs.
     let partials: PartialFiles
+    /// Runs first in each pass: the uploads of ended jobs are aborted (`UploadSweeper`), which
+    /// pruning waits for.
+    let beforePruning: @Sendable () -> Void
     private lazy var timer = DueTimer(queue: queue, leeway: .seconds(1)) { [unowned self] in self.run() }
 
     /// The event log (`GET /events`) keeps at least the last hour and at least this many events.
@@ -24,8 +27,10 @@ final class Housekeeper: QueueConfined, @unchecked Sendable {  // `timer` only o
     /// Idempotency keys make retries safe for at least this long, whatever the retention.
     static let minimumKeyLifetime: Int64 = 24 * 3_600_000
 
-    init(store: any JobStore, retention: Duration, partials: PartialFiles, clock: Clock, logger: Logger) {
+    init(store: any JobStore, retention: Duration, partials: PartialFiles, clock: Clock, logger: Logger,
+         beforePruning: @escaping @Sendable () -> Void = {}) {
         self.store = store
+        self.beforePruning = beforePruning
         self.partials = partials
         self.retention = retention.wholeMilliseconds
         self.clock = clock
@@ -46,6 +51,7 @@ final class Housekeeper: QueueConfined, @unchecked Sendable {  // `timer` only o
     private func run() {
         assertOnQueue()
         let now = clock.now()
+        beforePruning()
         do {
             let pruned = try store.prune(finishedBefore: now - retention, settledBefore: now - retention,
                                          keysBefore: now - max(retention, Self.minimumKeyLifetime))

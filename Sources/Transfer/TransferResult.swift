@@ -69,6 +69,8 @@ public enum TransferFailure: Error, Sendable, Equatable {
     /// The origin could not be reached at all: its name did not resolve, the connection was
     /// refused or unreachable, or connecting timed out. No request was sent.
     case unreachable(String)
+    /// The object storage the bytes go to failed (an object destination's attempt).
+    case storage(ObjectStorageFailure)
     case cancelled
 }
 

@@ -68,6 +68,8 @@ enum DownloadJSON {
         json.field("mirrors", d.mirrors)
         json.field("connections", d.connections)
         json.field("maxBytesPerSecond", d.maxBytesPerSecond)
+        json.field("objectETag", d.objectETag)
+        json.field("objectVersionId", d.objectVersionID)
         json.endObject()
         return waitingForAt
     }

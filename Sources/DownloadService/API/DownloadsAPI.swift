@@ -83,7 +83,7 @@ struct DownloadsAPI: Sendable {
         case .success(let value): submission = value
         case .failure(let failure): throw APIProblem.invalid(failure.errors)
         }
-        if submission.destination.isObject {
+        if submission.destination.isObject, configuration.objectStorage == nil {
             throw APIProblem.invalid("destination", "names a bucket, but no object storage is configured (FETCHD_S3_ENDPOINT)")
         }
         submission.connections = submission.connections ?? configuration.connectionsPerDownload
@@ -94,6 +94,8 @@ struct DownloadsAPI: Sendable {
 
     /// The destination can be written, and holds no file unless the job may overwrite it.
     func checkDestination(_ submission: NewDownload, with checker: DestinationFiles.Checker) throws {
+        // An object's conflict is found when its upload starts, and kept by its conditional final write.
+        if submission.destination.isObject { return }
         switch checker.check(submission.destination) {
         case .failure(.invalid(let message)):
             throw APIProblem.invalid("destination", message)

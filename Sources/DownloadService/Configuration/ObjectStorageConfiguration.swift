@@ -29,10 +29,10 @@ public struct ObjectStorageConfiguration: Sendable {
         let partSize = try reader.size("s3-part-size", partSizeText)
         guard partSizes.contains(partSize) else { throw reader.invalid("s3-part-size", partSizeText, "expected 5MiB to 5GiB") }
         let trimmed = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
-        return ObjectStorageConfiguration(
-            settings: ObjectStorageSettings(endpoint: trimmed, region: try reader.text("s3-region"), accessKeyID: accessKeyID,
-                                            secretAccessKey: secret, addressing: addressing),
-            partSize: partSize)
+        let settings = ObjectStorageSettings(endpoint: trimmed, region: try reader.text("s3-region"), accessKeyID: accessKeyID,
+                                             secretAccessKey: secret, addressing: addressing)
+        if let problem = settings.problem { throw Configuration.Invalid(description: "invalid FETCHD_S3_* settings: \(problem)") }
+        return ObjectStorageConfiguration(settings: settings, partSize: partSize)
     }
 
     private static func secretAccessKey(_ reader: SettingReader) throws(Configuration.Invalid) -> String {

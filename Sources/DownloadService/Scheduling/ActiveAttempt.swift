@@ -34,6 +34,8 @@ struct ActiveAttempt {
     var mayUseRanges = false
     /// The attempt over several connections, when it runs so.
     var ranges: (any SegmentsRunning)?
+    /// The attempt of a job whose destination is an object.
+    var object: ObjectTransfer?
     /// Bytes on disk when the attempt (over several connections) started.
     var bytesAtStart: Int64 = 0
     /// What the first connection's response said to name the file by, kept for the settlement
@@ -43,5 +45,5 @@ struct ActiveAttempt {
     var slotFreed = false
 
     /// Whether an attempt runs that a stop must cancel.
-    var isAttempting: Bool { transferID != nil || ranges != nil }
+    var isAttempting: Bool { transferID != nil || ranges != nil || object != nil }
 }

@@ -18,6 +18,7 @@ extension AttemptOutcome {
         case .tls(let message)?: self = .tls(message)
         case .proxy(let message)?: self = .proxy(message)
         case .unreachable(let message)?: self = .unreachable(message)
+        case .storage(let failure)?: self.init(storage: failure)
         case .cancelled?: return nil
         }
     }

@@ -20,6 +20,8 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     let partials: PartialFiles
     /// Runs the attempts that go on over several connections.
     let segmented: SegmentedAttempts
+    /// Runs the attempts of jobs whose destination is an object; nil without object storage.
+    let objects: ObjectAttempts?
     let hub: EventHub
     let clock: Clock
     let logger: Logger
@@ -34,7 +36,8 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     static let progressPersistInterval: Int64 = 1000
 
     init(queue: DispatchQueue, ledger: LoadLedger, completer: Completer, transfers: any TransferRunning,
-         template: TransferTemplate, settlement: SettlementContext, hub: EventHub, clock: Clock, logger: Logger) {
+         template: TransferTemplate, settlement: SettlementContext, objects: ObjectAttempts? = nil, hub: EventHub, clock: Clock,
+         logger: Logger) {
         self.queue = queue
         self.ledger = ledger
         self.completer = completer
@@ -44,6 +47,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         self.partials = settlement.partials
         self.segmented = SegmentedAttempts(queue: queue, ledger: ledger, completer: completer, transfers: transfers,
                                            template: template, partials: settlement.partials, clock: clock, logger: logger)
+        self.objects = objects
         self.hub = hub
         self.clock = clock
         self.logger = logger
@@ -73,6 +77,8 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         // Ranges under way keep their number; a new job takes what its host has left.
         let free = ledger.connectionsFree(for: job)
         attempt.connections = job.ranges.isEmpty ? free : max(1, min(free, job.ranges.filter { $0.next < $0.end }.count))
+        // An object's parts go up in order from one connection.
+        if job.destination.isObject { attempt.connections = 1 }
         attempt.mayUseRanges = job.ranges.isEmpty && attempt.connections > 1
         active[job.id] = attempt
         ledger.track(attempt, starting: true)
@@ -124,6 +130,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             cancelAttempt(of: attempt)
         } else if reason == .cancel {
             partials.remove(id)
+            objects?.sweeper.sweep()
         }
     }
 
@@ -176,6 +183,12 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         if let checksumURL = job.checksumURL, digestFile == nil { return fetchDigestFile(checksumURL, for: id, resumeFrom: resumeFrom) }
         if !job.ranges.isEmpty { return startRanges(id) }
         var request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom, digestFile: digestFile, now: clock.now())
+        if job.destination.isObject, let objects {
+            active[id]?.object = objects.start(
+                job, request: request, uploadChanged: { self.active[id]?.download.objectUpload = $0 },
+                onProgress: { self.progressed(id, $0) }, onComplete: { self.finished(id, $0) })
+            return
+        }
         if active[id]?.mayUseRanges == true { request.firstPartLength = SegmentedAttempts.minimumRangedSize }
         logger.info("transfer started", metadata: ["download.id": "\(id)", "attempt": "\(job.attempts)", "resume.offset": "\(resumeFrom)"])
         let transferID = transfers.start(
@@ -214,7 +227,9 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
 
     /// Stops the attempt's transfer (or ranges), which then ends as cancelled.
     func cancelAttempt(of attempt: ActiveAttempt) {
-        if let ranges = attempt.ranges {
+        if let object = attempt.object {
+            object.cancel()
+        } else if let ranges = attempt.ranges {
             ranges.cancel()
         } else if let transferID = attempt.transferID {
             transfers.cancel(transferID)
@@ -298,15 +313,22 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
                                  now: clock.now(), jitter: Double.random(in: 0..<1), digestFile: attempt.digestFile,
                                  reachedURL: !atDigestFile)
         let stopReason = attempt.stopReason
+        var write: JobWrite
         if let reason = stopReason ?? (result.failure == .cancelled ? .shutdown : nil) {
-            completer.add(outcome.stopped(reason))
+            write = outcome.stopped(reason)
         } else if let digestFileProblem {
-            completer.add(outcome.digestFileUnavailable(digestFileProblem))
+            write = outcome.digestFileUnavailable(digestFileProblem)
+        } else if let objects, let object = attempt.object, result.isComplete {
+            return objects.settle(outcome, upload: object.upload) { write in
+                self.completer.add(objects.sweepingAfter(write))
+                self.completer.attemptEnded()
+            }
         } else {
-            let write = outcome.settle()
+            write = outcome.settle()
             if let (host, until) = write.hostHold { ledger.holdHost(host, until: until) }
-            completer.add(write)
         }
+        if let objects, attempt.object != nil { write = objects.sweepingAfter(write) }
+        completer.add(write)
         // A completed body's slot was passed on already; anything else may put the job back in the queue.
         if !attempt.slotFreed || stopReason != nil || !result.isComplete || stopping { completer.attemptEnded() }
     }

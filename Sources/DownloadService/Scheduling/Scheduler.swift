@@ -16,11 +16,17 @@ final class Scheduler: Sendable {
     let completer: Completer
 
     init(store: any JobStore, transfers: any TransferRunning, template: TransferTemplate, settlement: SettlementContext,
-         policy: SchedulingPolicy, disk: DiskSpace, hub: EventHub, clock: Clock, logger: Logger) {
+         policy: SchedulingPolicy, disk: DiskSpace, objectStorage: ObjectStorage? = nil, hub: EventHub, clock: Clock, logger: Logger) {
         ledger = LoadLedger(queue: queue, capacity: policy.capacity)
-        completer = Completer(queue: queue, store: store, logger: logger)
+        let completer = Completer(queue: queue, store: store, logger: logger)
+        self.completer = completer
+        let queue = queue
+        let objects = objectStorage.map {
+            ObjectAttempts(queue: queue, client: $0.client, partSize: $0.partSize, transfers: transfers, completer: completer,
+                           partials: settlement.partials, sweeper: $0.sweeper, logger: logger)
+        }
         attempts = AttemptRunner(queue: queue, ledger: ledger, completer: completer, transfers: transfers, template: template,
-                                 settlement: settlement, hub: hub, clock: clock, logger: logger)
+                                 settlement: settlement, objects: objects, hub: hub, clock: clock, logger: logger)
         dispatcher = Dispatcher(queue: queue, store: store, policy: policy, ledger: ledger, attempts: attempts,
                                 completer: completer, disk: disk, clock: clock, logger: logger)
         completer.runPass = { [unowned dispatcher] claim in dispatcher.pass(claim) }

@@ -60,6 +60,7 @@ struct Settlement {
         if result.failure == nil, let digest = result.sha256 {
             return complete(digest: digest)
         }
+        if case .storage(let failure)? = result.failure, let write = settleObject(failure) { return write }
         guard let outcome = AttemptOutcome(result) else { return stopped(.shutdown) }
         if let deadline = job.resourceDeadline, now >= deadline { return resourceTimedOut() }
         let retryAfter = result.retryAfter.map { Duration.milliseconds(Int64($0 * 1000)) }
@@ -225,7 +226,7 @@ struct Settlement {
 
     /// The file's digests against every digest the job expects: `sha256`, `checksum`, and the
     /// digest file's line for `fileName` (or its only line). Nil when all match.
-    private func verify(_ sha256: String, fileName: String) -> DownloadError? {
+    func verify(_ sha256: String, fileName: String) -> DownloadError? {
         var expected = [job.expectedSHA256.map { Checksum(algorithm: .sha256, hex: $0) }, job.checksum].compactMap { $0 }
         if job.checksumURL != nil {
             switch digestFile.map({ $0.checksum(for: fileName) }) {
@@ -260,7 +261,7 @@ struct Settlement {
 
     /// Back to the queue; with `nextURL`, the next attempt goes to the job's next URL, round the
     /// list (`missed`: this one answered 404 or 410).
-    private func retry(after delay: Duration, cause: DownloadError, outage: Bool = false, nextURL: Bool = false,
+    func retry(after delay: Duration, cause: DownloadError, outage: Bool = false, nextURL: Bool = false,
                        missed: Bool = false) -> JobWrite {
         var queued = attemptRecorded()
         if nextURL { queued = onNextURL(queued, missed: missed) }
@@ -275,7 +276,7 @@ struct Settlement {
         return transition(queued, attempt: attempt("retry", error: cause))
     }
 
-    private func fail(_ error: DownloadError) -> JobWrite {
+    func fail(_ error: DownloadError) -> JobWrite {
         var failed = attemptRecorded()
         failed.state = .failed
         failed.error = error
@@ -292,7 +293,7 @@ struct Settlement {
     }
 
     /// The attempt's record, counted in the metrics as it is made.
-    private func attempt(_ outcome: String, error: DownloadError? = nil) -> AttemptRecord {
+    func attempt(_ outcome: String, error: DownloadError? = nil) -> AttemptRecord {
         let metrics = context.metrics
         metrics.increment("fetchd_attempts_total", labels: Metrics.labels(["outcome": outcome]))
         metrics.increment("fetchd_downloaded_bytes_total", by: Double(result.bytesThisAttempt))
@@ -303,7 +304,7 @@ struct Settlement {
     }
 
     /// The job with what this attempt learned: status, sizes and the validator of the partial data.
-    private func attemptRecorded() -> Download {
+    func attemptRecorded() -> Download {
         var updated = job
         updated.httpStatus = result.httpStatus ?? job.httpStatus
         updated.bytesReceived = result.bytesOnDisk
@@ -339,7 +340,7 @@ struct Settlement {
 
     /// A terminal transition with its webhook event (and `session.finished` if it was the session's
     /// last live job); `then` learns whether it was committed.
-    private func terminal(_ download: Download, attempt: AttemptRecord, then: @escaping (Bool) -> Void = { _ in }) -> JobWrite {
+    func terminal(_ download: Download, attempt: AttemptRecord, then: @escaping (Bool) -> Void = { _ in }) -> JobWrite {
         let (events, context, now) = (context.events, context, now)
         let change = StoreChange.update(download, expecting: [.running], events: [events.terminal(download, now: now)], attempt: attempt) {
             [events.sessionFinished($0, now: now)]

@@ -67,6 +67,7 @@ extension ObjectStorageFailure {
         case .rangeMismatch(let message): return "range mismatch: \(message)"
         case .proxy(let message): return "proxy: \(message)"
         case .unreachable(let message): return "unreachable: \(message)"
+        case .storage(let failure): return "storage: \(failure)"
         case .cancelled: return "cancelled"
         }
     }

@@ -1,0 +1,98 @@
+import Dispatch
+import DownloadCore
+import Logging
+import Persistence
+import Transfer
+
+/// The attempts of jobs whose destination is an object, for the attempt runner: each starts as an
+/// `ObjectTransfer`, whose committed upload the runner's copy of the job follows; once its bytes
+/// are in and its digests pass, the object is completed (or, under one part, put whole) with the
+/// job's conflict rule, and the settlement says what became of the job. Ended jobs' uploads go to
+/// the sweeper. Keeps no state of its own: Sendable as every stored property is a constant; runs
+/// on `queue`, the runner's, where the completer is confined.
+final class ObjectAttempts: Sendable {
+    let queue: DispatchQueue
+    private let client: ObjectStorageClient
+    private let partSize: Int64
+    private let transfers: any TransferRunning
+    private let completer: Completer
+    private let partials: PartialFiles
+    let sweeper: UploadSweeper
+    private let logger: Logger
+
+    init(queue: DispatchQueue, client: ObjectStorageClient, partSize: Int64, transfers: any TransferRunning, completer: Completer,
+         partials: PartialFiles, sweeper: UploadSweeper, logger: Logger) {
+        self.queue = queue
+        self.client = client
+        self.partSize = partSize
+        self.transfers = transfers
+        self.completer = completer
+        self.partials = partials
+        self.sweeper = sweeper
+        self.logger = logger
+    }
+
+    /// Starts the attempt of `job` with the origin `request`; `uploadChanged` gets the upload as
+    /// each change of it is handed to the store (the job's settlement must write the same).
+    func start(_ job: Download, request: TransferRequest, uploadChanged: @escaping (ObjectUpload?) -> Void,
+               onProgress: @escaping (TransferProgress) -> Void, onComplete: @escaping (TransferResult) -> Void) -> ObjectTransfer {
+        let completer = completer
+        let transfer = ObjectTransfer(
+            job: job, queue: queue, client: client, partSize: partSize, staging: StagingFile(path: partials.path(job.id)),
+            transfers: transfers,
+            commit: { upload, then in
+                uploadChanged(upload)
+                completer.add(JobWrite(changes: [.objectUpload(id: job.id, upload: upload, expecting: [.running])]) { then($0[0]) })
+            },
+            logger: logger, onProgress: onProgress, onComplete: onComplete)
+        transfer.start(request)
+        return transfer
+    }
+
+    /// `write`, after whose commit the sweeper looks for uploads to abort: the job may have ended.
+    func sweepingAfter(_ write: JobWrite) -> JobWrite {
+        var swept = write
+        let (committed, sweeper) = (write.committed, sweeper)
+        swept.committed = { results in
+            committed(results)
+            sweeper.sweep()
+        }
+        return swept
+    }
+
+    /// Settles an attempt whose bytes are all in: checks its digests, then completes its upload
+    /// (or puts the object whole), conditionally unless the job may overwrite; `then` gets the
+    /// write, on `queue`.
+    func settle(_ settlement: Settlement, upload: ObjectUpload?, then: @escaping @Sendable (JobWrite) -> Void) {
+        let job = settlement.job
+        guard let bucket = job.destination.bucket else { return then(settlement.settle()) }
+        let key = upload?.key ?? ObjectNaming.intendedKey(of: job, contentDisposition: settlement.result.contentDisposition,
+                                                          effectiveURL: settlement.result.effectiveURL)
+        if let problem = settlement.objectProblem(key: key) { return then(settlement.failing(problem)) }
+        let finish: @Sendable (String, Result<StoredObject, ObjectStorageFailure>) -> Void = { key, stored in
+            self.queue.async {
+                switch stored {
+                case .success(let object): then(settlement.objectCompleted(key: key, stored: object))
+                case .failure(let failure): then(settlement.withResult { $0.failure = .storage(failure); $0.sha256 = nil }.settle())
+                }
+            }
+        }
+        if let upload {
+            let parts = upload.parts.map { UploadedPart(number: $0.number, size: $0.size, etag: $0.etag) }
+            return client.completeMultipartUpload(ObjectLocation(bucket: bucket, key: upload.key), uploadID: upload.uploadID,
+                                                  parts: parts, ifNoneMatch: !job.overwrite) { finish(upload.key, $0) }
+        }
+        let (client, body, sha256) = (client, TransferRequest.FileRange(path: partials.path(job.id), offset: 0, length: settlement.result.bytesOnDisk),
+                                      settlement.result.sha256 ?? "")
+        ObjectNaming(client: client).choose(for: job, contentDisposition: settlement.result.contentDisposition,
+                                            effectiveURL: settlement.result.effectiveURL) { chosen in
+            switch chosen {
+            case .failure(let failure): finish(key, .failure(failure))
+            case .success(let key):
+                client.putObject(ObjectLocation(bucket: bucket, key: key), body: body, sha256: sha256, ifNoneMatch: !job.overwrite) {
+                    finish(key, $0)
+                }
+            }
+        }
+    }
+}

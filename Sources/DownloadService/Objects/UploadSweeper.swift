@@ -1,0 +1,85 @@
+import Confinement
+import Dispatch
+import DownloadCore
+import Logging
+import Persistence
+import Transfer
+
+/// Aborts the multipart uploads of jobs that ended — cancelled, failed beyond what a retry goes on
+/// from, or kept past retention — and then forgets them, so that no upload is left holding parts in
+/// the bucket, and pruning may delete the job. Sweeps when a job with an upload ends, at start (an
+/// upload left by a crash), and with each housekeeping pass. An abort that fails is tried again at
+/// the next sweep.
+final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`, `sweeping` only on `queue` (assertOnQueue)
+    let queue = DispatchQueue(label: "fetchd.objects.sweeper", qos: .utility)
+    private let store: any JobStore
+    private let client: ObjectStorageClient
+    private let retention: Int64
+    private let clock: Clock
+    private let logger: Logger
+    private var sweepAsked = false
+    private var sweeping = false
+
+    /// Uploads aborted at once in one sweep.
+    static let batch = 32
+
+    init(store: any JobStore, client: ObjectStorageClient, retention: Duration, clock: Clock, logger: Logger) {
+        self.store = store
+        self.client = client
+        self.retention = retention.wholeMilliseconds
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Sweeps soon; asks made while a sweep runs make one more after it.
+    func sweep() {
+        queue.async {
+            self.sweepAsked = true
+            self.startIfIdle()
+        }
+    }
+
+    private func startIfIdle() {
+        assertOnQueue()
+        guard sweepAsked, !sweeping else { return }
+        sweepAsked = false
+        let jobs: [Download]
+        do {
+            jobs = try store.uploadsToAbort(failedBefore: clock.now() - retention, limit: Self.batch)
+        } catch {
+            return logger.error("cannot read the uploads to abort", metadata: ["error": "\(error)"])
+        }
+        guard !jobs.isEmpty else { return }
+        sweeping = true
+        let group = DispatchGroup()
+        for job in jobs {
+            guard let upload = job.objectUpload, let bucket = job.destination.bucket else { continue }
+            group.enter()
+            client.abortMultipartUpload(ObjectLocation(bucket: bucket, key: upload.key), uploadID: upload.uploadID) { aborted in
+                self.queue.async {
+                    self.aborted(job, aborted)
+                    group.leave()
+                }
+            }
+        }
+        group.notify(queue: queue) {
+            self.sweeping = false
+            // A full batch may have left more behind it.
+            if jobs.count == Self.batch { self.sweepAsked = true }
+            self.startIfIdle()
+        }
+    }
+
+    private func aborted(_ job: Download, _ result: Result<Void, ObjectStorageFailure>) {
+        assertOnQueue()
+        guard case .success = result else {
+            return logger.warning("cannot abort an upload yet; tried again later", metadata: ["download.id": "\(job.id)"])
+        }
+        do {
+            _ = try store.apply([.objectUpload(id: job.id, upload: nil, expecting: [.completed, .cancelled, .failed])])
+            logger.info("upload aborted", metadata: ["download.id": "\(job.id)"])
+        } catch {
+            logger.error("cannot forget an aborted upload; tried again later", metadata: ["download.id": "\(job.id)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,168 @@
+"""Object storage: downloads straight into an S3-compatible bucket (moto with signature checks
+on, behind a proxy that records each request), checked with boto3 — the object's bytes and
+digest, its absence until completion, no multipart upload left behind."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from e2e_support import sha256_hex, wait_for
+
+MiB = 1 << 20
+PART = 5 * MiB
+
+
+@pytest.fixture
+def storage_fetchd(fetchd, s3):
+    """A fetchd with the test's object storage, 5 MiB parts, allowed to reach loopback origins."""
+    return fetchd(env={**s3.env(), "FETCHD_S3_PART_SIZE": "5MiB", "FETCHD_ALLOW_PRIVATE_NETWORKS": "true"})
+
+
+def test_a_file_of_several_parts_lands_whole_and_only_at_completion(storage_fetchd, origin, s3):
+    body = os.urandom(12 * MiB + 12345)
+    url = origin.add("/video.bin", body, rate=8 * MiB)
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("media/video.bin")})
+
+    wait_for(lambda: len(s3.part_uploads("media/video.bin")) >= 1, timeout=30)
+    assert not s3.object_exists("media/video.bin"), "a partial object became visible"
+    done = storage_fetchd.api.wait_state(job["id"], "completed", timeout=60)
+
+    assert s3.get_object_bytes("media/video.bin") == body
+    assert done["sha256"] == sha256_hex(body)
+    assert done["path"] == "media/video.bin"
+    assert done["objectETag"] == s3.head_object("media/video.bin")["ETag"]
+    assert [int(r.params["partNumber"]) for r in s3.part_uploads("media/video.bin")] == [1, 2, 3]
+    assert s3.list_multipart_uploads() == []
+
+
+def test_a_file_under_one_part_is_one_put(storage_fetchd, origin, s3):
+    body = os.urandom(300_000)
+    url = origin.add("/small.bin", body)
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("small.bin")})
+    done = storage_fetchd.api.wait_state(job["id"], "completed", timeout=30)
+
+    assert s3.get_object_bytes("small.bin") == body
+    assert done["sha256"] == sha256_hex(body)
+    puts = [r for r in s3.requests("PUT") if r.path == f"/{s3.bucket}/small.bin"]
+    assert len(puts) == 1 and "partNumber" not in puts[0].params
+    assert s3.requests("POST") == []
+
+
+def test_a_wrong_secret_fails_the_job_with_storage_at_once(fetchd, origin, s3, tmp_path):
+    wrong = tmp_path / "wrong-secret"
+    wrong.write_text("not-the-secret")
+    fd = fetchd(env={**s3.env(), "FETCHD_S3_SECRET_ACCESS_KEY_FILE": str(wrong), "FETCHD_ALLOW_PRIVATE_NETWORKS": "true"})
+    url = origin.add("/f.bin", os.urandom(100_000))
+    job = fd.api.submit({"url": url, "destination": s3.url("f.bin")})
+
+    failed = fd.api.wait_state(job["id"], "failed", timeout=30)
+
+    assert failed["error"]["code"] == "storage"
+    assert "SignatureDoesNotMatch" in failed["error"]["message"]
+    assert failed["attempts"] == 1
+    assert "not-the-secret" not in fd.log_text() and "not-the-secret" not in str(failed)
+
+
+def test_a_bucket_destination_without_object_storage_is_refused(fetchd):
+    fd = fetchd()
+    response = fd.api.post("/downloads", {"url": "http://example.com/f", "destination": "s3://bucket/f.bin"})
+    assert response.status == 400
+    assert "FETCHD_S3_ENDPOINT" in response.json()["detail"]
+
+
+def test_a_bad_bucket_name_is_refused_at_submit(storage_fetchd):
+    response = storage_fetchd.api.post("/downloads", {"url": "http://example.com/f", "destination": "s3://Bad_Bucket/f.bin"})
+    assert response.status == 400
+    assert "bucket name" in response.json()["detail"]
+
+
+def test_on_conflict_fail_never_replaces_an_object(storage_fetchd, origin, s3):
+    s3.put_object("taken.bin", b"already here")
+    url = origin.add("/taken.bin", os.urandom(7 * MiB))
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("taken.bin")})
+
+    failed = storage_fetchd.api.wait_state(job["id"], "failed", timeout=30)
+
+    assert failed["error"]["code"] == "destination_exists"
+    assert s3.get_object_bytes("taken.bin") == b"already here"
+    wait_for(lambda: s3.list_multipart_uploads() == [], timeout=10)
+
+
+def test_on_conflict_overwrite_replaces_the_object(storage_fetchd, origin, s3):
+    s3.put_object("replace.bin", b"old")
+    body = os.urandom(6 * MiB)
+    url = origin.add("/replace.bin", body)
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("replace.bin"), "onConflict": "overwrite"})
+
+    storage_fetchd.api.wait_state(job["id"], "completed", timeout=30)
+
+    assert s3.get_object_bytes("replace.bin") == body
+
+
+@pytest.mark.parametrize("size", [200_000, 6 * MiB], ids=["one-put", "multipart"])
+def test_on_conflict_rename_takes_the_first_free_name(storage_fetchd, origin, s3, size):
+    s3.put_object("docs/report.pdf", b"first")
+    s3.put_object("docs/report (1).pdf", b"second")
+    body = os.urandom(size)
+    url = origin.add("/report.pdf", body)
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("docs/report.pdf"), "onConflict": "rename"})
+
+    done = storage_fetchd.api.wait_state(job["id"], "completed", timeout=30)
+
+    assert done["path"] == "docs/report (2).pdf"
+    assert s3.get_object_bytes("docs/report (2).pdf") == body
+    assert s3.get_object_bytes("docs/report.pdf") == b"first"
+
+
+@pytest.mark.parametrize("size", [100_000, 11 * MiB], ids=["one-put", "multipart"])
+def test_a_checksum_mismatch_leaves_no_object_and_no_upload(storage_fetchd, origin, s3, size):
+    body = os.urandom(size)
+    url = origin.add("/sum.bin", body)
+    wrong = "0" * 64
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("sum.bin"), "sha256": wrong})
+
+    failed = storage_fetchd.api.wait_state(job["id"], "failed", timeout=30)
+
+    assert failed["error"]["code"] == "checksum_mismatch"
+    assert not s3.object_exists("sum.bin")
+    wait_for(lambda: s3.list_multipart_uploads() == [], timeout=10)
+    if size <= PART:
+        assert s3.requests("PUT") == [], "a body that failed its checks was sent"
+
+
+def test_a_prefix_destination_is_named_by_the_origin(storage_fetchd, origin, s3):
+    body = os.urandom(400_000)
+    url = origin.add("/download", body, headers={"Content-Disposition": 'attachment; filename="quarterly report.csv"'})
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("incoming/")})
+
+    done = storage_fetchd.api.wait_state(job["id"], "completed", timeout=30)
+
+    assert done["path"] == "incoming/quarterly report.csv"
+    assert s3.get_object_bytes("incoming/quarterly report.csv") == body
+
+
+def test_a_versioned_bucket_gives_the_version(storage_fetchd, origin, s3):
+    bucket = s3.create_bucket(f"{s3.bucket[:50]}-v", versioned=True)
+    body = os.urandom(6 * MiB)
+    url = origin.add("/v.bin", body)
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("v.bin", bucket=bucket)})
+
+    done = storage_fetchd.api.wait_state(job["id"], "completed", timeout=30)
+
+    head = s3.head_object("v.bin", bucket=bucket)
+    assert done["objectVersionId"] == head["VersionId"]
+    assert done["objectETag"] == head["ETag"]
+
+
+def test_cancel_leaves_no_object_and_no_upload(storage_fetchd, origin, s3):
+    url = origin.add("/slow.bin", os.urandom(16 * MiB), rate=4 * MiB)
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("slow.bin")})
+    wait_for(lambda: len(s3.part_uploads("slow.bin")) >= 1, timeout=30)
+
+    assert storage_fetchd.api.delete(f"/downloads/{job['id']}").status == 200
+
+    storage_fetchd.api.wait_state(job["id"], "cancelled")
+    wait_for(lambda: s3.list_multipart_uploads() == [], timeout=10)
+    assert not s3.object_exists("slow.bin")
