@@ -49,7 +49,9 @@ struct Recovery {
             queued.state = .queued
             queued.runAt = now
             // A segmented job's partial file has its full size from the start: its ranges say how far it got.
-            queued.bytesReceived = job.ranges.isEmpty ? partials.size(job.id) : job.ranges.reduce(0) { $0 + $1.next - $1.start }
+            // An object's committed parts count wherever its partial file is (another node's, taken over).
+            queued.bytesReceived = job.ranges.isEmpty ? max(partials.size(job.id), job.objectUpload?.end ?? 0)
+                : job.ranges.reduce(0) { $0 + $1.next - $1.start }
             _ = try store.update(queued, expecting: [.running])
             logger.info("interrupted download requeued", metadata: ["download.id": "\(job.id)", "bytes": "\(queued.bytesReceived)"])
         }
@@ -59,6 +61,8 @@ struct Recovery {
     /// A named file is looked for under its name, a directory destination's or a renamed one
     /// under any name in its directory.
     private func placedPath(_ job: Download, partialPath: String) -> String? {
+        // An object is never placed on disk: its completion is the storage's.
+        if job.destination.isObject { return nil }
         guard job.destination.isDirectory || job.renameOnConflict else {
             return files.isPlaced(partial: partialPath, destination: job.destination) ? job.destination.path : nil
         }

@@ -29,17 +29,21 @@ PER_HOST = 2
 class Cluster:
     """Three nodes, each with its own data directory, one database schema, one download root."""
 
-    def __init__(self, base, database_url: str, count: int = 3):
+    def __init__(self, base, database_url: str, count: int = 3, shared_files: bool = True, env: dict[str, str] | None = None):
+        """`shared_files` False: each node has its own download root and staging directory (the
+        nodes share only the database, as object-storage jobs allow)."""
         self.database_url = database_url
         self.root = base / "shared" / "downloads"
         self.staging = base / "shared" / "partial"
         self.nodes: list[Fetchd] = []
         for n in range(count):
-            fd = Fetchd(fetchd_binary(), base / f"node{n}" / "data", self.root, {
+            own = base / f"node{n}"
+            fd = Fetchd(fetchd_binary(), own / "data", self.root if shared_files else own / "downloads", {
                 "FETCHD_DATABASE_URL": database_url,
                 "FETCHD_NODE_NAME": f"node-{n}",
-                "FETCHD_STAGING_DIR": str(self.staging),
+                "FETCHD_STAGING_DIR": str(self.staging if shared_files else own / "partial"),
                 "FETCHD_MAX_TRANSFERS_PER_HOST": str(PER_HOST),
+                **(env or {}),
             }, name=f"node{n}")
             self.nodes.append(fd)
         for fd in self.nodes:
@@ -64,15 +68,24 @@ class Cluster:
             fd.close()
 
 
-@pytest.fixture
-def cluster(tmp_path):
+@contextmanager
+def database_schema():
+    """The URL of a fresh schema of the test server, dropped afterwards."""
     schema = "fetchd_cluster_" + uuid.uuid4().hex
     psql(SERVER, f"CREATE SCHEMA {schema}")
     separator = "&" if "?" in SERVER else "?"
-    nodes = Cluster(tmp_path, f"{SERVER}{separator}options=-csearch_path%3D{schema}")
-    yield nodes
-    nodes.close()
-    psql(SERVER, f"DROP SCHEMA {schema} CASCADE")
+    try:
+        yield f"{SERVER}{separator}options=-csearch_path%3D{schema}"
+    finally:
+        psql(SERVER, f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    with database_schema() as url:
+        nodes = Cluster(tmp_path, url)
+        yield nodes
+        nodes.close()
 
 
 @pytest.fixture

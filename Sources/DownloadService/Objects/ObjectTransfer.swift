@@ -103,6 +103,11 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         }
         resumedAt = partsEnd
         var request = request
+        if case .file(let path, nil) = request.sink, staging.length > 0, let validator = job.validator {
+            // Committed parts count as received wherever the partial file is (this node may have
+            // taken the job over from another): the download goes on from them.
+            request.sink = .file(path: path, resumeValidator: validator)
+        }
         request.hashesFile = false
         request.writeLimit = writeLimit
         request.firstPartLength = nil
