@@ -43,7 +43,7 @@ final class FileSink {
         self.writeLimit = writeLimit
         self.onWritable = onWritable
         writer = FileWriter(fd: fd, path: path, length: length, hashing: hashing && segmentFrom == nil, extraDigest: extraDigest,
-                            staging: staging, onWritable: onWritable)
+                            staging: staging, writeLimit: writeLimit, onWritable: onWritable)
     }
 
     /// What is on disk (in the page cache) so far, for progress reports.

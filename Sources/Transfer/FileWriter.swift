@@ -26,6 +26,8 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
     /// Nil for a segment of a segmented download, whose digest is computed over the finished file.
     private let digest: FileDigest?
     private let writeBack: WriteBack
+    /// Told how far the file is written (`WriteLimit.written`).
+    private let writeLimit: WriteLimit?
     let queue = DispatchQueue(label: "fetchd.transfer.file", target: .global(qos: .utility))
     private let shared: Mutex<Shared>
 
@@ -39,7 +41,8 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
     /// Takes over `fd`, whose first `length` bytes are there already (a resumed prefix).
     /// `onWritable` runs, on some other queue, when the sink may take bytes again after `isBehind`.
     init(fd: Int32, path: String, length: Int64, hashing: Bool, extraDigest: DigestAlgorithm?, staging: WriteStaging,
-         onWritable: @escaping @Sendable () -> Void) {
+         writeLimit: WriteLimit? = nil, onWritable: @escaping @Sendable () -> Void) {
+        self.writeLimit = writeLimit
         self.fd = fd
         self.path = path
         backlog = WriteBacklog(limit: staging.backlogLimit, pool: staging.pool, onShrunk: onWritable)
@@ -159,6 +162,7 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
         assertOnQueue()
         guard failure == nil, writeAll(chunk) else { return backlog.giveBack(chunk) }
         shared.withLock { $0.written = written }
+        writeLimit?.written(written)
         digestIdle = false
         if let digest { digest.add(chunk) } else { backlog.giveBack(chunk) }
         if written - writeBackFrom >= WriteBack.step {

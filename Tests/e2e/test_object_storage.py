@@ -250,3 +250,23 @@ def test_a_node_killed_mid_object_leaves_its_parts_to_another_node(tmp_path, ori
     # staged beyond it (two parts at most) comes again.
     assert origin.served("/shared-nothing.bin") <= size + 2 * PART + PART
     assert s3.list_multipart_uploads() == []
+
+
+def test_a_fast_origin_waits_for_the_parts_and_keeps_at_most_two_on_disk(storage_fetchd, origin, s3):
+    size = 48 * MiB
+    body = os.urandom(size)
+    url = origin.add("/fast.bin", body)
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("fast.bin")})
+    staged = storage_fetchd.data_dir / "partial" / job["id"]
+    peak = 0
+
+    def done() -> bool:
+        nonlocal peak
+        if staged.exists():
+            peak = max(peak, staged.stat().st_blocks * 512)
+        return storage_fetchd.api.get(f"/downloads/{job['id']}").json()["state"] == "completed"
+
+    wait_for(done, timeout=60, interval=0.01)
+    assert s3.get_object_bytes("fast.bin") == body
+    # Two parts beyond the committed ones, and the file system's rounding.
+    assert 0 < peak <= 2 * PART + MiB, f"{peak / MiB:.1f} MiB staged at once"

@@ -29,7 +29,8 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     private let onProgress: (TransferProgress) -> Void
     private let onComplete: (TransferResult) -> Void
     private let logger: Logger
-    private let writeLimit: WriteLimit
+    /// How far the download may write, from its start.
+    private var writeLimit: WriteLimit?
     private let transfers: any TransferRunning
 
     /// The upload as committed or being committed; nil before its first part.
@@ -78,7 +79,6 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
             digest = ResumableDigest(extra: extra)
             partsEnd = 0
         }
-        writeLimit = WriteLimit(partsEnd + stagedParts * partSize)
     }
 
     private var location: ObjectLocation? {
@@ -102,6 +102,8 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
             return end(TransferResult(failure: .fileError("\(error)"), bytesOnDisk: partsEnd))
         }
         resumedAt = partsEnd
+        let writeLimit = WriteLimit(partsEnd + stagedParts * partSize) { length in self.queue.async { self.written(length) } }
+        self.writeLimit = writeLimit
         var request = request
         if case .file(let path, nil) = request.sink, staging.length > 0, let validator = job.validator {
             // Committed parts count as received wherever the partial file is (this node may have
@@ -136,6 +138,13 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
             response = (progress.contentDisposition, progress.effectiveURL)
         }
         onProgress(progress)
+        pump()
+    }
+
+    /// The staging file is written up to `length` (told while the download waits at its limit too).
+    private func written(_ length: Int64) {
+        guard !ended, originResult == nil else { return }
+        onDisk = length
         pump()
     }
 
@@ -269,7 +278,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
             guard kept else { return }
             // Counted as kept only now: its bytes leave the disk, and the download may go on.
             staging.release(range)
-            writeLimit.raise(to: range.upperBound + staged)
+            writeLimit?.raise(to: range.upperBound + staged)
         }
         pump()
     }
@@ -311,7 +320,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         upload = nil
         digest = ResumableDigest(extra: TransferTemplate.extraDigest(for: job, digestFile: nil))
         partsEnd = 0
-        writeLimit.raise(to: stagedParts * partSize)
+        writeLimit?.raise(to: stagedParts * partSize)
         logger.info("object starts over", metadata: ["download.id": "\(job.id)"])
     }
 
