@@ -23,8 +23,8 @@ def storage_fetchd(fetchd, s3):
 
 
 def test_a_file_of_several_parts_lands_whole_and_only_at_completion(storage_fetchd, origin, s3):
-    body = os.urandom(12 * MiB + 12345)
-    url = origin.add("/video.bin", body, rate=8 * MiB)
+    body = os.urandom(64 * MiB + 12345)
+    url = origin.add("/video.bin", body, rate=32 * MiB)
     job = storage_fetchd.api.submit({"url": url, "destination": s3.url("media/video.bin")})
 
     wait_for(lambda: len(s3.part_uploads("media/video.bin")) >= 1, timeout=30)
@@ -35,7 +35,7 @@ def test_a_file_of_several_parts_lands_whole_and_only_at_completion(storage_fetc
     assert done["sha256"] == sha256_hex(body)
     assert done["path"] == "media/video.bin"
     assert done["objectETag"] == s3.head_object("media/video.bin")["ETag"]
-    assert [int(r.params["partNumber"]) for r in s3.part_uploads("media/video.bin")] == [1, 2, 3]
+    assert [int(r.params["partNumber"]) for r in s3.part_uploads("media/video.bin")] == list(range(1, 14))
     assert s3.list_multipart_uploads() == []
 
 
@@ -180,11 +180,12 @@ def _part_counts(s3, key: str) -> dict[int, int]:
     return counts
 
 
-def test_after_kill_9_the_object_resumes_from_its_last_part(storage_fetchd, origin, s3):
+@pytest.mark.parametrize("connections", [1, 3])
+def test_after_kill_9_the_object_resumes_from_its_last_part(storage_fetchd, origin, s3, connections):
     size = 24 * MiB
     body = os.urandom(size)
-    url = origin.add("/big.bin", body, rate=6 * MiB)
-    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("big.bin")})
+    url = origin.add("/big.bin", body, rate=6 * MiB // connections)
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("big.bin"), "connections": connections})
     wait_for(lambda: storage_fetchd.api.get(f"/downloads/{job['id']}").json()["bytesReceived"] >= 0.4 * size, timeout=30)
 
     storage_fetchd.kill()
@@ -193,8 +194,8 @@ def test_after_kill_9_the_object_resumes_from_its_last_part(storage_fetchd, orig
     done = storage_fetchd.api.wait_state(job["id"], "completed", timeout=60)
     assert s3.get_object_bytes("big.bin") == body
     assert done["sha256"] == sha256_hex(body)
-    # The origin sent again at most the part being filled when fetchd died.
-    assert origin.served("/big.bin") <= size + PART
+    # The origin sent again at most the part each connection was filling when fetchd died.
+    assert origin.served("/big.bin") <= size + connections * PART
     counts = _part_counts(s3, "big.bin")
     assert sorted(counts) == [1, 2, 3, 4, 5]
     # Each part went up once; only a part in flight at the kill may have gone up twice.
@@ -270,3 +271,29 @@ def test_a_fast_origin_waits_for_the_parts_and_keeps_at_most_two_on_disk(storage
     assert s3.get_object_bytes("fast.bin") == body
     # Two parts beyond the committed ones, and the file system's rounding.
     assert 0 < peak <= 2 * PART + MiB, f"{peak / MiB:.1f} MiB staged at once"
+
+
+def test_several_connections_fetch_their_own_parts_into_one_object(storage_fetchd, origin, s3):
+    size = 40 * MiB + 777
+    body = os.urandom(size)
+    url = origin.add("/wide.bin", body, rate=4 * MiB)
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("wide.bin"), "connections": 4})
+    staged = storage_fetchd.data_dir / "partial" / job["id"]
+    peak_disk = 0
+
+    def done() -> bool:
+        nonlocal peak_disk
+        if staged.exists():
+            peak_disk = max(peak_disk, staged.stat().st_blocks * 512)
+        return storage_fetchd.api.get(f"/downloads/{job['id']}").json()["state"] == "completed"
+
+    wait_for(done, timeout=60, interval=0.02)
+    assert s3.get_object_bytes("wide.bin") == body
+    assert storage_fetchd.api.get(f"/downloads/{job['id']}").json()["sha256"] == sha256_hex(body)
+    # The parts came over several connections at once, never more than the job's four...
+    assert origin.peak_concurrent >= 2 and origin.peak_open <= 4
+    assert origin.served("/wide.bin") == size
+    # ...each part once, each uploaded once, in order of their numbers into the digest.
+    assert _part_counts(s3, "wide.bin") == {n: 1 for n in range(1, 10)}
+    # The four parts being fetched and the one being uploaded, and the file system's rounding.
+    assert peak_disk <= 5 * PART + MiB, f"{peak_disk / MiB:.1f} MiB staged at once"

@@ -32,13 +32,13 @@ final class ObjectAttempts: Sendable {
         self.logger = logger
     }
 
-    /// Starts the attempt of `job` with the origin `request`; `uploadChanged` gets the upload as
+    /// Starts the attempt of `job` over up to `connections` with the origin `request`; `uploadChanged` gets the upload as
     /// each change of it is handed to the store (the job's settlement must write the same).
-    func start(_ job: Download, request: TransferRequest, uploadChanged: @escaping (ObjectUpload?) -> Void,
+    func start(_ job: Download, connections: Int, request: TransferRequest, uploadChanged: @escaping (ObjectUpload?) -> Void,
                onProgress: @escaping (TransferProgress) -> Void, onComplete: @escaping (TransferResult) -> Void) -> ObjectTransfer {
         let completer = completer
         let transfer = ObjectTransfer(
-            job: job, queue: queue, client: client, partSize: partSize, staging: StagingFile(path: partials.path(job.id)),
+            job: job, connections: connections, queue: queue, client: client, partSize: partSize, staging: StagingFile(path: partials.path(job.id)),
             transfers: transfers,
             commit: { upload, then in
                 uploadChanged(upload)

@@ -10,6 +10,10 @@ import Transfer
 /// and the digest's state — only then is its stretch of the file given back to the disk, and the
 /// download let on (`WriteLimit`: at most `stagedParts` parts beyond the committed ones on disk).
 ///
+/// A job on several connections whose origin honours `Range` with a strong validator fetches
+/// its parts instead, one ranged request a part, a window of them at once (`PartWindow`): its
+/// first request asks for the first part only, to learn the size and validator.
+///
 /// It ends like a transfer, with one `TransferResult`: once every byte is in and hashed, with the
 /// object's digests (every part is up, or — for an object of one part at most — none, for a
 /// `PutObject` by the caller after the checks); otherwise with what failed, the storage's
@@ -23,6 +27,8 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     private let job: Download
     private let client: ObjectStorageClient
     private let partSize: Int64
+    /// Connections to the origin the attempt holds.
+    private let connections: Int
     private let stagedParts: Int64
     private let staging: StagingFile
     private let commit: Commit
@@ -50,18 +56,25 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     private var epoch = 0
     private var originID: TransferID?
     private var originResult: TransferResult?
+    /// The parts being fetched over several connections, once the first part showed they can be.
+    private var window: PartWindow?
+    /// A part's request that failed: the attempt ends with it once no other is under way.
+    private var windowFailure: TransferResult?
+    /// The request every origin request of the attempt is made from.
+    private var request = TransferRequest(url: "", sink: .memory(limit: 0))
     private var storageFailure: ObjectStorageFailure?
     private var stopped = false
     private var ended = false
 
-    init(job: Download, queue: DispatchQueue, client: ObjectStorageClient, partSize: Int64, staging: StagingFile,
+    init(job: Download, connections: Int, queue: DispatchQueue, client: ObjectStorageClient, partSize: Int64, staging: StagingFile,
          transfers: any TransferRunning, commit: @escaping Commit, logger: Logger,
          onProgress: @escaping (TransferProgress) -> Void, onComplete: @escaping (TransferResult) -> Void) {
         self.job = job
         self.queue = queue
         self.client = client
         self.partSize = partSize
-        stagedParts = Int64(max(1, job.connections)) + 1
+        self.connections = max(1, connections)
+        stagedParts = Int64(self.connections) + 1
         self.staging = staging
         self.transfers = transfers
         self.commit = commit
@@ -101,18 +114,32 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         } catch {
             return end(TransferResult(failure: .fileError("\(error)"), bytesOnDisk: partsEnd))
         }
+        self.request = request
+        if connections > 1, partsEnd > 0, let size = job.bytesExpectedFromOrigin, let validator = job.validator, !validator.hasPrefix("W/") {
+            // Parts of a segmented object go on from the committed ones, each asked for anew.
+            response = (nil, nil)
+            return beginWindow(size: size, validator: validator)
+        }
+        startOrigin(resumingWith: staging.length > 0 ? job.validator : nil, firstPartOnly: connections > 1 && partsEnd == 0)
+    }
+
+    /// One request for the rest of the file from the end of the staging file (`validator`: as
+    /// If-Range), or with `firstPartOnly` for its first part only.
+    private func startOrigin(resumingWith validator: String?, firstPartOnly: Bool) {
         resumedAt = partsEnd
+        responseChecked = false
+        originResult = nil
         let writeLimit = WriteLimit(partsEnd + stagedParts * partSize) { length in self.queue.async { self.written(length) } }
         self.writeLimit = writeLimit
         var request = request
-        if case .file(let path, nil) = request.sink, staging.length > 0, let validator = job.validator {
+        if case .file(let path, let given) = request.sink, let resume = given ?? validator {
             // Committed parts count as received wherever the partial file is (this node may have
             // taken the job over from another): the download goes on from them.
-            request.sink = .file(path: path, resumeValidator: validator)
+            request.sink = .file(path: path, resumeValidator: resume)
         }
         request.hashesFile = false
         request.writeLimit = writeLimit
-        request.firstPartLength = nil
+        request.firstPartLength = firstPartOnly ? partSize : nil
         originID = transfers.start(
             request,
             onProgress: { progress in self.queue.async { self.progressed(progress) } },
@@ -123,7 +150,12 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     func cancel() {
         assertOnQueue()
         stopped = true
+        stopOrigin()
+    }
+
+    private func stopOrigin() {
         if let originID, originResult == nil { transfers.cancel(originID) }
+        for (_, fetch) in window?.fetching ?? [:] { transfers.cancel(fetch.id) }
     }
 
     private func progressed(_ progress: TransferProgress) {
@@ -149,6 +181,15 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     }
 
     private func originEnded(_ result: TransferResult) {
+        if result.partReceived, !stopped, storageFailure == nil {
+            if let url = result.effectiveURL { response = (result.contentDisposition, url) }
+            guard let size = result.bytesExpected, let validator = result.validator, !validator.hasPrefix("W/") else {
+                // Without a strong validator no part can be asked for on its own: the rest comes
+                // over one connection.
+                return startOrigin(resumingWith: result.validator ?? "", firstPartOnly: false)
+            }
+            return beginWindow(size: size, validator: validator, firstPartEnd: result.bytesOnDisk)
+        }
         originResult = result
         onDisk = result.bytesOnDisk
         if let url = result.effectiveURL { response = (result.contentDisposition, url) }
@@ -157,7 +198,9 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
 
     /// Does the next thing there is to do, when nothing is under way.
     private func pump() {
-        guard !busy, !ended else { return }
+        guard !ended else { return }
+        if let window { return pumpParts(window) }
+        guard !busy else { return }
         let origin = originResult
         if stopped || storageFailure != nil || (origin != nil && origin?.bodyComplete != true) {
             // The origin's download still ends on its own (cancelled, or cut short by the failure).
@@ -173,6 +216,68 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
             return createUpload()
         }
         if ready >= partSize || (origin != nil && ready > 0) { sendPart(partsEnd..<partsEnd + min(ready, partSize)) }
+    }
+
+    // MARK: - Parts over several connections
+
+    /// `firstPartEnd`: where the first request's bytes end, which hold the first part when it ends there.
+    private func beginWindow(size: Int64, validator: String, firstPartEnd: Int64? = nil) {
+        var window = PartWindow(size: size, partSize: partSize, validator: validator, connections: connections)
+        if let firstPartEnd, firstPartEnd == window.range(of: 0).upperBound { window.ended(0, complete: true) }
+        self.window = window
+        logger.info("object goes on over several connections",
+                    metadata: ["download.id": "\(job.id)", "connections": "\(connections)", "bytes": "\(partsEnd)"])
+        pump()
+    }
+
+    private func pumpParts(_ window: PartWindow) {
+        let first = window.index(at: partsEnd)
+        if stopped || storageFailure != nil || windowFailure != nil {
+            stopOrigin()
+            guard window.fetching.isEmpty, !busy else { return }
+            var last = windowFailure ?? TransferResult(failure: .cancelled)
+            last.bytesOnDisk = partsEnd
+            return end(failed(last))
+        }
+        if partsEnd == window.size, !busy {
+            var whole = TransferResult(httpStatus: 206, bytesOnDisk: window.size, bytesExpected: window.size, validator: window.validator)
+            (whole.contentDisposition, whole.effectiveURL) = response
+            whole.bodyComplete = true
+            return end(completed(whole))
+        }
+        for index in window.toStart(first: first) { fetch(index, of: window) }
+        guard !busy else { return }
+        if upload == nil { return createUpload() }
+        if window.fetched.contains(first) { sendPart(window.range(of: first)) }
+    }
+
+    private func fetch(_ index: Int, of window: PartWindow) {
+        let range = window.range(of: index)
+        var request = request
+        request.sink = .segment(path: staging.path, from: range.lowerBound, to: range.upperBound, validator: window.validator)
+        request.firstPartLength = nil
+        let id = transfers.start(
+            request,
+            onProgress: { progress in self.queue.async { self.partProgressed(index, progress) } },
+            onComplete: { result in self.queue.async { self.partEnded(index, result) } })
+        self.window?.started(index, id)
+    }
+
+    private func partProgressed(_ index: Int, _ progress: TransferProgress) {
+        guard !ended, var window else { return }
+        window.progressed(index, to: progress.bytesOnDisk)
+        self.window = window
+        onProgress(TransferProgress(bytesOnDisk: partsEnd + window.bytesIn(from: window.index(at: partsEnd)),
+                                    bytesExpected: window.size, validator: window.validator))
+    }
+
+    private func partEnded(_ index: Int, _ result: TransferResult) {
+        guard var window else { return }
+        let complete = result.failure == nil && result.bytesOnDisk == window.range(of: index).upperBound
+        window.ended(index, complete: complete)
+        self.window = window
+        if !complete, windowFailure == nil, !stopped { windowFailure = result }
+        pump()
     }
 
     // MARK: - The upload
@@ -272,6 +377,10 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         updated.digestState = next.state
         upload = updated
         digest = next
+        if var window {
+            window.uploaded(window.index(at: range.lowerBound))
+            self.window = window
+        }
         partsEnd = range.upperBound
         let (staging, writeLimit, staged) = (staging, writeLimit, stagedParts * partSize)
         commit(updated) { kept in
@@ -306,7 +415,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
             // A gone upload is forgotten now; the settlement drops the staged bytes with it.
             if failure == .noSuchUpload { restartObject(abandoning: nil) }
             storageFailure = failure
-            if let originID, originResult == nil { transfers.cancel(originID) }
+            stopOrigin()
         }
         pump()
     }

@@ -77,8 +77,6 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         // Ranges under way keep their number; a new job takes what its host has left.
         let free = ledger.connectionsFree(for: job)
         attempt.connections = job.ranges.isEmpty ? free : max(1, min(free, job.ranges.filter { $0.next < $0.end }.count))
-        // An object's parts go up in order from one connection.
-        if job.destination.isObject { attempt.connections = 1 }
         attempt.mayUseRanges = job.ranges.isEmpty && attempt.connections > 1
         active[job.id] = attempt
         ledger.track(attempt, starting: true)
@@ -184,8 +182,9 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         if !job.ranges.isEmpty { return startRanges(id) }
         var request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom, digestFile: digestFile, now: clock.now())
         if job.destination.isObject, let objects {
+            let connections = active[id]?.connections ?? 1
             active[id]?.object = objects.start(
-                job, request: request, uploadChanged: { self.active[id]?.download.objectUpload = $0 },
+                job, connections: connections, request: request, uploadChanged: { self.active[id]?.download.objectUpload = $0 },
                 onProgress: { self.progressed(id, $0) }, onComplete: { self.finished(id, $0) })
             return
         }
