@@ -114,6 +114,10 @@ function renderJob(job) {
     item.append(el("span", "detail", progressText(job, live.get(job.id))));
   }
   if (job.error) item.append(el("span", "error", job.error.code + ": " + job.error.message));
+  if (job.state === "completed" && job.objectETag) {
+    const version = job.objectVersionId && job.objectVersionId !== "null" ? " · version " + job.objectVersionId : "";
+    item.append(el("span", "stored", "stored as " + job.path + " · ETag " + job.objectETag + version));
+  }
   if (job.metadata != null) item.append(el("span", "meta", metadataText(job.metadata)));
   return item;
 }

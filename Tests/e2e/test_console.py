@@ -298,3 +298,14 @@ def test_screenshot_with_running_queued_and_failed_jobs(browser, fetchd, origin,
     browser.set_window_size(390, 844)
     assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
     browser.set_window_size(1280, 900)
+
+
+def test_a_job_stored_in_a_bucket_shows_its_key_and_etag(browser, fetchd, origin, s3):
+    fd = fetchd(env={**s3.env(), "FETCHD_ALLOW_PRIVATE_NETWORKS": "true"})
+    url = origin.add("/stored.bin", os.urandom(100_000))
+    open_console(browser, fd)
+    job = fd.api.submit({"url": url, "destination": s3.url("shown/stored.bin")})
+    wait_page_state(browser, job["id"], "completed")
+
+    etag = s3.head_object("shown/stored.bin")["ETag"]
+    assert f"stored as shown/stored.bin · ETag {etag}" in job_text(browser, job["id"])

@@ -172,6 +172,10 @@ function renderJob(job) {
     item.append(el("span", "detail", progressText(job, live.get(job.id))));
   }
   if (job.error) item.append(el("span", "error", job.error.code + ": " + job.error.message));
+  if (job.state === "completed" && job.objectETag) {
+    const version = job.objectVersionId && job.objectVersionId !== "null" ? " · version " + job.objectVersionId : "";
+    item.append(el("span", "stored", "stored as " + job.path + " · ETag " + job.objectETag + version));
+  }
   if (job.metadata != null) item.append(el("span", "meta", metadataText(job.metadata)));
   return item;
 }
@@ -505,7 +509,7 @@ start();
     <h2 id="add-title">Add a download</h2>
     <form id="add-form" class="add">
       <label>URL <input name="url" type="url" required placeholder="https://example.com/file.iso"></label>
-      <label>Destination <input name="destination" required placeholder="isos/file.iso"></label>
+      <label>Destination <input name="destination" required placeholder="isos/file.iso or s3://bucket/key"></label>
       <label>Session <input name="session" placeholder="default"></label>
       <button type="submit">Add download</button>
     </form>
