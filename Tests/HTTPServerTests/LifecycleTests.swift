@@ -103,6 +103,10 @@ private let ipv6LoopbackAvailable: Bool = {
         }
     }
 
+    /// From the shutdown on, the test's steps run on an executor of their own, not on the
+    /// cooperative pool, which other suites can keep busy for seconds on a loaded machine: the
+    /// shutdown would then start after the idle connection's read gave up, or the request be
+    /// released after the shutdown's timeout closed it.
     @Test func shutdownFinishesInFlightRequestsAndClosesIdleConnections() async throws {
         let started = Gate()
         let release = Gate()
@@ -125,14 +129,17 @@ private let ipv6LoopbackAvailable: Bool = {
         try await busy.send(request("GET", "/slow"))
         await started.wait()
 
-        let shutdown = Task { await server.shutdown(timeout: 5) }
-        #expect(await idle.isClosedByServer())
-        #expect(await eventually { (try? RawClient.connect(port: port)) == nil })
-        release.open()
-        let response = try await busy.readResponse()
-        #expect(response.text == "done")
-        #expect(response.header("Connection") == "close")
-        await shutdown.value
+        let executor = QueueExecutor()
+        try await withTaskExecutorPreference(executor) {
+            let shutdown = Task(executorPreference: executor) { await server.shutdown(timeout: 5) }
+            #expect(await idle.isClosedByServer())
+            #expect(await eventually { (try? RawClient.connect(port: port)) == nil })
+            release.open()
+            let response = try await busy.readResponse()
+            #expect(response.text == "done")
+            #expect(response.header("Connection") == "close")
+            await shutdown.value
+        }
         #expect(server.connectionCount == 0)
     }
 

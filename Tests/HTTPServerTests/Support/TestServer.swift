@@ -1,3 +1,4 @@
+import Dispatch
 @testable import HTTPServer
 import Logging
 import Synchronization
@@ -60,4 +61,16 @@ func request(_ method: String = "GET", _ target: String, headers: [String] = [],
     for header in headers { text += header + "\r\n" }
     if !body.isEmpty { text += "Content-Length: \(body.utf8.count)\r\n" }
     return text + "\r\n" + body
+}
+
+/// Runs the tasks that prefer it one at a time on a dispatch queue of its own, which always gets
+/// a thread: for test steps that race a deadline of the server's, which the cooperative pool could
+/// hold up for seconds while other suites keep its few threads busy.
+final class QueueExecutor: TaskExecutor {
+    private let queue = DispatchQueue(label: "http-server-tests.executor")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
 }
