@@ -116,7 +116,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     /// The jobs whose transfers run now, for a node that checks them against the store.
     func startedJobIDs() -> [String] {
         assertOnQueue()
-        return active.filter { $0.value.transferID != nil }.map(\.key)
+        return active.filter { $0.value.isAttempting }.map(\.key)
     }
 
     /// Stops a job's transfer if it runs; a cancelled job's partial data is removed either way.
