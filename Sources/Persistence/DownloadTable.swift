@@ -58,7 +58,7 @@ public enum DownloadTable {
         try visitor.column("mirror_index", .state, &job.mirrorIndex, IntColumn.self)
         try visitor.column("mirror_misses", .state, &job.mirrorMisses, IntColumn.self)
         try visitor.column("ranges", .state, &job.ranges, RangesColumn.self)
-        try visitor.column("object_upload", .state, &job.objectUpload, ObjectUploadColumn.self)
+        try visitor.column("object_upload", .attempt, &job.objectUpload, ObjectUploadColumn.self)
         try visitor.column("object_etag", .state, &job.objectETag, OptionalTextColumn.self)
         try visitor.column("object_version_id", .state, &job.objectVersionID, OptionalTextColumn.self)
         // Moved on by every write of the job (`revision = revision + 1`): the ETag.

@@ -8,6 +8,10 @@ public enum ColumnOwner: Sendable {
     case client
     /// What the job's life changes: written at insert and by every state change (`JobStore.apply`).
     case state
+    /// What the attempt running the job commits as it goes (an object's multipart upload): written
+    /// at insert and by its own change only (`StoreChange.objectUpload`), never by a state change,
+    /// whose copy of the job — a client's cancel or pause, read before — may be older.
+    case attempt
     /// Kept by the store itself (the revision): read back, never written from a `Download`.
     case store
 }

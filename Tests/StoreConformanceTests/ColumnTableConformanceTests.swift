@@ -14,13 +14,23 @@ import Testing
         var stored = try #require(try db.store.download(id: "01A"))
         expectColumns(of: stored, as: inserted, "insert")
 
-        // Every column written anew, the client's too: a state change writes only the state's.
+        // Every column written anew, the client's too: a state change writes only the state's
+        // (not the attempt's own, the object upload).
         let stateChange = everyFieldSet("01A", variant: 2, state: .paused)
         expectEveryColumnDiffers(stateChange, from: stored)
         #expect(try db.store.update(stateChange, expecting: [.queued]))
         let afterStateChange = try #require(try db.store.download(id: "01A"))
-        expectColumns(of: afterStateChange, as: try mixing(client: stored, others: stateChange), revision: stored.revision + 1, "state change")
+        expectColumns(of: afterStateChange, as: try mixing(client: stored, others: stateChange, alsoKeeping: [.attempt]),
+                      revision: stored.revision + 1, "state change")
         stored = afterStateChange
+
+        // The attempt's own column by its own change, in the states it names only.
+        let upload = try #require(stateChange.objectUpload)
+        #expect(try db.store.apply([.objectUpload(id: "01A", upload: upload, expecting: [.running])]) == [false])
+        #expect(try db.store.apply([.objectUpload(id: "01A", upload: upload, expecting: [.paused])]) == [true])
+        let afterUpload = try #require(try db.store.download(id: "01A"))
+        #expect(afterUpload.objectUpload == upload && afterUpload.revision == stored.revision + 1)
+        stored = afterUpload
 
         // The client's columns and every other anew: a client's change writes only the client's
         // (and, as `JobStore.change` says, `awaitingURLSince`, kept here as stored; a paused job's
@@ -82,7 +92,7 @@ import Testing
     private func expectEveryColumnDiffers(_ job: Download, from stored: Download, but except: Set<String> = [],
                                           sourceLocation: SourceLocation = #_sourceLocation) {
         let jobValues = columnValues(job), storedValues = columnValues(stored)
-        for (index, column) in DownloadTable.columns.enumerated() where column.owner == .client || column.owner == .state {
+        for (index, column) in DownloadTable.columns.enumerated() where column.owner != .key && column.owner != .store {
             guard !except.contains(column.name) else { continue }
             #expect(jobValues[index] != storedValues[index], "\(column.name) must differ to be seen", sourceLocation: sourceLocation)
         }

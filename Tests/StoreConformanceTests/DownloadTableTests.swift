@@ -62,7 +62,8 @@ import Testing
         #expect(DownloadTable.clientOwned == Set(names(.client)))
         #expect(DownloadTable.clientColumns.names == names(.client))
         #expect(DownloadTable.stateColumns.names == names(.state))
-        #expect(names(.state).count == DownloadTable.columns.count - names(.client).count - 2)
+        #expect(names(.attempt) == ["object_upload"])
+        #expect(names(.state).count == DownloadTable.columns.count - names(.client).count - names(.attempt).count - 2)
         // An INSERT writes all but the store's; nothing writes the key after it.
         #expect(DownloadTable.insertColumns.names == DownloadTable.names.filter { $0 != "revision" })
         #expect(DownloadTable.allColumns.names == DownloadTable.names)

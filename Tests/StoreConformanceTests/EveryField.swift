@@ -34,11 +34,14 @@ func columnValues(_ job: Download) -> [ColumnValue] {
     DownloadTable.values(job, DownloadTable.allColumns) { $0 }
 }
 
-/// A job whose client columns (`ColumnOwner.client`) hold `client`'s fields and every other
-/// column `others`'s, made through the table.
-func mixing(client: Download, others: Download) throws -> Download {
+/// A job whose client columns (`ColumnOwner.client`, and those of `alsoKeeping`) hold `client`'s
+/// fields and every other column `others`'s, made through the table.
+func mixing(client: Download, others: Download, alsoKeeping owners: Set<ColumnOwner> = []) throws -> Download {
     let clients = columnValues(client), rest = columnValues(others)
-    return try DownloadTable.download(from: Cells(DownloadTable.columns.indices.map { DownloadTable.columns[$0].owner == .client ? clients[$0] : rest[$0] }))
+    return try DownloadTable.download(from: Cells(DownloadTable.columns.indices.map {
+        let owner = DownloadTable.columns[$0].owner
+        return owner == .client || owners.contains(owner) ? clients[$0] : rest[$0]
+    }))
 }
 
 /// A row of values at hand, as a backend would read one.

@@ -38,7 +38,7 @@ final class ObjectAttempts: Sendable {
                onProgress: @escaping (TransferProgress) -> Void, onComplete: @escaping (TransferResult) -> Void) -> ObjectTransfer {
         let completer = completer
         let transfer = ObjectTransfer(
-            job: job, connections: connections, queue: queue, client: client, partSize: partSize, staging: StagingFile(path: partials.path(job.id)),
+            job: job, connections: connections, extra: request.extraDigest, queue: queue, client: client, partSize: partSize, staging: StagingFile(path: partials.path(job.id)),
             transfers: transfers,
             commit: { upload, then in
                 uploadChanged(upload)

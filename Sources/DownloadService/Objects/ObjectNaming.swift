@@ -22,9 +22,10 @@ struct ObjectNaming: Sendable {
                 completion: @escaping @Sendable (Result<String, ObjectStorageFailure>) -> Void) {
         let key = Self.intendedKey(of: job, contentDisposition: contentDisposition, effectiveURL: effectiveURL)
         guard let bucket = job.destination.bucket, job.renameOnConflict else { return completion(.success(key)) }
-        let name = String(key.split(separator: "/").last ?? "")
-        let directory = key.dropLast(name.utf8.count)
-        tryCandidate(0, bucket: bucket, directory: String(directory), name: name, completion: completion)
+        let slash = key.lastIndex(of: "/")
+        let directory = slash.map { String(key[...$0]) } ?? ""
+        let name = slash.map { String(key[key.index(after: $0)...]) } ?? key
+        tryCandidate(0, bucket: bucket, directory: directory, name: name, completion: completion)
     }
 
     private func tryCandidate(_ number: Int, bucket: String, directory: String, name: String,

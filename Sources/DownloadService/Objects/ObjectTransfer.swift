@@ -27,6 +27,8 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     private let job: Download
     private let client: ObjectStorageClient
     private let partSize: Int64
+    /// The digest computed beside SHA-256: the algorithm of the job's checksum or digest file.
+    private let extra: DigestAlgorithm?
     /// Connections to the origin the attempt holds.
     private let connections: Int
     private let stagedParts: Int64
@@ -66,7 +68,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     private var stopped = false
     private var ended = false
 
-    init(job: Download, connections: Int, queue: DispatchQueue, client: ObjectStorageClient, partSize: Int64, staging: StagingFile,
+    init(job: Download, connections: Int, extra: DigestAlgorithm?, queue: DispatchQueue, client: ObjectStorageClient, partSize: Int64, staging: StagingFile,
          transfers: any TransferRunning, commit: @escaping Commit, logger: Logger,
          onProgress: @escaping (TransferProgress) -> Void, onComplete: @escaping (TransferResult) -> Void) {
         self.job = job
@@ -81,7 +83,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         self.logger = logger
         self.onProgress = onProgress
         self.onComplete = onComplete
-        let extra = TransferTemplate.extraDigest(for: job, digestFile: nil)
+        self.extra = extra
         // An upload whose digest state cannot be restored starts over (it is aborted by the next commit).
         if let upload = job.objectUpload, let restored = upload.parts.isEmpty ? ResumableDigest(extra: extra)
             : ResumableDigest(state: upload.digestState, extra: extra) {
@@ -427,7 +429,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         if let old { abort(old) }
         if upload != nil || job.objectUpload != nil { commit(nil) { _ in } }
         upload = nil
-        digest = ResumableDigest(extra: TransferTemplate.extraDigest(for: job, digestFile: nil))
+        digest = ResumableDigest(extra: extra)
         partsEnd = 0
         writeLimit?.raise(to: stagedParts * partSize)
         logger.info("object starts over", metadata: ["download.id": "\(job.id)"])

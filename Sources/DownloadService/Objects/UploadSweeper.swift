@@ -10,7 +10,7 @@ import Transfer
 /// the bucket, and pruning may delete the job. Sweeps when a job with an upload ends, at start (an
 /// upload left by a crash), and with each housekeeping pass. An abort that fails is tried again at
 /// the next sweep.
-final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`, `sweeping` only on `queue` (assertOnQueue)
+final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`, `sweeping`, `cleared` only on `queue` (assertOnQueue)
     let queue = DispatchQueue(label: "fetchd.objects.sweeper", qos: .utility)
     private let store: any JobStore
     private let client: ObjectStorageClient
@@ -19,6 +19,8 @@ final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`
     private let logger: Logger
     private var sweepAsked = false
     private var sweeping = false
+    /// Uploads aborted and forgotten in the sweep under way.
+    private var cleared = 0
 
     /// Uploads aborted at once in one sweep.
     static let batch = 32
@@ -52,34 +54,40 @@ final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`
         guard !jobs.isEmpty else { return }
         sweeping = true
         let group = DispatchGroup()
+        cleared = 0
         for job in jobs {
             guard let upload = job.objectUpload, let bucket = job.destination.bucket else { continue }
             group.enter()
             client.abortMultipartUpload(ObjectLocation(bucket: bucket, key: upload.key), uploadID: upload.uploadID) { aborted in
                 self.queue.async {
-                    self.aborted(job, aborted)
+                    if self.aborted(job, aborted) { self.cleared += 1 }
                     group.leave()
                 }
             }
         }
         group.notify(queue: queue) {
             self.sweeping = false
-            // A full batch may have left more behind it.
-            if jobs.count == Self.batch { self.sweepAsked = true }
+            // A full batch may have left more behind it; one that cleared nothing waits for the
+            // next ask rather than sending the same aborts again.
+            if jobs.count == Self.batch, self.cleared > 0 { self.sweepAsked = true }
             self.startIfIdle()
         }
     }
 
-    private func aborted(_ job: Download, _ result: Result<Void, ObjectStorageFailure>) {
+    /// Whether the job's upload is aborted and forgotten.
+    private func aborted(_ job: Download, _ result: Result<Void, ObjectStorageFailure>) -> Bool {
         assertOnQueue()
         guard case .success = result else {
-            return logger.warning("cannot abort an upload yet; tried again later", metadata: ["download.id": "\(job.id)"])
+            logger.warning("cannot abort an upload yet; tried again later", metadata: ["download.id": "\(job.id)"])
+            return false
         }
         do {
-            _ = try store.apply([.objectUpload(id: job.id, upload: nil, expecting: [.completed, .cancelled, .failed])])
+            let forgotten = try store.apply([.objectUpload(id: job.id, upload: nil, expecting: [.completed, .cancelled, .failed])])
             logger.info("upload aborted", metadata: ["download.id": "\(job.id)"])
+            return forgotten.first == true
         } catch {
             logger.error("cannot forget an aborted upload; tried again later", metadata: ["download.id": "\(job.id)", "error": "\(error)"])
+            return false
         }
     }
 }

@@ -26,11 +26,14 @@ extension Settlement {
         done.objectETag = stored.etag
         done.objectVersionID = stored.versionID
         let (id, context, bytes) = (job.id, context, result.bytesOnDisk)
-        return terminal(done, attempt: attempt("completed")) { committed in
+        var write = terminal(done, attempt: attempt("completed")) { committed in
             guard committed else { return }
             context.partials.remove(id)
             context.logger.info("download completed into object storage", metadata: ["download.id": "\(id)", "bytes": "\(bytes)"])
         }
+        // The upload is done with (completed, nothing to abort); its column is the attempt's own.
+        write.changes.append(.objectUpload(id: id, upload: nil, expecting: [.completed]))
+        return write
     }
 
     /// Storage failures with a meaning of their own; nil for those the retry policy weighs.
@@ -45,8 +48,10 @@ extension Settlement {
             fresh.bytesReceived = 0
             fresh.validator = nil
             fresh.objectUpload = nil
-            return Settlement(context: context, job: fresh, result: TransferResult(failure: .storage(.unavailable("the multipart upload is gone; the object starts over"))),
-                              startedAt: startedAt, now: now, jitter: jitter, digestFile: digestFile, reachedURL: reachedURL).settle()
+            var write = Settlement(context: context, job: fresh, result: TransferResult(failure: .storage(.unavailable("the multipart upload is gone; the object starts over"))),
+                                   startedAt: startedAt, now: now, jitter: jitter, digestFile: digestFile, reachedURL: reachedURL).settle()
+            write.changes.append(.objectUpload(id: job.id, upload: nil, expecting: [.queued, .failed]))
+            return write
         case .refused, .unavailable, .unreachable:
             return nil
         }

@@ -96,7 +96,7 @@ extension Objects {
                 """, headers: [("x-amz-version-id", "3HL4kqtJlcpXroDTDmJ-rmSpXd3dIbrHY")]))
             let job = try running(upload: Self.upload)
 
-            #expect(try await settle(job, body: body) == [true])
+            #expect(try await settle(job, body: body) == [true, true])
 
             let complete = try #require(s3.requests.first)
             #expect(s3.operations == [.complete])
@@ -120,7 +120,7 @@ extension Objects {
             let job = try running(upload: nil)
             let small = Array(body[0..<3000])
 
-            #expect(try await settle(job, body: small) == [true])
+            #expect(try await settle(job, body: small) == [true, true])
 
             let put = try #require(s3.requests.first)
             #expect(s3.operations == [.put])
@@ -149,7 +149,7 @@ extension Objects {
             s3.add(Self.key)
             let job = try running(upload: nil) { $0.renameOnConflict = true }
 
-            #expect(try await settle(job, body: Array(body[0..<3000])) == [true])
+            #expect(try await settle(job, body: Array(body[0..<3000])) == [true, true])
 
             #expect(s3.operations == [.head, .head, .put])
             #expect(s3.requests.last?.key == "reports/q (1).bin")

@@ -33,7 +33,8 @@ final class ObjectTransferRun: Sendable {
         staging = StagingFile(path: directory + "/" + job.id)
         let (store, endings) = (store, endings)
         transfer = ObjectTransfer(
-            job: job, queue: queue, client: s3.client, partSize: Self.partSize, staging: staging, transfers: transfers,
+            job: job, connections: 1, extra: TransferTemplate.extraDigest(for: job, digestFile: nil), queue: queue, client: s3.client,
+            partSize: Self.partSize, staging: staging, transfers: transfers,
             commit: { upload, then in store.commit(upload, then: then) }, logger: ServiceFixture.quiet, onProgress: { _ in },
             onComplete: { result in endings.results.withLock { $0.append(result) } })
     }
