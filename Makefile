@@ -89,9 +89,13 @@ $(FUZZ_PARSERS:%=fuzz-%): fuzz-%:
 ## bench: fetchd beside curl and aria2 on loopback, one table (Benchmarks/README.md, docs/benchmarks.md); BENCH_ARGS passes options
 ## bench-quick: the same scaled down, in under 3 minutes
 .PHONY: bench bench-quick bench-deps
-BENCH_APT := nginx-light aria2 wrk curl openssl
+BENCH_APT := nginx-light aria2 wrk curl openssl rclone
+## the objects scenario runs moto as the end-to-end tests do (Tests/e2e/s3_support.py, which imports
+## e2e_support.py and so standardwebhooks) and checks each object with boto3
+BENCH_PY  := 'moto[server]==5.2.1' boto3 standardwebhooks
 bench-deps:
 	@$(MAKE) --no-print-directory deps APT_DEPS="$(BENCH_APT)"
+	@python3 -c 'import moto.server, boto3, standardwebhooks' 2>/dev/null || python3 -m pip install -q $(BENCH_PY)
 
 bench: release bench-deps
 	python3 Benchmarks/run.py --fetchd .build/release/fetchd $(BENCH_ARGS)
