@@ -118,6 +118,12 @@ final class FakeS3: Sendable {
         reply(to: operation, with: .answer(answer), once: once)
     }
 
+    /// Answers the newest held request as the bucket would.
+    func releaseLast() {
+        let held: Held? = state.withLock { state in state.held.popLast() }
+        held.map { $0.answer(bucketAnswer($0.request)) }
+    }
+
     /// Answers the oldest held request with `answer`, or as the bucket would when nil.
     func releaseFirst(with answer: TransferResult? = nil) {
         let held: Held? = state.withLock { state in

@@ -235,6 +235,32 @@ extension Objects {
             #expect(run.commits.last??.parts.count == 1)
         }
 
+        /// Two parts go up at once (the storage is never idle while a part is read and signed); the
+        /// second may answer first, and counts only once the first has: parts are committed in order.
+        @Test func twoPartsGoUpAtOnceAndAreCommittedInOrder() async throws {
+            let s3 = FakeS3()
+            s3.reply(to: .part(1), with: .hold)
+            s3.reply(to: .part(2), with: .hold)
+            let run = try ObjectTransferRun(try ObjectTest.job(), s3: s3)
+            let body = ObjectTest.noise(Int(Self.part) * 2)
+            run.start()
+
+            try run.write(body[...], at: 0)
+            run.progress(onDisk: 2 * Self.part)
+            #expect(await eventually { s3.heldCount == 2 })
+
+            s3.releaseLast()
+            run.turn()
+            #expect(run.commits.count == 1 && run.commits.first??.parts.isEmpty == true)
+            s3.releaseFirst()
+            #expect(await eventually { run.commits.count == 2 })
+            #expect(run.commits.last??.parts.map(\.number) == [1, 2])
+
+            run.originEnds(onDisk: 2 * Self.part)
+            let result = try #require(await run.ended())
+            #expect(result.failure == nil && result.sha256 == ObjectTest.sha256(body))
+        }
+
         /// The upload is gone from the bucket: it is forgotten, and the settlement starts the object over.
         @Test func aGoneUploadIsForgotten() async throws {
             let s3 = FakeS3()
