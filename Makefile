@@ -86,7 +86,7 @@ $(FUZZ_PARSERS:%=fuzz-%): fuzz-%:
 	.build-fuzz/release/$*Fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
 		-dict=Fuzz/$*.dict -artifact_prefix=.build-fuzz/$*- .build-fuzz/corpus/$* Fuzz/corpus/$*
 
-## bench: fetchd beside curl and aria2 on loopback, one table (Benchmarks/README.md, docs/benchmarks.md); BENCH_ARGS passes options
+## bench: fetchd beside curl, aria2 and rclone on loopback, one table (Benchmarks/README.md, docs/benchmarks.md); BENCH_ARGS passes options
 ## bench-quick: the same scaled down, in under 3 minutes
 .PHONY: bench bench-quick bench-deps
 BENCH_APT := nginx-light aria2 wrk curl openssl rclone
