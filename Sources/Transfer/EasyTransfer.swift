@@ -122,9 +122,8 @@ final class EasyTransfer {
     /// Whether the current hop's connection speaks TLS: to an https URL, or through an https proxy.
     var connectsOverTLS: Bool {
         if viaProxy, network.proxy?.kind == .https { return true }
-        var url: UnsafeMutablePointer<CChar>?
-        guard fetchd_easy_getinfo_cstr(handle, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url else { return true }
-        return strncasecmp(url, "https:", 6) == 0
+        guard let url = effectiveURL else { return true }
+        return url.utf8.prefix(6).map { $0 | 0x20 } == Array("https:".utf8)
     }
 
     // MARK: - Options

@@ -73,14 +73,13 @@ final class ObjectAttempts: Sendable {
             self.queue.async {
                 switch stored {
                 case .success(let object): then(settlement.objectCompleted(key: key, stored: object))
-                case .failure(let failure): then(settlement.withResult { $0.failure = .storage(failure); $0.sha256 = nil }.settle())
+                case .failure(let failure): then(settlement.with { _, result in result.failure = .storage(failure); result.sha256 = nil }.settle())
                 }
             }
         }
         if let upload {
-            let parts = upload.parts.map { UploadedPart(number: $0.number, size: $0.size, etag: $0.etag) }
             return client.completeMultipartUpload(ObjectLocation(bucket: bucket, key: upload.key), uploadID: upload.uploadID,
-                                                  parts: parts, ifNoneMatch: !job.overwrite) { finish(upload.key, $0) }
+                                                  parts: upload.parts, ifNoneMatch: !job.overwrite) { finish(upload.key, $0) }
         }
         let (client, body, sha256) = (client, TransferRequest.FileRange(path: partials.path(job.id), offset: 0, length: settlement.result.bytesOnDisk),
                                       settlement.result.sha256 ?? "")

@@ -138,7 +138,7 @@ final class PartUploads: QueueConfined, @unchecked Sendable {  // all mutable st
                 switch answer {
                 case .failure(let failure): self.failure = self.failure ?? failure
                 case .success(let part):
-                    self.sent[number] = (ObjectUpload.Part(number: part.number, size: part.size, etag: part.etag), range, sending.state)
+                    self.sent[number] = (part, range, sending.state)
                     self.commitInOrder()
                 }
                 self.onChange()

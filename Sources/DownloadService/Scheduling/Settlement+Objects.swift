@@ -44,12 +44,12 @@ extension Settlement {
         case .noSuchUpload:
             // The upload is gone, its parts with it: the object starts over from its first byte.
             context.partials.remove(job.id)
-            var fresh = job
-            fresh.bytesReceived = 0
-            fresh.validator = nil
-            fresh.objectUpload = nil
-            var write = Settlement(context: context, job: fresh, result: TransferResult(failure: .storage(.unavailable("the multipart upload is gone; the object starts over"))),
-                                   startedAt: startedAt, now: now, jitter: jitter, digestFile: digestFile, reachedURL: reachedURL).settle()
+            var write = with { fresh, result in
+                fresh.bytesReceived = 0
+                fresh.validator = nil
+                fresh.objectUpload = nil
+                result = TransferResult(failure: .storage(.unavailable("the multipart upload is gone; the object starts over")))
+            }.settle()
             write.changes.append(.objectUpload(id: job.id, upload: nil, expecting: [.queued, .failed]))
             return write
         case .refused, .unavailable, .unreachable:
@@ -80,11 +80,11 @@ extension Settlement {
     /// Fails the job with `error` (a digest that does not match).
     func failing(_ error: DownloadError) -> JobWrite { fail(error) }
 
-    /// The same settlement of another result.
-    func withResult(_ change: (inout TransferResult) -> Void) -> Settlement {
-        var changed = result
-        change(&changed)
-        return Settlement(context: context, job: job, result: changed, startedAt: startedAt, now: now, jitter: jitter,
+    /// The same settlement of another job or result.
+    func with(_ change: (inout Download, inout TransferResult) -> Void) -> Settlement {
+        var (changedJob, changedResult) = (job, result)
+        change(&changedJob, &changedResult)
+        return Settlement(context: context, job: changedJob, result: changedResult, startedAt: startedAt, now: now, jitter: jitter,
                           digestFile: digestFile, reachedURL: reachedURL)
     }
 }

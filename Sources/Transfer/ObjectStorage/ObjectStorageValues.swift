@@ -1,3 +1,5 @@
+import DownloadCore
+
 /// An object in a bucket.
 public struct ObjectLocation: Sendable, Hashable {
     public var bucket: String
@@ -10,20 +12,9 @@ public struct ObjectLocation: Sendable, Hashable {
     }
 }
 
-/// One part of a multipart upload as S3 took it: what CompleteMultipartUpload names.
-public struct UploadedPart: Sendable, Codable, Equatable {
-    /// 1...10000.
-    public var number: Int
-    public var size: Int64
-    /// The part's ETag exactly as S3 sent it, quotes included.
-    public var etag: String
-
-    public init(number: Int, size: Int64, etag: String) {
-        self.number = number
-        self.size = size
-        self.etag = etag
-    }
-}
+/// One part of a multipart upload as S3 took it (number 1...10000, its size, its ETag exactly as
+/// S3 sent it, quotes included): the same record the job keeps of each committed part.
+public typealias UploadedPart = ObjectUpload.Part
 
 /// A stored object's identity once written.
 public struct StoredObject: Sendable, Equatable {
