@@ -43,7 +43,9 @@ public protocol JobStore: Sendable {
     /// Applies the changes in order, in one transaction. One result per change: false where a
     /// compare-and-set found the job in another state. Nothing is applied if one throws.
     /// A state change writes the state's columns (`ColumnOwner.state` in `DownloadTable`), never
-    /// the client's, and moves the job's `revision` on, as a progress update does. A failed job
+    /// the client's, and moves the job's `revision` on, as a progress update does. Written from a
+    /// copy that may be older than the row (a client's), it says so with `unchangedSince`: the
+    /// progress an attempt saved meanwhile is then never undone by it. A failed job
     /// brought back to life (`queued`) while another live job owns its destination throws
     /// `DestinationBusy`.
     func apply(_ changes: [StoreChange]) throws -> [Bool]
@@ -145,9 +147,10 @@ extension JobStore {
     /// A compare-and-set of one job with its events, as `apply([.update(...)])`.
     public func update(
         _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent] = [], attempt: AttemptRecord? = nil,
-        sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil
+        sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil, unchangedSince revision: Int64? = nil
     ) throws -> Bool {
-        try apply([.update(download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)])[0]
+        try apply([.update(download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished,
+                           unchangedSince: revision)])[0]
     }
 
     public func insert(_ download: Download, idempotency: IdempotencyRecord?) throws -> InsertOutcome {

@@ -152,9 +152,10 @@ public struct AttemptRecord: Sendable, Equatable {
 /// One change to a job, for `JobStore.apply`.
 public enum StoreChange {
     /// Compare-and-set of the job on the states it is expected in, with its events and attempt,
-    /// as `JobStore.update` does it.
+    /// as `JobStore.update` does it; with `unchangedSince`, also on the job's `revision` as the
+    /// copy written was read (a client's transition: nothing written since, progress included).
     case update(Download, expecting: Set<DownloadState>, events: [WebhookEvent] = [], attempt: AttemptRecord? = nil,
-                sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil)
+                sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = nil, unchangedSince: Int64? = nil)
     case progress(id: String, bytesReceived: Int64, bytesExpected: Int64?, validator: String?)
     case attempt(AttemptRecord, of: String)
     /// Every job of the host (host:port) waits until `until`; a later time already held stays.

@@ -24,7 +24,7 @@ extension PostgresStore {
         var ending: [StateWrite] = []
         var endingIDs: Set<String> = []
         for change in changes {
-            if case .update(let download, let expecting, let events, let attempt, let sessionFinished) = change,
+            if case .update(let download, let expecting, let events, let attempt, let sessionFinished, nil) = change,
                download.state.isTerminal, endingIDs.insert(download.id).inserted {
                 ending.append(StateWrite(download: download, expecting: expecting, events: events, attempt: attempt,
                                      sessionFinished: sessionFinished))
@@ -42,9 +42,9 @@ extension PostgresStore {
 
     private func apply(_ change: StoreChange, _ db: PostgresConnection, settled: inout SettledBatch) throws -> Bool {
         switch change {
-        case .update(let download, let expecting, let events, let attempt, let sessionFinished):
-            return try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished,
-                              settled: &settled)
+        case .update(let download, let expecting, let events, let attempt, let sessionFinished, let revision):
+            return try update(db, download, expecting: expecting, unchangedSince: revision, events: events, attempt: attempt,
+                              sessionFinished: sessionFinished, settled: &settled)
         case .progress(let id, let bytesReceived, let bytesExpected, let validator):
             // Progress is not a state change: it is written only while the job is still live, and
             // of a running job only by the node whose lease it runs under.
@@ -86,12 +86,14 @@ extension PostgresStore {
         }
     }
 
-    /// Writes `download` if the stored job is still in one of `expecting`, with its events. When the
-    /// write makes the job terminal and leaves its session with no live job, `sessionFinished` is
-    /// asked for the events that announce it, in the same transaction.
+    /// Writes `download` if the stored job is still in one of `expecting` (and, with a revision,
+    /// still at it), with its events. When the write makes the job terminal and leaves its session
+    /// with no live job, `sessionFinished` is asked for the events that announce it, in the same
+    /// transaction.
     private func update(
-        _ db: PostgresConnection, _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent], attempt: AttemptRecord?,
-        sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?, settled: inout SettledBatch
+        _ db: PostgresConnection, _ download: Download, expecting: Set<DownloadState>, unchangedSince revision: Int64?,
+        events: [WebhookEvent], attempt: AttemptRecord?, sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?,
+        settled: inout SettledBatch
     ) throws -> Bool {
         // A job (re)entering the queue is not due until the promotion step has seen its run_at.
         let due = download.state == .queued ? ", due = false" : ""
@@ -104,8 +106,9 @@ extension PostgresStore {
                 UPDATE downloads SET \(JobColumns.stateAssignments)\(due)
                 WHERE id = $\(JobColumns.stateCount + 1) AND state = ANY($\(JobColumns.stateCount + 2)::text[])
                 AND (state <> 'running' OR attempts = $\(JobColumns.stateCount + 3))
+                AND ($\(JobColumns.stateCount + 4)::bigint IS NULL OR revision = $\(JobColumns.stateCount + 4))
                 """, JobColumns.stateValues(download) + [.text(download.id), .textArray(expecting.map(\.rawValue).sorted()),
-                                                          .integer(Int64(download.attempts))])
+                                                          .integer(Int64(download.attempts)), .optional(revision)])
         } catch let error as PostgresError where error.isUniqueViolation && !download.state.isTerminal {
             // Only a failed job coming back to life can meet another live job at its destination.
             // (The transaction is void now; the caller's rolls back, as SQLite's does on this throw.)

@@ -24,8 +24,9 @@ extension SQLiteStore {
 
     private func apply(_ change: StoreChange, _ db: SQLiteConnection, logging logged: inout [Download]) throws -> Bool {
         switch change {
-        case .update(let download, let expecting, let events, let attempt, let sessionFinished):
-            let written = try update(db, download, expecting: expecting, events: events, attempt: attempt, sessionFinished: sessionFinished)
+        case .update(let download, let expecting, let events, let attempt, let sessionFinished, let revision):
+            let written = try update(db, download, expecting: expecting, unchangedSince: revision, events: events, attempt: attempt,
+                                     sessionFinished: sessionFinished)
             if written { logged.append(download) }
             return written
         case .progress(let id, let bytesReceived, let bytesExpected, let validator):

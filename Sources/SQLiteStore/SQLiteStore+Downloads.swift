@@ -207,22 +207,23 @@ extension SQLiteStore {
         }
     }
 
-    /// Writes `download` if the stored job is still in one of `expecting` (compare-and-set), together with
-    /// its events; the caller logs its new state. When the write makes the job terminal and leaves its
+    /// Writes `download` if the stored job is still in one of `expecting` (and, with a revision, still
+    /// at it) — a compare-and-set — together with its events; the caller logs its new state. When the write makes the job terminal and leaves its
     /// session with no live job, `sessionFinished` is asked for the events that announce it, in the
     /// same transaction.
     /// Returns false, writing nothing, if the stored state was not one expected.
     func update(
-        _ db: SQLiteConnection, _ download: Download, expecting: Set<DownloadState>, events: [WebhookEvent], attempt: AttemptRecord?,
-        sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
+        _ db: SQLiteConnection, _ download: Download, expecting: Set<DownloadState>, unchangedSince revision: Int64? = nil,
+        events: [WebhookEvent], attempt: AttemptRecord?, sessionFinished: ((SessionSnapshot) -> [WebhookEvent])?
     ) throws -> Bool {
         // OR-ed, not IN: see migration 15.
         let states = expecting.map { "state = '\($0.rawValue)'" }.sorted().joined(separator: " OR ")
-        let values = DownloadColumns.stateValues(download) + [.text(download.id)]
+        let unchanged = revision == nil ? "" : " AND revision = ?"
+        let values = DownloadColumns.stateValues(download) + [.text(download.id)] + (revision.map { [.integer($0)] } ?? [])
         // A job (re)entering the queue is not due until the promotion step has seen its run_at.
         let due = download.state == .queued ? ", due = 0" : ""
         do {
-            try db.prepare("UPDATE downloads SET \(DownloadColumns.stateAssignments)\(due) WHERE id = ? AND (\(states))").run(values)
+            try db.prepare("UPDATE downloads SET \(DownloadColumns.stateAssignments)\(due) WHERE id = ? AND (\(states))\(unchanged)").run(values)
         } catch let error as SQLiteError where error.isConstraintViolation && !download.state.isTerminal {
             // Only a failed job coming back to life can meet another live job at its destination.
             throw DestinationBusy()

@@ -41,6 +41,45 @@ import Testing
         #expect(try db.store.attempts(of: "01A").map(\.url) == ["http://mirror.example/a"])
     }
 
+    /// A client's pause read before the attempt saved its ranges is refused, not written over them;
+    /// read again, it keeps them.
+    @Test(arguments: StoreBackend.all) func aTransitionFromACopyOlderThanTheRangesIsRefused(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        _ = try db.store.insert(makeDownload("01A"), idempotency: nil)
+        _ = try db.claimQueued("01A")
+        let readBefore = try #require(try db.store.download(id: "01A"))
+        let ranges = [RangeProgress(start: 0, end: 50, next: 30), RangeProgress(start: 50, end: 100, next: 60)]
+        _ = try db.store.apply([.ranges(id: "01A", ranges: ranges, bytesReceived: 40, bytesExpected: 100, validator: "\"v\"")])
+        #expect(try db.store.download(id: "01A")?.revision == readBefore.revision + 1)
+
+        var paused = readBefore
+        paused.state = .paused
+        #expect(try !db.store.update(paused, expecting: [.running], unchangedSince: readBefore.revision))
+        var stored = try #require(try db.store.download(id: "01A"))
+        #expect(stored.state == .running && stored.ranges == ranges)
+
+        paused = stored
+        paused.state = .paused
+        #expect(try db.store.update(paused, expecting: [.running], unchangedSince: stored.revision))
+        stored = try #require(try db.store.download(id: "01A"))
+        #expect(stored.state == .paused && stored.ranges == ranges && stored.bytesReceived == 40 && stored.validator == "\"v\"")
+        #expect(stored.revision == paused.revision + 1)
+    }
+
+    /// The same for a transition that ends the job (a cancel), which the stores may write together
+    /// with other jobs that end.
+    @Test(arguments: StoreBackend.all) func anEndingTransitionFromAnOlderCopyIsRefused(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        _ = try db.store.insert(makeDownload("01A"), idempotency: nil)
+        _ = try db.claimQueued("01A")
+        var cancelled = try #require(try db.store.download(id: "01A"))
+        _ = try db.store.apply([.progress(id: "01A", bytesReceived: 40, bytesExpected: 100, validator: nil)])
+        #expect(try db.store.download(id: "01A")?.revision == cancelled.revision + 1)
+        cancelled.state = .cancelled
+        #expect(try db.store.apply([.update(cancelled, expecting: [.running], unchangedSince: cancelled.revision)]) == [false])
+        #expect(try db.store.download(id: "01A")?.state == .running)
+    }
+
     @Test(arguments: StoreBackend.all) func mirrorsAndTheCapAreTheClients(_ backend: StoreBackend) throws {
         let db = try backend.scratch()
         _ = try db.store.insert(makeDownload("01A"), idempotency: nil)

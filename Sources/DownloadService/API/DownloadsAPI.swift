@@ -233,8 +233,10 @@ struct DownloadsAPI: Sendable {
         }
     }
 
-    /// A client-requested transition, as compare-and-set on the state just read (retried if the
-    /// scheduler moved the job meanwhile), written off the event loop. A job in a state not in
+    /// A client-requested transition, as compare-and-set on the job as just read, its revision
+    /// (retried on a fresh read if the scheduler wrote the job meanwhile, its progress too: a
+    /// pause or resume written from an older copy would undo the ranges an attempt saved), written
+    /// off the event loop. A job in a state not in
     /// `from` (or `unchangedIn`) is a conflict.
     func transition(
         _ id: String, to target: DownloadState, from: Set<DownloadState>, unchangedIn: Set<DownloadState>,
@@ -257,7 +259,7 @@ struct DownloadsAPI: Sendable {
                 committed = try await writes.perform {
                     try store.update(changed, expecting: [current.state], events: jobEvents, sessionFinished: {
                         [events.sessionFinished($0, now: now)]
-                    })
+                    }, unchangedSince: current.revision)
                 }
             } catch is DestinationBusy {
                 throw APIProblem.conflict("another live job writes to this job's destination now")
