@@ -15,6 +15,12 @@ import Synchronization
 /// committed meanwhile (a few milliseconds' worth) and has the next write start the log over, on
 /// pages that are then written over in place.
 ///
+/// How far the log grows past `restartPages` depends on how long a checkpoint takes beside the
+/// writes: on a disk slower than the intake (or one busy with other work) it took long enough for
+/// the log to reach three times that and more. So from `ceilingPages` on, a write waits for the
+/// checkpoint under way before it starts (`waitForRoom`): the intake then slows down to what the
+/// disk keeps up with, and the log stays within `ceilingPages` and the writes already under way.
+///
 /// A checkpoint that fails, or restarts that keep finding readers on the log while it grows, go
 /// to `report`: the store has no logger, and unseen, either would let the log fill the disk.
 final class Checkpointer: QueueConfined, @unchecked Sendable {  // `connection`, `holdingWriter`, `nextGrowthReport` only on `queue` (assertOnQueue)
@@ -29,11 +35,20 @@ final class Checkpointer: QueueConfined, @unchecked Sendable {  // `connection`,
     /// busy restarts under heavy intake are normal (the log then holds up to about three times
     /// `restartPages`), this many mean a reader keeps the log from starting over.
     static let growthReported = 4 * restartPages
+    /// The log's size, in pages, from which a write waits for the checkpoint under way: twice
+    /// `restartPages`, which checkpoints that keep up with the writes do not reach.
+    static let ceilingPages: Int32 = 2 * Int32(restartPages)
     private let connection: SQLiteConnection
     let queue = DispatchQueue(label: "fetchd.sqlite-checkpoint")
     private let running = Atomic<Bool>(false)
     /// The log's size, in frames, when the last checkpoint was asked for.
     private let askedAt = Atomic<Int32>(0)
+    /// The log's size, in frames, after the last commit; 0 once a restart went through.
+    private let logPages = Atomic<Int32>(0)
+    /// The last restart found readers on the log: waiting for the next would not make room.
+    private let readersHoldLog = Atomic<Bool>(false)
+    /// Set on `queue`, where a write must not wait for the checkpoint (`report` runs there).
+    private let onQueue = DispatchSpecificKey<Bool>()
     /// Runs its argument while the store's writer waits.
     private var holdingWriter: ((() -> Void) -> Void)?
     private let report: @Sendable (CheckpointProblem) -> Void
@@ -46,6 +61,7 @@ final class Checkpointer: QueueConfined, @unchecked Sendable {  // `connection`,
     init(path: String, report: @escaping @Sendable (CheckpointProblem) -> Void) throws {
         connection = try SQLiteConnection(path: path)
         self.report = report
+        queue.setSpecific(key: onQueue, value: true)
     }
 
     /// Takes over the checkpoints of `writer`'s commits.
@@ -64,6 +80,7 @@ final class Checkpointer: QueueConfined, @unchecked Sendable {  // `connection`,
     /// copied the few pages each commit wrote (the tables' and indexes' tail pages again and
     /// again) and synced the log and the database twice for every commit.
     private func committed(walPages: Int32) {
+        logPages.store(walPages, ordering: .relaxed)
         let last = askedAt.load(ordering: .relaxed)
         guard walPages >= Self.pages, walPages < last || walPages - last >= Self.pages,
               !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -71,16 +88,36 @@ final class Checkpointer: QueueConfined, @unchecked Sendable {  // `connection`,
         queue.async { self.checkpoint() }
     }
 
+    /// Before a write takes the writer's lock (never with it held: a restart takes it): while the
+    /// log holds `ceilingPages` or more, waits for the checkpoint under way, or one asked for now,
+    /// which copies the log back and starts it over. Not while readers keep the log from starting
+    /// over, which waiting would not change (that is reported).
+    func waitForRoom() {
+        guard logPages.load(ordering: .relaxed) >= Self.ceilingPages, !readersHoldLog.load(ordering: .relaxed),
+              DispatchQueue.getSpecific(key: onQueue) == nil else { return }
+        if !running.exchange(true, ordering: .acquiringAndReleasing) {
+            queue.async { self.checkpoint() }
+        }
+        queue.sync {}
+    }
+
     private func checkpoint() {
         assertOnQueue()
         defer { running.store(false, ordering: .releasing) }
-        // A checkpoint that cannot copy every frame now (a reader holds old ones) leaves them to a later one.
-        guard let passive = run("PASSIVE"), passive.logPages >= Self.restartPages, let holdingWriter else { return }
+        // A checkpoint that cannot copy every frame now (a reader holds old ones) leaves them to a
+        // later one. Whether the log starts over is decided on its size now: it may have passed
+        // `restartPages` while this checkpoint copied what was there when it started.
+        guard let passive = run("PASSIVE"),
+              max(passive.logPages, Int(logPages.load(ordering: .relaxed))) >= Self.restartPages,
+              let holdingWriter else { return }
         var restart: (busy: Bool, logPages: Int)?
         holdingWriter {
             restart = connection.withBusyTimeout(Self.restartWait) { run("RESTART") }
+            // No commit comes in while the writer is held: the next one starts the log over.
+            if restart?.busy == false { logPages.store(0, ordering: .relaxed) }
         }
         guard let restart else { return }
+        readersHoldLog.store(restart.busy, ordering: .relaxed)
         guard restart.busy else {
             nextGrowthReport = Self.growthReported
             return

@@ -73,9 +73,10 @@ public final class SQLiteStore: JobStore {
     }
 
     /// Runs `body` on the writing connection: for writes, and for reads that must see what the
-    /// writer is about to change.
+    /// writer is about to change. Waits first while the write-ahead log is too long (see `Checkpointer`).
     func withConnection<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        try connection.withLock { db in try body(db) }
+        checkpointer.waitForRoom()
+        return try connection.withLock { db in try body(db) }
     }
 
     /// Runs `body` on an idle read-only connection (waiting for one only if all are busy). It sees

@@ -259,7 +259,9 @@ extension SQLiteStore {
         #expect(failures.withLock { $0 }.isEmpty)
         let restartBytes = UInt64(Checkpointer.restartPages * SQLiteStore.pageSize)
         let largest = largestLog.withLock { $0 }
-        // A restart waits for the checkpoint before it, which a couple of batches (10 MB each) outrun.
+        // From `Checkpointer.ceilingPages` (twice `restartPages`) on, a write waits for the
+        // checkpoint: the log holds at most that and a batch (10 MB) of each writer, however slow
+        // the checkpoint is.
         #expect(largest < restartBytes * 3, "the log reached \(largest) bytes")
         #expect(try db.store.counts(session: nil)[.queued] == writers * batches * jobsPerBatch)
     }
