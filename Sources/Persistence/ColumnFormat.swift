@@ -21,8 +21,8 @@
 /// NULL for nil, else the value `Wrapped` writes; reads back the same way.
 @usableFromInline enum OptionalColumn<Wrapped: PlainColumnFormat>: ColumnFormat {
     @inlinable static var kind: ColumnKind { Wrapped.kind }
-    @inlinable static func write(_ field: Wrapped.Field?) -> ColumnValue { field.map(Wrapped.write) ?? .null }
-    @inlinable static func read(_ value: consuming ColumnValue, into field: inout Wrapped.Field?) throws(ColumnProblem) {
+    @inlinable @inline(__always) static func write(_ field: Wrapped.Field?) -> ColumnValue { field.map(Wrapped.write) ?? .null }
+    @inlinable @inline(__always) static func read(_ value: consuming ColumnValue, into field: inout Wrapped.Field?) throws(ColumnProblem) {
         if case .null = value {
             field = nil
             return
@@ -40,8 +40,8 @@
 @usableFromInline enum TextColumn: PlainColumnFormat {
     @inlinable static var blank: String { "" }
     @inlinable static var kind: ColumnKind { .text }
-    @inlinable static func write(_ field: String) -> ColumnValue { .text(field) }
-    @inlinable static func read(_ value: consuming ColumnValue, into field: inout String) throws(ColumnProblem) {
+    @inlinable @inline(__always) static func write(_ field: String) -> ColumnValue { .text(field) }
+    @inlinable @inline(__always) static func read(_ value: consuming ColumnValue, into field: inout String) throws(ColumnProblem) {
         switch consume value {
         case .text(let text): field = text
         case let other: throw .unexpected(other, .text)
@@ -53,8 +53,8 @@
 @usableFromInline enum IntegerColumn: PlainColumnFormat {
     @inlinable static var blank: Int64 { 0 }
     @inlinable static var kind: ColumnKind { .integer }
-    @inlinable static func write(_ field: Int64) -> ColumnValue { .integer(field) }
-    @inlinable static func read(_ value: consuming ColumnValue, into field: inout Int64) throws(ColumnProblem) {
+    @inlinable @inline(__always) static func write(_ field: Int64) -> ColumnValue { .integer(field) }
+    @inlinable @inline(__always) static func read(_ value: consuming ColumnValue, into field: inout Int64) throws(ColumnProblem) {
         guard case .integer(let number) = value else { throw .unexpected(value, .integer) }
         field = number
     }
@@ -65,8 +65,8 @@
 @usableFromInline enum IntColumn: PlainColumnFormat {
     @inlinable static var blank: Int { 0 }
     @inlinable static var kind: ColumnKind { .integer }
-    @inlinable static func write(_ field: Int) -> ColumnValue { .integer(Int64(field)) }
-    @inlinable static func read(_ value: consuming ColumnValue, into field: inout Int) throws(ColumnProblem) {
+    @inlinable @inline(__always) static func write(_ field: Int) -> ColumnValue { .integer(Int64(field)) }
+    @inlinable @inline(__always) static func read(_ value: consuming ColumnValue, into field: inout Int) throws(ColumnProblem) {
         guard case .integer(let number) = value else { throw .unexpected(value, .integer) }
         field = Int(number)
     }
@@ -75,8 +75,8 @@
 
 @usableFromInline enum RealColumn: ColumnFormat {
     @inlinable static var kind: ColumnKind { .real }
-    @inlinable static func write(_ field: Double) -> ColumnValue { .real(field) }
-    @inlinable static func read(_ value: consuming ColumnValue, into field: inout Double) throws(ColumnProblem) {
+    @inlinable @inline(__always) static func write(_ field: Double) -> ColumnValue { .real(field) }
+    @inlinable @inline(__always) static func read(_ value: consuming ColumnValue, into field: inout Double) throws(ColumnProblem) {
         guard case .real(let number) = value else { throw .unexpected(value, .real) }
         field = number
     }
@@ -84,8 +84,8 @@
 
 @usableFromInline enum BoolColumn: ColumnFormat {
     @inlinable static var kind: ColumnKind { .bool }
-    @inlinable static func write(_ field: Bool) -> ColumnValue { .bool(field) }
-    @inlinable static func read(_ value: consuming ColumnValue, into field: inout Bool) throws(ColumnProblem) {
+    @inlinable @inline(__always) static func write(_ field: Bool) -> ColumnValue { .bool(field) }
+    @inlinable @inline(__always) static func read(_ value: consuming ColumnValue, into field: inout Bool) throws(ColumnProblem) {
         guard case .bool(let flag) = value else { throw .unexpected(value, .bool) }
         field = flag
     }

@@ -34,15 +34,15 @@ enum JobColumns {
     }
 
     static func values(_ d: Download) -> [PostgresValue] {
-        DownloadTable.values(d, DownloadTable.insertColumns, PostgresValue.init)
+        DownloadTable.values(d, DownloadTable.insertColumns, as: PostgresValue.self)
     }
 
     static func stateValues(_ d: Download) -> [PostgresValue] {
-        DownloadTable.values(d, DownloadTable.stateColumns, PostgresValue.init)
+        DownloadTable.values(d, DownloadTable.stateColumns, as: PostgresValue.self)
     }
 
     static func clientValues(_ d: Download) -> [PostgresValue] {
-        DownloadTable.values(d, DownloadTable.clientColumns, PostgresValue.init)
+        DownloadTable.values(d, DownloadTable.clientColumns, as: PostgresValue.self)
     }
 
     /// The job of a row of `list`.
@@ -51,9 +51,9 @@ enum JobColumns {
     }
 }
 
-extension PostgresValue {
+extension PostgresValue: ColumnBinding {
     /// A table's value as PostgreSQL binds it.
-    init(_ value: __owned ColumnValue) {
+    @inline(__always) public init(_ value: __owned ColumnValue) {
         switch value {
         case .null: self = .null
         case .text(let text): self = .text(text)
@@ -69,7 +69,7 @@ extension PostgresRow: ColumnReading {
 
     /// The cell read as the column's kind, from its text: a number or a bool that does not parse
     /// stays text, for the column to refuse.
-    func value(at position: Int, as kind: ColumnKind) -> ColumnValue {
+    @inline(__always) func value(at position: Int, as kind: ColumnKind) -> ColumnValue {
         let column = Int32(position)
         if isNull(column) { return .null }
         let text = string(column)

@@ -26,15 +26,15 @@ enum DownloadColumns {
     }
 
     static func values(_ d: Download) -> [SQLValue] {
-        DownloadTable.values(d, DownloadTable.insertColumns, SQLValue.init)
+        DownloadTable.values(d, DownloadTable.insertColumns, as: SQLValue.self)
     }
 
     static func stateValues(_ d: Download) -> [SQLValue] {
-        DownloadTable.values(d, DownloadTable.stateColumns, SQLValue.init) + [liveDestination(d)]
+        DownloadTable.values(d, DownloadTable.stateColumns, as: SQLValue.self) + [liveDestination(d)]
     }
 
     static func clientValues(_ d: Download) -> [SQLValue] {
-        DownloadTable.values(d, DownloadTable.clientColumns, SQLValue.init)
+        DownloadTable.values(d, DownloadTable.clientColumns, as: SQLValue.self)
     }
 
     /// The destination while the job is live and names a file (not a `dir/`), else NULL. The
@@ -50,9 +50,9 @@ enum DownloadColumns {
     }
 }
 
-extension SQLValue {
+extension SQLValue: ColumnBinding {
     /// A table's value as SQLite binds it: a bool as the integer 0 or 1.
-    init(_ value: __owned ColumnValue) {
+    @inline(__always) public init(_ value: __owned ColumnValue) {
         switch value {
         case .null: self = .null
         case .text(let text): self = .text(text)
@@ -85,7 +85,7 @@ extension Row: ColumnReading {
     /// Read as a value (`sqlite3_column_value`): one call into SQLite a column instead of two or
     /// three, at 47 columns a job. Such a value is "unprotected", safe here as a connection is used
     /// by one thread at a time (`SQLiteStore`'s locks) and the row is not stepped past meanwhile.
-    func value(at position: Int, as kind: ColumnKind) -> ColumnValue {
+    @inline(__always) func value(at position: Int, as kind: ColumnKind) -> ColumnValue {
         let value = sqlite3_column_value(raw, Int32(position))
         switch sqlite3_value_type(value) {
         case SQLITE_NULL: return .null

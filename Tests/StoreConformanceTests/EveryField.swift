@@ -31,7 +31,7 @@ func everyFieldSet(_ id: String, variant v: Int, state: DownloadState = .queued,
 
 /// Every column's value of `job`, in order.
 func columnValues(_ job: Download) -> [ColumnValue] {
-    DownloadTable.values(job, DownloadTable.allColumns) { $0 }
+    DownloadTable.values(job, DownloadTable.allColumns, as: ColumnValue.self)
 }
 
 /// A job whose client columns (`ColumnOwner.client`, and those of `alsoKeeping`) hold `client`'s
