@@ -69,10 +69,13 @@ public struct Destination: Sendable, Hashable, CustomStringConvertible {
         (directories + [name]).joined(separator: "/")
     }
 
-    /// The file's path under the root, or the object's key; a directory's ends in `/`.
+    /// The file's path under the root, or the object's key; a directory's ends in `/`. Read off
+    /// the path as given, which a valid destination's segments joined again would only rebuild
+    /// (no empty or `.` segments pass); empty when there are none.
     public var relativePath: String {
-        let joined = segments.joined(separator: "/")
-        return isDirectory && !joined.isEmpty ? joined + "/" : joined
+        guard !segments.isEmpty else { return "" }
+        guard let bucket else { return path }
+        return String(path.dropFirst(Self.objectScheme.count + bucket.count + 1))
     }
 
     public var isObject: Bool { bucket != nil }

@@ -56,6 +56,15 @@ import Testing
         #expect(problem.message.contains(reason), "\(path): \(problem.message)")
     }
 
+    /// The path under the root or the key, a directory's or prefix's with its `/`; nothing for
+    /// one that breaks the rules.
+    @Test func theRelativePathIsThePathOrTheKey() throws {
+        #expect(try Destination.parse("inbox/2026/").get().relativePath == "inbox/2026/")
+        #expect(try Destination.parse("s3://bucket/in/coming/").get().relativePath == "in/coming/")
+        #expect(try Destination.parse("s3://bucket/").get().relativePath == "")
+        #expect(Destination(stored: "a//b").relativePath == "")
+    }
+
     @Test func aLocalPathIsNoObject() throws {
         let local = try Destination.parse("dir/file.bin").get()
         #expect(local.bucket == nil && !local.isObject && local.relativePath == "dir/file.bin")
