@@ -43,7 +43,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "fetchd", dependencies: [
-            "DownloadService", "DownloadCore",
+            "DownloadService", "DownloadCore", "HTTPServer",
             .product(name: "Logging", package: "swift-log"),
         ]),
 

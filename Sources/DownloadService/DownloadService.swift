@@ -33,7 +33,7 @@ public final class DownloadService: Sendable {
         self.clock = clock
         if !configuration.isLoopbackListener && configuration.apiTokens.isEmpty && configuration.apiTokensFile == nil
             && !configuration.insecure {
-            throw Configuration.Invalid(description: "refusing to listen on \(configuration.listenHost) without FETCHD_API_TOKENS or FETCHD_API_TOKENS_FILE; pass --insecure to do it anyway")
+            throw Configuration.Invalid(description: "refusing to listen on \(configuration.listenerDescription) without FETCHD_API_TOKENS or FETCHD_API_TOKENS_FILE; pass --insecure to do it anyway")
         }
         try DirectoryCreation.create(configuration.dataDirectory, setting: "data-dir")
         try DirectoryCreation.create(configuration.partialDirectory,
@@ -88,6 +88,7 @@ public final class DownloadService: Sendable {
         var http = HTTPServerConfiguration()
         http.host = configuration.listenHost
         http.port = configuration.listenPort
+        http.inheritedListeners = configuration.inheritedListeners
         http.maxBodyBytes = configuration.maxRequestBody
         http.maxBodyBytesByPath = ["/downloads/batch": max(configuration.maxRequestBody, DownloadsAPI.maxBatchBodyBytes)]
         http.maxConnections = configuration.maxConnections

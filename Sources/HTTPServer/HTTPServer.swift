@@ -39,7 +39,8 @@ public final class HTTPServer: Sendable {
         if case .bytes(let body) = busyProblem.body { busyBody = body } else { busyBody = [] }
     }
 
-    /// Binds and listens (IPv4 and IPv6 literal hosts; "localhost"), returns the actually bound port.
+    /// Binds and listens (IPv4 and IPv6 literal hosts; "localhost"), or takes the passed sockets;
+    /// returns the actually bound port (the first passed socket's).
     public func start() throws -> Int {
         try state.withLock { state in
             guard !state.started, !state.draining else { throw HTTPServerError("the server was already started") }
@@ -47,7 +48,7 @@ public final class HTTPServer: Sendable {
         }
         let descriptors: [Int32], port: Int
         do {
-            (descriptors, port) = try Socket.listen(host: configuration.host, port: configuration.port)
+            (descriptors, port) = try listeningSockets()
         } catch {
             state.withLock { $0.started = false }
             throw error
@@ -81,8 +82,17 @@ public final class HTTPServer: Sendable {
             loops.forEach { $0.stop() }
             throw HTTPServerError("the server was shut down while starting")
         }
-        logger.info("HTTP server listening", metadata: ["http.host": "\(configuration.host)", "http.port": "\(port)"])
+        let passed = configuration.inheritedListeners.map(\.description).joined(separator: ",")
+        logger.info("HTTP server listening", metadata: passed.isEmpty
+            ? ["http.host": "\(configuration.host)", "http.port": "\(port)"] : ["http.passed_sockets": "\(passed)"])
         return port
+    }
+
+    /// The passed sockets, or new ones bound to the configured host and port.
+    private func listeningSockets() throws -> (descriptors: [Int32], port: Int) {
+        let inherited = configuration.inheritedListeners
+        guard let first = inherited.first else { return try Socket.listen(host: configuration.host, port: configuration.port) }
+        return (inherited.map(\.descriptor), first.port)
     }
 
     /// Stops accepting, lets in-flight requests finish (up to `timeout` seconds), closes all connections.

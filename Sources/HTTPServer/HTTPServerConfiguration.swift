@@ -4,6 +4,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// 0 binds any free port; `HTTPServer.start()` returns the port bound.
     public var port: Int = 8080
+    /// Sockets passed by the service manager (`SocketActivation`); when there are any, they are
+    /// served and `host` and `port` are not bound.
+    public var inheritedListeners: [InheritedListener] = []
     /// A longer request line is answered 414.
     public var maxRequestLineBytes = 8 * 1024
     /// A larger header section is answered 431.

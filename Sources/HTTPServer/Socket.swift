@@ -108,12 +108,17 @@ enum Socket {
     }
 
     private static func localPort(of fd: Int32) -> Int? {
+        localAddress(of: fd)?.port
+    }
+
+    /// The address a socket is bound to.
+    static func localAddress(of fd: Int32) -> SocketAddress? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let status = withUnsafeMutablePointer(to: &storage) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        return status == 0 ? SocketAddress(storage).port : nil
+        return status == 0 ? SocketAddress(storage) : nil
     }
 }
 
@@ -145,6 +150,18 @@ struct SocketAddress: Equatable, CustomStringConvertible {
             family == AF_INET6
                 ? Int(UInt16(bigEndian: raw.load(as: sockaddr_in6.self).sin6_port))
                 : Int(UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port))
+        }
+    }
+
+    /// 127.0.0.0/8, ::1, or an IPv4-mapped 127.0.0.0/8.
+    var isLoopback: Bool {
+        withUnsafeBytes(of: storage) { raw in
+            if family == AF_INET {
+                return UInt32(bigEndian: raw.load(as: sockaddr_in.self).sin_addr.s_addr) >> 24 == 127
+            }
+            let bytes = withUnsafeBytes(of: raw.load(as: sockaddr_in6.self).sin6_addr) { Array($0) }
+            let mapped: [UInt8] = Array(repeating: 0, count: 10) + [0xff, 0xff]
+            return bytes == Array(repeating: 0, count: 15) + [1] || (Array(bytes[..<12]) == mapped && bytes[12] == 127)
         }
     }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import DownloadService
 import Foundation
+import HTTPServer
 import Logging
 
 // fetchd: read the configuration, start the service, and stop it cleanly on SIGTERM/SIGINT.
@@ -21,14 +22,18 @@ func fatalConfiguration(_ message: String) -> Never {
     exit(2)
 }
 
-let configuration: Configuration
+let environment = ProcessInfo.processInfo.environment
+var configuration: Configuration
 do {
-    configuration = try Configuration(values: SettingsParser.values(arguments: arguments, environment: ProcessInfo.processInfo.environment))
+    configuration = try Configuration(values: SettingsParser.values(arguments: arguments, environment: environment))
+    configuration.inheritedListeners = try SocketActivation.listeners(environment: environment)
 } catch let usage as SettingsParser.Usage {
     fatalConfiguration("\(usage.message) (see --help)")
 } catch {
     fatalConfiguration("\(error)")
 }
+// The passed sockets are taken; nothing fetchd starts should think they are its own.
+for name in ["LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"] { unsetenv(name) }
 
 let format: LineLogHandler.Format = configuration.logFormat == "json" ? .json : .text
 LoggingSystem.bootstrap { label in LineLogHandler(label: label, format: format) }
@@ -41,11 +46,24 @@ do {
     fatalConfiguration("\(error)")
 }
 
+let notifier: ServiceNotifier?
+do {
+    notifier = try ServiceNotifier(environment: environment) { @Sendable in service.health() }
+} catch {
+    fatalConfiguration("\(error)")
+}
+
 // Signals are taken before the service starts, so one sent as soon as fetchd answers is never
 // lost. The handler is @Sendable: otherwise it would inherit the main actor of top-level code and
 // trap when Dispatch runs it on the signal queue.
 signal(SIGPIPE, SIG_IGN)
-let signals = SignalPipe.deliver([SIGTERM, SIGINT, SIGHUP], on: DispatchQueue(label: "fetchd.signals")) { @Sendable number in
+let holds = SchedulerHolds(environment: environment, service: service)
+let signals = SignalPipe.deliver([SIGTERM, SIGINT, SIGHUP] + (holds == nil ? [] : SchedulerHolds.signals),
+                                 on: DispatchQueue(label: "fetchd.signals")) { @Sendable number in
+    if let holds, SchedulerHolds.signals.contains(number) {
+        holds.handle(number)
+        return
+    }
     guard number != SIGHUP else {
         do {
             try service.reloadTokens()
@@ -56,6 +74,7 @@ let signals = SignalPipe.deliver([SIGTERM, SIGINT, SIGHUP], on: DispatchQueue(la
         return
     }
     logger.info("stopping")
+    notifier?.stopping()
     Task {
         await service.shutdown()
         logger.info("stopped")
@@ -70,6 +89,8 @@ do {
     fatalConfiguration("\(error)")
 }
 let host = configuration.listenHost.contains(":") ? "[\(configuration.listenHost)]" : configuration.listenHost
-logger.info("listening", metadata: ["address": "\(host):\(port)"])
+let address = configuration.inheritedListeners.isEmpty ? "\(host):\(port)" : configuration.listenerDescription
+logger.info("listening", metadata: ["address": "\(address)"])
+notifier?.ready(status: "listening on \(address)")
 
 dispatchMain()

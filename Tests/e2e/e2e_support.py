@@ -227,6 +227,8 @@ class Fetchd:
         # A command that runs fetchd (given as its last arguments) in a changed environment,
         # e.g. a mount namespace; it must exec fetchd so signals reach it.
         self.wrapper: list[str] = []
+        # Descriptors fetchd inherits besides 0-2 (a passed listening socket).
+        self.pass_fds: tuple[int, ...] = ()
 
     # -- lifecycle
 
@@ -255,7 +257,7 @@ class Fetchd:
         log = open(log_path, "wb")
         try:
             self.proc = subprocess.Popen(self.wrapper + [str(self.binary)], env=self.env(), stdin=subprocess.DEVNULL,
-                                         stdout=log, stderr=subprocess.STDOUT)
+                                         stdout=log, stderr=subprocess.STDOUT, pass_fds=self.pass_fds)
         finally:
             log.close()
 

@@ -1,5 +1,6 @@
 import DownloadCore
 import Foundation
+import HTTPServer
 import Transfer
 
 /// fetchd's validated configuration. Built from settings' raw text; every bad value is reported
@@ -7,6 +8,8 @@ import Transfer
 public struct Configuration: Sendable {
     public var listenHost: String
     public var listenPort: Int
+    /// Sockets passed by the service manager (socket activation): served instead of `listen`.
+    public var inheritedListeners: [InheritedListener] = []
     public var dataDirectory: String
     /// PostgreSQL instead of SQLite, when set (a libpq URI).
     public var databaseURL: String?
@@ -188,7 +191,13 @@ public struct Configuration: Sendable {
     }
 
     public var isLoopbackListener: Bool {
-        listenHost == "localhost" || listenHost == "::1" || listenHost.hasPrefix("127.")
+        guard inheritedListeners.isEmpty else { return inheritedListeners.allSatisfy(\.isLoopback) }
+        return listenHost == "localhost" || listenHost == "::1" || listenHost.hasPrefix("127.")
+    }
+
+    /// Where fetchd listens, for messages: the passed sockets, else `listen`'s host.
+    public var listenerDescription: String {
+        inheritedListeners.isEmpty ? listenHost : inheritedListeners.map(\.description).joined(separator: ", ")
     }
 
     public var databasePath: String { dataDirectory + "/fetchd.sqlite" }
