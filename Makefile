@@ -56,9 +56,10 @@ test-unit: deps
 ## network namespaces with ip (iproute2) for the live SSRF tests, streams events through nginx and
 ## haproxy (test_reverse_proxy.py), runs HTTPS origins (nginx-light, certificates by openssl)
 ## and proxies (tinyproxy, microsocks) for the TLS and proxy tests, the console in a headless
-## chromium (test_console.py), and fetchd on PostgreSQL
+## chromium (test_console.py), fetchd on PostgreSQL, and checks the package's units with
+## systemd-analyze (systemd) and its man page with man (man-db) (test_package.py)
 test-e2e: build py-deps swift-client
-	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2 nginx-light haproxy openssl tinyproxy microsocks postgresql chromium chromium-driver"
+	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2 nginx-light haproxy openssl tinyproxy microsocks postgresql chromium chromium-driver systemd man-db"
 	@url=$$(scripts/postgres/test-server.sh start) && \
 		FETCHD_TEST_DATABASE_URL="$$url" FETCHD_BIN=$(BIN) FETCHD_SWIFT_CLIENT_BUILD=$(SWIFT_CLIENT_BUILD) python3 -m pytest -q Tests/e2e; \
 		status=$$?; scripts/postgres/test-server.sh stop; exit $$status
@@ -109,6 +110,20 @@ bench-quick: release bench-deps
 .PHONY: container-check
 container-check: deps
 	$(SUDO) env SWIFT="$$(command -v $(SWIFT))" scripts/container/check.sh
+
+## package: fetchd_<version>_<arch>.deb in .build-package (scripts/package/build-deb.sh): the release
+## binary as container-check builds it, the hardened unit and socket of deploy/debian, and fetchd.env
+## and fetchd(8) generated from the settings table
+## package-check: the .deb through lintian, then installed into container-check's Debian root and
+## its unit's ExecStart run there as its user until a download completes (needs root)
+.PHONY: package package-check
+package: deps
+	@$(MAKE) --no-print-directory deps APT_DEPS="dpkg-dev"
+	SWIFT="$(SWIFT)" scripts/package/build-deb.sh
+
+package-check: package
+	@$(MAKE) --no-print-directory deps APT_DEPS="lintian debootstrap systemd"
+	$(SUDO) scripts/package/check.py
 
 ## console: regenerate the console's embedded files (Sources/DownloadService/API/ConsoleFiles.generated.swift)
 ## from Resources/console; test_console.py fails while they differ
