@@ -57,6 +57,9 @@ TAIL = """
   data, and exit 0 within `FETCHD_SHUTDOWN_TIMEOUT`; those jobs show `queued` and resume at the
   next start. `kill -9` loses nothing either: the next start resumes.
 - `SIGHUP` re-reads `FETCHD_API_TOKENS_FILE`.
+- Under a service manager, fetchd reads `NOTIFY_SOCKET` (`READY=1`, `STATUS=`, `STOPPING=1`),
+  `WATCHDOG_USEC` and the sockets of `LISTEN_FDS`, which it serves instead of binding
+  `FETCHD_LISTEN` ([operations.md](operations.md#debian-package-and-systemd)).
 
 ## Limits a client meets
 
