@@ -7,7 +7,8 @@
    directories, the conffile; `systemd-analyze verify` of the units there.
 3. The unit's ExecStart run there, as its User and Group, with its Environment= and
    EnvironmentFile= (plus FETCHD_ALLOW_PRIVATE_NETWORKS=true for the loopback test origin), on a
-   listening socket passed as fetchd.socket passes it (LISTEN_FDS): a download completes into the
+   listening socket passed as fetchd.socket passes it (LISTEN_FDS) and a notification socket as
+   Type=notify passes it: READY=1 arrives from fetchd's pid, a download completes into the
    download root and belongs to the user; SIGTERM ends it with exit 0.
 
     scripts/package/check.py [DEB]      (default: the newest .build-package/fetchd_*.deb)
@@ -174,6 +175,12 @@ def run_exec_start() -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
     port = listener.getsockname()[1]
+    # The service manager's notification socket, as Type=notify has it: an abstract name, which
+    # the chroot reaches as well (same network namespace).
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(f"\0fetchd-package-check-{os.getpid()}")
+    notify.settimeout(60)
+    environment["NOTIFY_SOCKET"] = f"@fetchd-package-check-{os.getpid()}"
     log = open(WORK / "fetchd.log", "w")
     # As fetchd.socket hands it over: descriptor 3, LISTEN_FDS=1, LISTEN_PID fetchd's own.
     exec_start = " ".join(command)
@@ -185,9 +192,14 @@ def run_exec_start() -> None:
     try:
         origin_port = int(wait_for(lambda: origin.stdout.readline().split("port ")[1].split()[0], 10) or 0)
         base = f"http://127.0.0.1:{port}"
-        ready = wait_for(lambda: (request(f"{base}/readyz") or {}).get("status") == "ready" or fetchd.poll() is not None, 60)
-        if not report(bool(ready) and fetchd.poll() is None, f"{exec_start} as {user}:{group} serves the passed socket: /readyz 200",
-                      (WORK / "fetchd.log").read_text()):
+        try:
+            message = dict(line.split("=", 1) for line in notify.recv(4096).decode().splitlines())
+        except (OSError, ValueError):
+            message = {}
+        ready = (request(f"{base}/readyz") or {}).get("status") == "ready"
+        if not report(message.get("READY") == "1" and message.get("MAINPID") == str(fetchd.pid) and ready,
+                      f"{exec_start} as {user}:{group}: READY=1 ({message.get('STATUS')}), then /readyz 200 on the passed socket",
+                      f"{message}\n" + (WORK / "fetchd.log").read_text()):
             return
         uids = [line.split()[1:] for line in Path(f"/proc/{fetchd.pid}/status").read_text().splitlines() if line.startswith("Uid:")][0]
         expected = in_root("id", "-u", user).stdout.strip()
@@ -212,6 +224,7 @@ def run_exec_start() -> None:
                 process.kill()
                 process.wait()
         log.close()
+        notify.close()
 
 
 def main() -> int:
