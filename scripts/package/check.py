@@ -4,7 +4,8 @@
 1. lintian: no error; each warning one that docs/operations.md explains (EXPLAINED below).
 2. Installed with apt into an overlay over the Debian root `make container-check` caches
    (.build-container/rootfs; the cache itself is not changed): the files, the fetchd user, its
-   directories, the conffile; `systemd-analyze verify` of the units there.
+   directories, the conffile; `systemd-analyze verify` of the units there; installing it again
+   over itself (the upgrade path) keeps an edited fetchd.env.
 3. The unit's ExecStart run there, as its User and Group, with its Environment= and
    EnvironmentFile= (plus FETCHD_ALLOW_PRIVATE_NETWORKS=true for the loopback test origin), on a
    listening socket passed as fetchd.socket passes it (LISTEN_FDS) and a notification socket as
@@ -125,6 +126,17 @@ def check_installed() -> None:
            "systemd-analyze verify fetchd.service fetchd.socket in the root", verify.stdout + verify.stderr)
 
 
+def check_upgrade(deb: Path) -> None:
+    """Installing over an installed fetchd (the upgrade path of the maintainer scripts) keeps an
+    edited fetchd.env."""
+    env_file = MNT / "etc/fetchd/fetchd.env"
+    edited = env_file.read_text() + "FETCHD_MAX_TRANSFERS=4\n"
+    env_file.write_text(edited)
+    result = in_root("dpkg", "-i", f"/tmp/{deb.name}", check=False)
+    report(result.returncode == 0 and env_file.read_text() == edited,
+           "dpkg -i over the installed package: succeeds and keeps the edited fetchd.env", result.stdout + result.stderr)
+
+
 def unit_environment() -> tuple[list[str], str, str, dict[str, str]]:
     """ExecStart, User, Group and the environment of the installed unit."""
     unit = configparser.ConfigParser(strict=False, interpolation=None, delimiters=("=",))
@@ -241,6 +253,7 @@ def main() -> int:
     try:
         install(deb)
         check_installed()
+        check_upgrade(deb)
         run_exec_start()
     finally:
         unmount_all()
