@@ -1,4 +1,3 @@
-import Foundation
 import Glibc
 
 /// The service manager's notification socket (`$NOTIFY_SOCKET`, sd_notify(3)'s protocol without
