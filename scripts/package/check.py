@@ -7,17 +7,17 @@
    directories, the conffile; `systemd-analyze verify` of the units there; installing it again
    over itself (the upgrade path) keeps an edited fetchd.env.
 3. The unit's ExecStart run there, as its User and Group, with its Environment= and
-   EnvironmentFile= (plus FETCHD_ALLOW_PRIVATE_NETWORKS=true for the loopback test origin), on a
-   listening socket passed as fetchd.socket passes it (LISTEN_FDS) and a notification socket as
-   Type=notify passes it: READY=1 arrives from fetchd's pid, a download completes into the
-   download root and belongs to the user; SIGTERM ends it with exit 0.
+   EnvironmentFile= (plus FETCHD_ALLOW_PRIVATE_NETWORKS=true for the loopback test origin), with
+   no new privileges and no capabilities (setpriv), on a listening socket passed as fetchd.socket
+   passes it (LISTEN_FDS) and a notification socket as Type=notify passes it: READY=1 arrives from fetchd's pid, a download completes into the
+   download root and belongs to the user; SIGTERM ends it with exit 0; nothing outside
+   ReadWritePaths= was written.
 
     scripts/package/check.py [DEB]      (default: the newest .build-package/fetchd_*.deb)
 
 What it cannot show here: systemd as PID 1 starting the units, the sandboxing applied."""
 
 import configparser
-import contextlib
 import hashlib
 import json
 import os
@@ -137,12 +137,16 @@ def check_upgrade(deb: Path) -> None:
            "dpkg -i over the installed package: succeeds and keeps the edited fetchd.env", result.stdout + result.stderr)
 
 
-def unit_environment() -> tuple[list[str], str, str, dict[str, str]]:
-    """ExecStart, User, Group and the environment of the installed unit."""
+def unit_service() -> configparser.SectionProxy:
+    """The [Service] section of the installed unit."""
     unit = configparser.ConfigParser(strict=False, interpolation=None, delimiters=("=",))
     unit.optionxform = str
     unit.read_string((MNT / "lib/systemd/system/fetchd.service").read_text())
-    service = unit["Service"]
+    return unit["Service"]
+
+
+def unit_environment(service: configparser.SectionProxy) -> dict[str, str]:
+    """Environment= and EnvironmentFile= of the unit, on systemd's own PATH."""
     environment = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
     for assignment in service.get("Environment", "").split():
         name, value = assignment.split("=", 1)
@@ -151,7 +155,19 @@ def unit_environment() -> tuple[list[str], str, str, dict[str, str]]:
         if line and not line.startswith("#"):
             name, value = line.split("=", 1)
             environment[name] = value
-    return service["ExecStart"].split(), service["User"], service["Group"], environment
+    return environment
+
+
+def written_outside(allowed: list[str], since: float) -> list[str]:
+    """What changed in the root since `since` outside `allowed` (and their parents)."""
+    upper = WORK / "upper"
+    found = []
+    for path in upper.rglob("*"):
+        name = "/" + str(path.relative_to(upper))
+        if path.lstat().st_mtime < since or any(name == a or name.startswith(a + "/") or a.startswith(name + "/") for a in allowed):
+            continue
+        found.append(name)
+    return found
 
 
 def wait_for(predicate, seconds: float):
@@ -175,7 +191,9 @@ def request(url: str, body: dict | None = None) -> dict | None:
 
 
 def run_exec_start() -> None:
-    command, user, group, environment = unit_environment()
+    service = unit_service()
+    command, user, group = service["ExecStart"].split(), service["User"], service["Group"]
+    environment = unit_environment(service)
     environment["FETCHD_ALLOW_PRIVATE_NETWORKS"] = "true"
     origin_dir = WORK / "origin"
     origin_dir.mkdir()
@@ -196,8 +214,13 @@ def run_exec_start() -> None:
     log = open(WORK / "fetchd.log", "w")
     # As fetchd.socket hands it over: descriptor 3, LISTEN_FDS=1, LISTEN_PID fetchd's own.
     exec_start = " ".join(command)
+    # NoNewPrivileges= and the empty CapabilityBoundingSet= as setpriv gives them; the rest of the
+    # sandbox needs systemd. What it writes is compared with ReadWritePaths= afterwards.
+    started = time.time()
     fetchd = subprocess.Popen(
-        ["chroot", f"--userspec={user}:{group}", str(MNT), "/usr/bin/env", "-i", *[f"{k}={v}" for k, v in environment.items()],
+        ["chroot", str(MNT), "setpriv", f"--reuid={user}", f"--regid={group}", "--init-groups", "--no-new-privs",
+         "--bounding-set=-all", "--inh-caps=-all",
+         "/usr/bin/env", "-i", *[f"{k}={v}" for k, v in environment.items()],
          "LISTEN_FDS=1", "/bin/sh", "-c", f'LISTEN_PID=$$ exec {exec_start} 3<&{listener.fileno()}'],
         pass_fds=(listener.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     listener.close()
@@ -230,6 +253,10 @@ def run_exec_start() -> None:
         fetchd.terminate()
         code = fetchd.wait(timeout=30)
         report(code == 0, f"SIGTERM: exit {code}")
+        # PrivateTmp= gives it a /tmp and /var/tmp of its own.
+        allowed = service["ReadWritePaths"].split() + ["/tmp", "/var/tmp"]
+        outside = written_outside(allowed, started)
+        report(not outside, f"wrote only under ReadWritePaths= ({' '.join(allowed[:-2])})", "\n".join(outside[:20]))
     finally:
         for process in (fetchd, origin):
             if process.poll() is None:
