@@ -7,6 +7,7 @@ extension DownloadService {
     public func health() -> ServiceHealth {
         scheduler.queue.sync {}
         guard store.isWritable() else { return ServiceHealth(alive: false, status: "the database is not writable") }
+        // A status line only: a count that cannot be read now is shown as unknown, and the next ping asks again.
         let queued = (try? store.queueDepth()).map { "\($0.due + $0.retry + $0.earliestBeginDate)" } ?? "unknown"
         return ServiceHealth(alive: true, status: "running \(scheduler.runningTransfers), queued \(queued)")
     }
