@@ -60,7 +60,7 @@ test-unit: deps
 ## chromium (test_console.py), fetchd on PostgreSQL, and checks the package's units with
 ## systemd-analyze (systemd) and its man page with man (man-db) (test_package.py)
 test-e2e: build py-deps swift-client
-	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2 nginx-light haproxy openssl tinyproxy microsocks postgresql chromium chromium-driver systemd man-db"
+	@$(MAKE) --no-print-directory deps APT_DEPS="prometheus iproute2 nginx-light haproxy openssl tinyproxy microsocks postgresql chromium chromium-driver systemd man-db vsftpd openssh-server"
 	@url=$$(scripts/postgres/test-server.sh start) && \
 		FETCHD_TEST_DATABASE_URL="$$url" FETCHD_BIN=$(BIN) FETCHD_SWIFT_CLIENT_BUILD=$(SWIFT_CLIENT_BUILD) python3 -m pytest -q Tests/e2e; \
 		status=$$?; scripts/postgres/test-server.sh stop; exit $$status

@@ -274,6 +274,12 @@ public enum ErrorCode {
     public static let checksumUnavailable = "checksum_unavailable"
     /// The object storage refused a request no retry fixes; its error code is in the message.
     public static let storage = "storage"
+    /// An FTP or SFTP server refused the login.
+    public static let loginFailed = "login_failed"
+    /// An FTP or SFTP server refused the file for good; its reply is the message.
+    public static let remoteRefused = "remote_refused"
+    /// The SFTP server's host key is not in FETCHD_SSH_KNOWN_HOSTS, or differs from it.
+    public static let hostKey = "host_key"
 }
 
 extension DownloadError {

@@ -1,5 +1,6 @@
-/// The parts of an absolute http(s) URL that validation and per-host limits need. libcurl does
-/// the real parsing when it fetches; this only rejects what can never be fetched.
+/// The parts of an absolute URL that validation and per-host limits need: http(s), or for a
+/// download's source also a file server's (`ftp`, `ftps`, `sftp`). libcurl does the real parsing
+/// when it fetches; this only rejects what can never be fetched.
 public struct HTTPURL: Sendable, Equatable {
     public var scheme: String
     public var host: String
@@ -21,9 +22,18 @@ public struct HTTPURL: Sendable, Equatable {
 
     public static let maxLength = 8192
 
+    public static let webSchemes: Set<String> = ["http", "https"]
+    /// What a download's `url` and `mirrors` may use.
+    public static let downloadSchemes: Set<String> = ["http", "https", "ftp", "ftps", "sftp"]
+    /// Each scheme's port when the URL names none.
+    static let defaultPorts = ["http": 80, "https": 443, "ftp": 21, "ftps": 990, "sftp": 22]
+
+    /// Whether the scheme is a file server's (FTP or SFTP), whose URL may carry a password.
+    public var isFileServer: Bool { scheme == "ftp" || scheme == "ftps" || scheme == "sftp" }
+
     /// On bytes: every submission's URL goes through here. Past the first check every byte is
     /// printable ASCII, so bytes and characters are the same thing.
-    public static func parse(_ text: String) -> Result<HTTPURL, Problem> {
+    public static func parse(_ text: String, schemes: Set<String> = webSchemes) -> Result<HTTPURL, Problem> {
         let bytes = Array(text.utf8)
         guard bytes.count <= maxLength else { return .failure(.tooLong) }
         guard !bytes.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) else { return .failure(.invalidCharacter) }
@@ -33,7 +43,7 @@ public struct HTTPURL: Sendable, Equatable {
         guard let first = schemeBytes.first, isLetter(first),
               schemeBytes.allSatisfy({ isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") })
         else { return .failure(.notAbsolute) }
-        guard scheme == "http" || scheme == "https" else { return .failure(.unsupportedScheme(scheme)) }
+        guard schemes.contains(scheme) else { return .failure(.unsupportedScheme(scheme)) }
         let rest = bytes[(colon + 1)...]
         guard rest.starts(with: [UInt8(ascii: "/"), UInt8(ascii: "/")]) else { return .failure(.notAbsolute) }
         let authority = rest.dropFirst(2).prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
@@ -55,7 +65,7 @@ public struct HTTPURL: Sendable, Equatable {
             host = hostPort
         }
         guard !host.isEmpty else { return .failure(.missingHost) }
-        var port = scheme == "https" ? 443 : 80
+        var port = defaultPorts[scheme] ?? 80
         if let portText, !portText.isEmpty {
             guard portText.count <= 5, let value = Int(String(decoding: portText, as: UTF8.self)), (1...65535).contains(value) else {
                 return .failure(.invalidPort)

@@ -53,8 +53,8 @@ public struct JobPatch: Sendable, Equatable {
         }
         patch.url = read("url") { value in
             guard case .string(let text) = value else { return .failure(ValidationProblem("must be a string")) }
-            return HTTPURL.parse(text).map { HTTPURL.Parsed(text: text, url: $0) }
-                .mapError { ValidationProblem(SubmissionValidator.describe($0)) }
+            return HTTPURL.parse(text, schemes: HTTPURL.downloadSchemes).map { HTTPURL.Parsed(text: text, url: $0) }
+                .mapError { ValidationProblem(SubmissionValidator.describe($0, schemes: HTTPURL.downloadSchemes)) }
         }
         if patch.url == .clear { errors.append(FieldError(field: "url", message: "cannot be removed")) }
         patch.headers = read("headers", SubmissionValidator.validateHeaders)

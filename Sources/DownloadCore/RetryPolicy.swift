@@ -18,12 +18,28 @@ public enum AttemptOutcome: Sendable, Equatable {
     /// The origin could not be reached at all (name resolution, connection refused or
     /// unreachable, connect timeout): an outage, not an answer.
     case unreachable(String)
+    /// An FTP or SFTP server refused the login.
+    case loginFailed(String)
+    /// An FTP or SFTP server refused the file for good (its reply).
+    case remoteRefused(String)
+    /// The SFTP server's host key is unknown or changed.
+    case hostKey(String)
     /// The object storage refused a request in a way no retry fixes (its error code and message).
     case storageRefused(String)
     /// The object storage failed a request in a way that passes (5xx, SlowDown, a timeout).
     case storageUnavailable(String)
     /// The object storage could not be reached at all: an outage.
     case storageUnreachable(String)
+
+    /// The URL names no file the origin will give (a 404 or 410, a file server's refusal): a
+    /// mirror may still have it.
+    public var isMissingFile: Bool {
+        switch self {
+        case .http(let status): status == 404 || status == 410
+        case .remoteRefused: true
+        default: false
+        }
+    }
 
     /// An outage: the attempt never reached the origin (or the proxy in front of it), or the
     /// object storage its bytes go to.
@@ -112,6 +128,13 @@ public struct RetryPolicy: Sendable {
         case .tls(let message):
             // Trying again meets the same certificate: only the operator (a CA bundle) can fix it.
             return .fail(DownloadError(code: ErrorCode.tls, message: message))
+        case .loginFailed(let message):
+            // The same credentials meet the same refusal: only a new URL or `auth` helps.
+            return .fail(DownloadError(code: ErrorCode.loginFailed, message: message))
+        case .remoteRefused(let message):
+            return .fail(DownloadError(code: ErrorCode.remoteRefused, message: message))
+        case .hostKey(let message):
+            return .fail(DownloadError(code: ErrorCode.hostKey, message: message))
         case .tooLarge:
             return .fail(DownloadError(code: ErrorCode.tooLarge, message: "the body exceeds the configured maximum size"))
         case .blockedAddress(let address):

@@ -14,7 +14,7 @@ public enum SubmissionValidator {
         "url", "destination", "session", "earliestBeginDate", "discretionary", "priority",
         "expectedBytesToSend", "expectedBytesToReceive", "webhookURL", "headers", "sha256", "overwrite", "metadata", "urlRefresh",
         "onConflict", "checksum", "checksumURL", "resourceTimeout",
-        "mirrors", "connections", "maxBytesPerSecond",
+        "mirrors", "connections", "maxBytesPerSecond", "auth",
     ]
 
     public static let maxMirrors = 8
@@ -38,9 +38,9 @@ public enum SubmissionValidator {
         case nil, .null?: fail("url", "is required")
         case .string(let text)?:
             url = text
-            switch HTTPURL.parse(text) {
+            switch HTTPURL.parse(text, schemes: HTTPURL.downloadSchemes) {
             case .success(let parsed): parsedURL = parsed
-            case .failure(let problem): fail("url", describe(problem))
+            case .failure(let problem): fail("url", describe(problem, schemes: HTTPURL.downloadSchemes))
             }
         case let other?: fail("url", "must be a string, not \(other.typeName)")
         }
@@ -120,6 +120,12 @@ public enum SubmissionValidator {
             }
         }
         validateFileFields(&fields, into: &result, fail: fail)
+        if let value = fields.take("auth"), value != .null {
+            switch auth(value, for: parsedURL) {
+            case .success(let (username, password)): result.url = URLUserInfo.replacing(in: url, username: username, password: password)
+            case .failure(let problem): fail("auth", problem.message)
+            }
+        }
         if let value = fields.take("mirrors"), value != .null {
             switch mirrors(value) {
             case .success(let urls): result.mirrors = urls
@@ -225,15 +231,25 @@ public enum SubmissionValidator {
         return .success(text)
     }
 
-    /// Up to `maxMirrors` absolute http(s) URLs.
+    /// `{"username", "password"}` for a file server's URL; never echoed in a message.
+    static func auth(_ value: JSONValue, for url: HTTPURL?) -> Result<(String, String), ValidationProblem> {
+        guard case .object(let object) = value, object.count == 2,
+              case .string(let username)? = object["username"], case .string(let password)? = object["password"]
+        else { return .failure(ValidationProblem("must be an object {\"username\": string, \"password\": string}")) }
+        guard url?.isFileServer != false else { return .failure(ValidationProblem("is for ftp://, ftps:// and sftp:// URLs only")) }
+        guard !username.isEmpty else { return .failure(ValidationProblem("username must not be empty")) }
+        return .success((username, password))
+    }
+
+    /// Up to `maxMirrors` absolute URLs, of the schemes a download's `url` may have.
     static func mirrors(_ value: JSONValue) -> Result<[String], ValidationProblem> {
-        guard case .array(let items) = value else { return .failure(ValidationProblem("must be an array of http or https URLs")) }
+        guard case .array(let items) = value else { return .failure(ValidationProblem("must be an array of URLs")) }
         guard items.count <= maxMirrors else { return .failure(ValidationProblem("at most \(maxMirrors) URLs")) }
         var urls: [String] = []
         for (index, item) in items.enumerated() {
             guard case .string(let text) = item else { return .failure(ValidationProblem("item \(index) must be a string")) }
-            if case .failure(let problem) = HTTPURL.parse(text) {
-                return .failure(ValidationProblem("item \(index) \(describe(problem))"))
+            if case .failure(let problem) = HTTPURL.parse(text, schemes: HTTPURL.downloadSchemes) {
+                return .failure(ValidationProblem("item \(index) \(describe(problem, schemes: HTTPURL.downloadSchemes))"))
             }
             urls.append(text)
         }
@@ -288,10 +304,11 @@ public enum SubmissionValidator {
         return .success(headers)
     }
 
-    static func describe(_ problem: HTTPURL.Problem) -> String {
+    static func describe(_ problem: HTTPURL.Problem, schemes: Set<String> = HTTPURL.webSchemes) -> String {
+        let allowed = schemes.sortedByUTF8().joined(separator: ", ")
         switch problem {
-        case .notAbsolute: return "must be an absolute http or https URL"
-        case .unsupportedScheme(let scheme): return "scheme '\(scheme)' is not supported: use http or https"
+        case .notAbsolute: return "must be an absolute URL (\(allowed))"
+        case .unsupportedScheme(let scheme): return "scheme '\(scheme)' is not supported: use one of \(allowed)"
         case .missingHost: return "must have a host"
         case .invalidCharacter: return "must not contain spaces, control or non-ASCII characters (percent-encode them)"
         case .invalidPort: return "has an invalid port"

@@ -40,6 +40,12 @@ final class EasyTransfer {
     private var redirectsFollowed = 0
     /// The last address the policy refused: if connecting then fails, that is why.
     private var refusedAddress: String?
+    /// Set for ftp://, ftps:// and sftp://: no HTTP head comes, the server describes the file.
+    let remoteScheme: RemoteFile.Scheme?
+    /// The validator a resume of a remote file expects, and where it resumes.
+    private var remoteResume: (offset: Int64, validator: String)?
+    /// The server's last FTP reply line.
+    private var ftpReply: String?
 
     /// Uptime of the last sign of life (a header, body bytes, upload progress, a new connection).
     private var lastActivity = DispatchTime.now().uptimeNanoseconds
@@ -71,7 +77,8 @@ final class EasyTransfer {
             let sink = try FileSink(path: path, keepExisting: validator != nil, extraDigest: request.extraDigest,
                                     hashing: request.hashesFile, writeLimit: request.writeLimit, staging: staging, onWritable: onWritable)
             if let validator, sink.length > 0 { resume = Resume(offset: sink.length, end: nil, validator: validator) }
-            if let length = request.firstPartLength {
+            // A remote file comes over one connection, whole: no parts.
+            if let length = request.firstPartLength, RemoteFile.Scheme(url: request.url) == nil {
                 // Without a validator there is nothing to resume: the part starts the file.
                 let offset = resume?.offset ?? 0
                 resume = Resume(offset: offset, end: offset + max(1, length), validator: resume?.validator ?? "")
@@ -93,6 +100,7 @@ final class EasyTransfer {
         self.handle = handle
         throttle = file == nil ? nil : TransferThrottle(ownLimit: request.maxSpeedBytesPerSecond)
         self.request = request
+        remoteScheme = RemoteFile.Scheme(url: request.url)
         self.network = network
         self.sockets = sockets
         self.logger = logger
@@ -139,7 +147,7 @@ final class EasyTransfer {
     private func configure(resume: Resume?, receiveBufferSize: Int) throws(TransferFailure) {
         try set(CURLOPT_URL, request.url)
         try set(CURLOPT_NOSIGNAL, 1)
-        try set(CURLOPT_PROTOCOLS_STR, "http,https")
+        try set(CURLOPT_PROTOCOLS_STR, "http,https,ftp,ftps,sftp")
         try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         // With a proxy fetchd follows redirects itself, to judge every hop before asking the proxy.
         try set(CURLOPT_FOLLOWLOCATION, request.followRedirects && network.proxy == nil ? 1 : 0)
@@ -160,7 +168,10 @@ final class EasyTransfer {
         try set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         try set(CURLOPT_PRIVATE, pointer: Unmanaged.passUnretained(self).toOpaque())
 
-        if let resume {
+        if let remoteScheme {
+            remoteResume = resume.map { ($0.offset, $0.validator) }
+            try configureRemote(remoteScheme, resumeOffset: resume?.offset, settings: network.remoteFiles)
+        } else if let resume {
             resumeHeaders = [("Range", "bytes=\(resume.offset)-\(resume.end.map { String($0 - 1) } ?? "")")]
             // An empty validator: partial data from another URL (a mirror) that only the job's digest
             // can vouch for, whose validator means nothing there.
@@ -308,6 +319,7 @@ final class EasyTransfer {
 
     private func received(body: UnsafeRawBufferPointer) -> Int {
         lastActivity = DispatchTime.now().uptimeNanoseconds
+        if remoteScheme != nil, receiver.plan == nil, !describeRemoteFile(sending: true) { return Int(CURL_WRITEFUNC_ERROR) }
         // Waiting for the file's writer or for bandwidth (checked in that order, so that bytes not
         // taken use no allowance). curl keeps these bytes, stops reading the socket, and hands
         // them over again on resume, when both are checked again.
@@ -329,6 +341,10 @@ final class EasyTransfer {
 
     private func received(header: UnsafeRawBufferPointer) -> Int {
         lastActivity = DispatchTime.now().uptimeNanoseconds
+        if remoteScheme != nil {
+            ftpReply = Self.ftpReply(header)
+            return header.count
+        }
         return receiver.receiveHeaderLine(header) ? header.count : Int(CURL_WRITEFUNC_ERROR)
     }
 
@@ -394,6 +410,15 @@ final class EasyTransfer {
                                   protocol: address.pointee.protocol)
     }
 
+    /// Decides the remote file's plan from what its server said; false stops the transfer.
+    private func describeRemoteFile(sending: Bool) -> Bool {
+        guard let remote = describedRemoteFile(resumeOffset: remoteResume?.offset, sending: sending) else {
+            receiver.stop(.network("the server sent the file without its size"))
+            return false
+        }
+        return receiver.receiveRemoteFile(remote, expected: remoteResume?.validator)
+    }
+
     private func refuse(_ address: String) {
         refusedAddress = address
         logger.info("connection refused by the address policy", metadata: ["transfer.id": "\(id)", "address": "\(address)"])
@@ -415,8 +440,12 @@ final class EasyTransfer {
     func finish(_ outcome: Outcome, queue: DispatchQueue, work: DispatchGroup) {
         var result = TransferResult()
         var status = 0
-        if fetchd_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK, status > 0 {
+        if fetchd_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK, status > 0, remoteScheme == nil {
             result.httpStatus = status
+        }
+        if remoteScheme != nil, case .curl(CURLE_OK) = outcome, receiver.plan == nil {
+            // Nothing was left past the resume offset (or the file is empty): no body came.
+            _ = describeRemoteFile(sending: false)
         }
         result.effectiveURL = effectiveURL
         result.failure = failure(for: outcome)
@@ -523,6 +552,11 @@ final class EasyTransfer {
             guard code != CURLE_OK else { return nil }
             let message = errorBuffer.pointee != 0
                 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+            if let remoteScheme, let failure = TransferFailure(remote: remoteScheme, curlCode: code, message: message, reply: ftpReply) {
+                // The file is shorter than the partial data: it changed, start over.
+                if code == CURLE_BAD_DOWNLOAD_RESUME { receiver.file?.startOver() }
+                return failure
+            }
             var connectStatus = 0
             _ = fetchd_easy_getinfo_long(handle, CURLINFO_HTTP_CONNECTCODE, &connectStatus)
             return TransferFailure(curlCode: code, message: message, refusedAddress: refusedAddress,

@@ -5,9 +5,12 @@ public struct NetworkSettings: Sendable {
     public var tls: TLSSettings
     /// nil: every connection goes straight to the origin.
     public var proxy: ProxySettings?
+    /// FTP's TLS mode and SFTP's host keys and login key.
+    public var remoteFiles: RemoteFileSettings
 
-    public init(tls: TLSSettings = .systemDefault, proxy: ProxySettings? = nil) {
+    public init(tls: TLSSettings = .systemDefault, proxy: ProxySettings? = nil, remoteFiles: RemoteFileSettings = RemoteFileSettings()) {
         self.tls = tls
         self.proxy = proxy
+        self.remoteFiles = remoteFiles
     }
 }

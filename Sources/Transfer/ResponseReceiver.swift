@@ -82,6 +82,20 @@ final class ResponseReceiver {
         return true
     }
 
+    /// An FTP or SFTP file, described by its server before its first byte (or before the transfer
+    /// ends, when there are none): decided as an HTTP head would be, the validator compared here
+    /// as an origin compares `If-Range`.
+    func receiveRemoteFile(_ remote: RemoteFile, expected validator: String?) -> Bool {
+        guard let described = remote.head(resumeOffset: resumeOffset, expected: validator) else {
+            let changed = TransferFailure.rangeMismatch("the remote file changed since the partial data was written")
+            plan = ResponsePlan(action: .fail(changed, truncate: true), bytesExpected: remote.size)
+            file?.startOver()
+            return stop(.failed(changed))
+        }
+        head = described
+        return headComplete()
+    }
+
     /// Whether body bytes must wait: the file's writer is too far behind to take `count` more.
     func mustWait(toTake count: Int) -> Bool {
         guard case .writeFile? = plan?.action, let file else { return false }

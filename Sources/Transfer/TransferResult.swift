@@ -69,6 +69,13 @@ public enum TransferFailure: Error, Sendable, Equatable {
     /// The origin could not be reached at all: its name did not resolve, the connection was
     /// refused or unreachable, or connecting timed out. No request was sent.
     case unreachable(String)
+    /// An FTP or SFTP server refused the login.
+    case loginFailed(String)
+    /// An FTP or SFTP server refused the file for good (an FTP 5xx reply, no such file,
+    /// permission denied): the server's reply.
+    case remoteRefused(String)
+    /// The SFTP server's host key is not in the known hosts, or differs from the key there.
+    case hostKey(String)
     /// The object storage the bytes go to failed (an object destination's attempt).
     case storage(ObjectStorageFailure)
     case cancelled

@@ -17,7 +17,7 @@ extension SubmissionValidatorTests {
     }
 
     @Test(arguments: [
-        #""mirrors": "http://b.example/f""#, #""mirrors": ["ftp://b.example/f"]"#, #""mirrors": [1]"#,
+        #""mirrors": "http://b.example/f""#, #""mirrors": ["gopher://b.example/f"]"#, #""mirrors": [1]"#,
         #""mirrors": ["http://1","http://2","http://3","http://4","http://5","http://6","http://7","http://8","http://9"]"#,
         #""connections": 0"#, #""connections": 17"#, #""connections": 2.5"#, #""maxBytesPerSecond": 1023"#,
         #""maxBytesPerSecond": "1MiB""#,

@@ -213,7 +213,7 @@ import Transfer
         }
     }
 
-    @Test(arguments: ["ftp://127.0.0.1/file", "file:///etc/passwd", "gopher://127.0.0.1/"])
+    @Test(arguments: ["scp://127.0.0.1/file", "file:///etc/passwd", "gopher://127.0.0.1/"])
     func anotherSchemeIsRefusedAtTheStart(_ url: String) async throws {
         let directory = try TemporaryDirectory()
         let engine = makeEngine()

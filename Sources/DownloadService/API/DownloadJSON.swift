@@ -32,7 +32,7 @@ enum DownloadJSON {
     static func write(_ d: Download, waitingFor: WaitingFor?, liveBytes: Int64? = nil, into json: inout JSONWriter) -> Int {
         json.beginObject()
         json.field("id", d.id)
-        json.field("url", d.url)
+        json.field("url", URLUserInfo.masked(d.url))
         json.field("destination", d.destination.path)
         json.field("session", d.session)
         json.field("state", d.state.rawValue)
@@ -65,7 +65,7 @@ enum DownloadJSON {
         json.field("checksumURL", d.checksumURL)
         json.field("resourceTimeout", d.resourceTimeout)
         json.field("path", d.path)
-        json.field("mirrors", d.mirrors)
+        json.field("mirrors", d.mirrors.map(URLUserInfo.masked))
         json.field("connections", d.connections)
         json.field("maxBytesPerSecond", d.maxBytesPerSecond)
         json.field("objectETag", d.objectETag)

@@ -24,6 +24,7 @@ extension DownloadsAPI {
         case .failure(let failure): throw APIProblem.invalid(failure.errors)
         }
         if case .set(let webhookURL) = patch.webhookURL { try checkWebhookAddress(webhookURL) }
+        if case .set(let url) = patch.url { try checkHostKeyTrust(url.text, field: "url") }
         let ifMatch = request.headers["If-Match"]
         for _ in 0..<10 {
             let current = try existing(id)

@@ -89,7 +89,18 @@ struct DownloadsAPI: Sendable {
         submission.connections = submission.connections ?? configuration.connectionsPerDownload
         try checkWebhookAddress(submission.webhookURL)
         try checkAddress(submission.checksumURL, field: "checksumURL")
+        try checkHostKeyTrust(submission.url, field: "url")
+        for mirror in submission.mirrors { try checkHostKeyTrust(mirror, field: "mirrors") }
         return submission
+    }
+
+    /// An `sftp://` URL needs known host keys (FETCHD_SSH_KNOWN_HOSTS): fetchd never trusts a key
+    /// on first use, so without them the job could only fail.
+    func checkHostKeyTrust(_ url: String, field: String) throws {
+        guard configuration.network.remoteFiles.knownHosts == nil,
+              case .success(let parsed) = HTTPURL.parse(url, schemes: HTTPURL.downloadSchemes), parsed.scheme == "sftp"
+        else { return }
+        throw APIProblem.invalid(field, "sftp:// needs the server's host key in FETCHD_SSH_KNOWN_HOSTS (keys are never trusted on first use)")
     }
 
     /// The destination can be written, and holds no file unless the job may overwrite it.
@@ -163,7 +174,7 @@ struct DownloadsAPI: Sendable {
             json.field("httpStatus", record.httpStatus)
             json.field("bytesTransferred", record.bytesTransferred)
             json.field("bytesOnDisk", record.bytesOnDisk)
-            json.field("url", record.url)
+            json.field("url", record.url.map(URLUserInfo.masked))
             json.endObject()
         }
         json.endArray()

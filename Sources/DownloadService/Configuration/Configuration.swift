@@ -161,16 +161,29 @@ public struct Configuration: Sendable {
             case .clientKey(let reason): throw reader.invalid("tls-client-key", reader.optional("tls-client-key") ?? "", reason)
             }
         }
+        let remoteFiles = try remoteFileSettings(reader)
         guard let url = reader.optional("proxy") else {
             if reader.optional("no-proxy") != nil { throw reader.invalid("no-proxy", reader.optional("no-proxy") ?? "", "needs FETCHD_PROXY") }
-            return NetworkSettings(tls: tls)
+            return NetworkSettings(tls: tls, remoteFiles: remoteFiles)
         }
         do {
-            return NetworkSettings(tls: tls, proxy: try ProxySettings(url: url, noProxy: reader.list("no-proxy")))
+            return NetworkSettings(tls: tls, proxy: try ProxySettings(url: url, noProxy: reader.list("no-proxy")), remoteFiles: remoteFiles)
         } catch {
             // The value may carry credentials: name the setting, never echo it.
             throw Invalid(description: "invalid FETCHD_PROXY (--proxy): \(error.reason)")
         }
+    }
+
+    /// FTP's TLS mode, and the SSH files, which must be readable now rather than fail every job later.
+    private static func remoteFileSettings(_ reader: SettingReader) throws(Invalid) -> RemoteFileSettings {
+        let mode = try reader.text("ftp-tls").lowercased()
+        guard let ftpTLS = RemoteFileSettings.FTPTLS(rawValue: mode) else {
+            throw reader.invalid("ftp-tls", mode, "expected require, try or never")
+        }
+        for flag in ["ssh-known-hosts", "ssh-key"] {
+            if let path = reader.optional(flag), access(path, R_OK) != 0 { throw reader.invalid(flag, path, "cannot read the file") }
+        }
+        return RemoteFileSettings(ftpTLS: ftpTLS, knownHosts: reader.optional("ssh-known-hosts"), sshKey: reader.optional("ssh-key"))
     }
 
     /// "127.0.0.1:8080", "[::1]:8080", "localhost:0".

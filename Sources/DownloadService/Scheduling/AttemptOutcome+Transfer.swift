@@ -18,6 +18,9 @@ extension AttemptOutcome {
         case .tls(let message)?: self = .tls(message)
         case .proxy(let message)?: self = .proxy(message)
         case .unreachable(let message)?: self = .unreachable(message)
+        case .loginFailed(let message)?: self = .loginFailed(message)
+        case .remoteRefused(let message)?: self = .remoteRefused(message)
+        case .hostKey(let message)?: self = .hostKey(message)
         case .storage(let failure)?: self.init(storage: failure)
         case .cancelled?: return nil
         }

@@ -82,7 +82,7 @@ struct Settlement {
         case .waitForDisk(let cause):
             return waitForDisk(cause)
         case .fail(let error):
-            if case .http(let status) = outcome, [404, 410].contains(status), job.mirrorMisses + 1 < job.allURLs.count {
+            if outcome.isMissingFile, job.mirrorMisses + 1 < job.allURLs.count {
                 // Gone from this URL; the next one may have it (the job fails once every URL said so).
                 return retry(after: .zero, cause: error, nextURL: true, missed: true)
             }

@@ -67,6 +67,9 @@ extension ObjectStorageFailure {
         case .rangeMismatch(let message): return "range mismatch: \(message)"
         case .proxy(let message): return "proxy: \(message)"
         case .unreachable(let message): return "unreachable: \(message)"
+        case .loginFailed(let message): return "login failed: \(message)"
+        case .remoteRefused(let message): return "refused: \(message)"
+        case .hostKey(let message): return "host key: \(message)"
         case .storage(let failure): return "storage: \(failure)"
         case .cancelled: return "cancelled"
         }

@@ -1,0 +1,33 @@
+import CCurl
+
+extension TransferFailure {
+    /// What a curl error of an FTP or SFTP transfer means, where it differs from HTTP's; nil for
+    /// the errors every scheme shares (connecting, timeouts, the address policy).
+    /// - Parameter reply: the server's last FTP reply line, the message of a refusal.
+    init?(remote scheme: RemoteFile.Scheme, curlCode code: CURLcode, message: String, reply: String?) {
+        let said = reply.map { "\(message): \($0)" } ?? message
+        switch code {
+        case CURLE_LOGIN_DENIED:
+            self = .loginFailed(said)
+        case CURLE_PEER_FAILED_VERIFICATION where scheme == .sftp, CURLE_SSH where message.contains("host key"):
+            self = .hostKey(message)
+        case CURLE_USE_SSL_FAILED:
+            self = .tls(said)
+        case CURLE_REMOTE_FILE_NOT_FOUND, CURLE_REMOTE_ACCESS_DENIED:
+            self = .remoteRefused(said)
+        case CURLE_BAD_DOWNLOAD_RESUME:
+            self = .rangeMismatch(message)
+        case CURLE_FTP_COULDNT_RETR_FILE, CURLE_QUOTE_ERROR, CURLE_FTP_COULDNT_SET_TYPE:
+            // A 4xx reply passes (try again); a 5xx is the server's final word.
+            self = Self.ftpCode(reply).map { $0 >= 500 } == true ? .remoteRefused(said) : .network(said)
+        default:
+            return nil
+        }
+    }
+
+    /// The three-digit code that starts an FTP reply line.
+    static func ftpCode(_ reply: String?) -> Int? {
+        guard let reply, reply.utf8.count >= 3, let code = Int(reply.prefix(3)), (100...599).contains(code) else { return nil }
+        return code
+    }
+}

@@ -1,0 +1,62 @@
+import CCurl
+
+/// The options of an `ftp://`, `ftps://` or `sftp://` transfer, and what its server said about
+/// the file before sending it.
+extension EasyTransfer {
+    /// Resume at `offset` (REST, or an SFTP read offset), the file's size and time asked for (SIZE
+    /// and MDTM, or a stat), TLS and trust as configured.
+    func configureRemote(_ scheme: RemoteFile.Scheme, resumeOffset offset: Int64?, settings: RemoteFileSettings) throws(TransferFailure) {
+        try set(CURLOPT_FILETIME, 1)
+        if let offset { try set(CURLOPT_RESUME_FROM_LARGE, offset: offset) }
+        // Through an HTTP proxy: a CONNECT tunnel, never the proxy's own FTP gateway.
+        try set(CURLOPT_HTTPPROXYTUNNEL, 1)
+        switch scheme {
+        case .ftp, .ftps:
+            // Passive data connections go to the control connection's address, whatever the
+            // server's PASV answer names: a server cannot point fetchd at another host.
+            try set(CURLOPT_FTP_SKIP_PASV_IP, 1)
+            if scheme == .ftp { try set(CURLOPT_USE_SSL, Self.useSSL(settings.ftpTLS)) }
+        case .sftp:
+            // Submissions are refused without known hosts; an engine without them trusts no key.
+            try set(CURLOPT_SSH_KNOWNHOSTS, settings.knownHosts ?? "/dev/null")
+            var methods = Int(CURLSSH_AUTH_PASSWORD)
+            if let key = settings.sshKey {
+                try set(CURLOPT_SSH_PRIVATE_KEYFILE, key)
+                methods |= Int(CURLSSH_AUTH_PUBLICKEY)
+            }
+            try set(CURLOPT_SSH_AUTH_TYPES, methods)
+        }
+    }
+
+    private static func useSSL(_ mode: RemoteFileSettings.FTPTLS) -> Int {
+        switch mode {
+        case .require: Int(CURLUSESSL_ALL.rawValue)
+        case .try: Int(CURLUSESSL_TRY.rawValue)
+        case .never: Int(CURLUSESSL_NONE.rawValue)
+        }
+    }
+
+    /// The file as the server described it: its size and modification time. `sending`: its bytes
+    /// are arriving, and curl counts what is left to send from the resume offset; else the
+    /// transfer ended without a byte, which curl does only when nothing was left past the offset.
+    /// nil while the server has not said.
+    func describedRemoteFile(resumeOffset: Int64?, sending: Bool) -> RemoteFile? {
+        var remaining: curl_off_t = 0
+        if sending {
+            guard fetchd_easy_getinfo_off(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &remaining) == CURLE_OK, remaining >= 0 else {
+                return nil
+            }
+        }
+        var modified: curl_off_t = -1
+        _ = fetchd_easy_getinfo_off(handle, CURLINFO_FILETIME_T, &modified)
+        return RemoteFile(size: (resumeOffset ?? 0) + Int64(remaining), modified: modified >= 0 ? Int64(modified) : nil)
+    }
+
+    /// The last FTP reply (the control connection's lines come through the header callback), for
+    /// the error message of a refusal. Replies carry no credentials: `PASS` is never echoed.
+    static func ftpReply(_ bytes: UnsafeRawBufferPointer) -> String {
+        var line = String(decoding: bytes, as: UTF8.self)
+        while line.last?.isNewline == true { line.removeLast() }
+        return line
+    }
+}

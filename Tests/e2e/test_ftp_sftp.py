@@ -1,0 +1,239 @@
+"""Downloads over ftp:// (plain and AUTH TLS), ftps:// and sftp:// from a real vsftpd and a
+real sshd on loopback: digests, resume after a cut and after kill -9, a file changed between
+attempts, login and refusal errors, host keys, FETCHD_FTP_TLS, credentials kept out of sight,
+the egress policy, and mirrors that mix https:// and sftp://."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+
+import pytest
+
+from e2e_support import sha256_hex, wait_for
+from file_servers import KEY_USER, Files, Sshd, Vsftpd
+from tls_support import Certificates, NginxOrigin
+
+if os.geteuid() != 0:
+    pytest.skip("the file servers log in system accounts: run as root", allow_module_level=True)
+
+PASSWORD = "pw-" + secrets.token_hex(8)
+SIZE = 3 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def files():
+    f = Files()
+    yield f
+    f.remove()
+
+
+@pytest.fixture(scope="module")
+def ftp(files, tmp_path_factory):
+    server = Vsftpd(tmp_path_factory.mktemp("vsftpd"), files, PASSWORD)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def ftps(files, tmp_path_factory):
+    server = Vsftpd(tmp_path_factory.mktemp("vsftpd-tls"), files, PASSWORD, tls=True)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def sftp(tmp_path_factory):
+    server = Sshd(tmp_path_factory.mktemp("sshd"), PASSWORD)
+    yield server
+    server.stop()
+
+
+def put(files: Files, size: int = SIZE) -> tuple[str, bytes]:
+    name = f"f-{secrets.token_hex(4)}.bin"
+    data = os.urandom(size)
+    files.put(name, data)
+    return name, data
+
+
+def run(fd, url: str, expect: str = "completed", timeout: float = 30, **extra) -> dict:
+    job = fd.api.submit({"url": url, "destination": f"out-{secrets.token_hex(4)}.bin", **extra})
+    return fd.api.wait_state(job["id"], expect, timeout=timeout)
+
+
+def attempts(fd, job_id: str) -> list[dict]:
+    return fd.api.get(f"/downloads/{job_id}/attempts").json()["items"]
+
+
+def test_download_over_each_scheme_has_the_right_digest(fetchd, files, ftp, ftps, sftp):
+    name, data = put(files, 200_000)
+    fd = fetchd(env={"FETCHD_CA_BUNDLE": str(ftps.certificate), "FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts),
+                     "FETCHD_SSH_KEY": str(sftp.client_key), "FETCHD_FTP_TLS": "never"})
+    urls = [
+        ftp.url(name, password=PASSWORD),
+        ftps.url(name, password=PASSWORD),
+        sftp.url(files.dir / name, password=PASSWORD),
+        sftp.url(files.dir / name, user=KEY_USER),
+    ]
+    for url in urls[:1] + urls[2:]:
+        job = run(fd, url)
+        assert job["sha256"] == sha256_hex(data), url
+        assert job["bytesExpected"] == len(data)
+    # The TLS server refuses logins without TLS (force_local_logins_ssl): only AUTH TLS gets the file.
+    fd.stop()
+    fd2 = fetchd(env={"FETCHD_CA_BUNDLE": str(ftps.certificate), "FETCHD_FTP_TLS": "require"})
+    assert run(fd2, urls[1])["sha256"] == sha256_hex(data)
+    untrusted = fetchd(env={"FETCHD_FTP_TLS": "require"})
+    assert run(untrusted, urls[1], expect="failed")["error"]["code"] == "tls"
+
+
+def test_auth_field_logs_in_and_is_never_shown(fetchd, files, ftp):
+    name, data = put(files, 50_000)
+    fd = fetchd()
+    url = f"ftp://127.0.0.1:{ftp.port}/{name}"
+    job = fd.api.submit({"url": url, "destination": "auth.bin", "auth": {"username": "fetchd-e2e-pass", "password": PASSWORD}})
+    done = fd.api.wait_state(job["id"], "completed")
+    assert done["sha256"] == sha256_hex(data)
+    assert PASSWORD not in fd.api.get(f"/downloads/{job['id']}").body.decode()
+    assert "auth" not in done
+    # auth on an http URL is a clear 400
+    bad = fd.api.post("/downloads", {"url": "https://example.com/x", "destination": "x", "auth": {"username": "a", "password": "b"}})
+    assert bad.status == 400 and "auth" in bad.body.decode()
+
+
+def test_password_in_url_reads_back_masked_and_is_in_no_log_line(fetchd, files, ftp):
+    name, data = put(files, 50_000)
+    fd = fetchd(env={"FETCHD_LOG_LEVEL": "debug"})
+    job = run(fd, ftp.url(name, password=PASSWORD))
+    assert job["url"] == f"ftp://fetchd-e2e-pass:***@127.0.0.1:{ftp.port}/{name}"
+    for path in [f"/downloads/{job['id']}", f"/downloads/{job['id']}/attempts", "/downloads"]:
+        assert PASSWORD not in fd.api.get(path).body.decode(), path
+    # A failing attempt too: its error message carries the server's reply, not the credentials.
+    failed = run(fd, ftp.url("missing.bin", password=PASSWORD), expect="failed")
+    assert failed["error"]["code"] == "remote_refused"
+    assert PASSWORD not in fd.log_text(max_lines=100000)
+
+
+def test_cut_mid_file_resumes_from_the_partial_size(fetchd, files, ftp, sftp):
+    fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts)})
+    for server, url_of in [(ftp, lambda n: ftp.url(n, password=PASSWORD)),
+                           (sftp, lambda n: sftp.url(files.dir / n, password=PASSWORD))]:
+        name, data = put(files)
+        job = fd.api.submit({"url": url_of(name), "destination": f"cut-{name}", "maxBytesPerSecond": 1024 * 1024})
+        wait_for(lambda: fd.api.job(job["id"])["bytesReceived"] > 400_000, message="some bytes")
+        assert server.cut_sessions() > 0
+        done = fd.api.wait_state(job["id"], "completed", timeout=30)
+        assert done["sha256"] == sha256_hex(data)
+        tries = attempts(fd, job["id"])
+        assert len(tries) >= 2, tries
+        served = sum(a["bytesTransferred"] for a in tries)
+        assert served <= 1.1 * len(data), (served, tries)
+
+
+def test_remote_file_changed_between_attempts_restarts_from_zero(fetchd, files, ftp, sftp):
+    fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts)})
+    for url_of in [lambda n: ftp.url(n, password=PASSWORD), lambda n: sftp.url(files.dir / n, password=PASSWORD)]:
+        name, _ = put(files)
+        job = fd.api.submit({"url": url_of(name), "destination": f"chg-{name}", "maxBytesPerSecond": 1024 * 1024})
+        wait_for(lambda: fd.api.job(job["id"])["bytesReceived"] > 400_000, message="some bytes")
+        assert fd.api.post(f"/downloads/{job['id']}/pause").status == 200
+        fd.api.wait_state(job["id"], "paused")
+        assert fd.partial_path(job["id"]).stat().st_size > 0
+        changed = os.urandom(SIZE)  # same size: only the modification time tells
+        files.put(name, changed, mtime=time.time() + 120)
+        assert fd.api.post(f"/downloads/{job['id']}/resume").status == 200
+        done = fd.api.wait_state(job["id"], "completed", timeout=30)
+        assert done["sha256"] == sha256_hex(changed)
+
+
+def test_kill_9_mid_transfer_resumes(fetchd, files, sftp, ftp):
+    fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts)})
+    for url_of in [lambda n: ftp.url(n, password=PASSWORD), lambda n: sftp.url(files.dir / n, password=PASSWORD)]:
+        name, data = put(files)
+        job = fd.api.submit({"url": url_of(name), "destination": f"k9-{name}", "maxBytesPerSecond": 1024 * 1024})
+        wait_for(lambda: fd.api.job(job["id"])["bytesReceived"] > 600_000, message="some bytes")
+        fd.kill()
+        kept = fd.partial_path(job["id"]).stat().st_size
+        fd.start()
+        done = fd.api.wait_state(job["id"], "completed", timeout=30)
+        assert done["sha256"] == sha256_hex(data)
+        last = attempts(fd, job["id"])[-1]
+        assert last["bytesTransferred"] <= len(data) - kept + 1, (kept, last)
+
+
+def test_wrong_password_fails_with_login_failed_without_retries(fetchd, files, ftp, sftp):
+    name, _ = put(files, 1000)
+    fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts)})
+    for url in [ftp.url(name, password="wrong"), sftp.url(files.dir / name, password="wrong")]:
+        job = run(fd, url, expect="failed")
+        assert job["error"]["code"] == "login_failed", job
+        assert job["attempts"] == 1
+        assert "wrong" not in fd.api.get(f"/downloads/{job['id']}").body.decode().replace("***", "")
+
+
+def test_missing_file_fails_with_remote_refused(fetchd, files, ftp, sftp):
+    fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts)})
+    job = run(fd, ftp.url("no-such.bin", password=PASSWORD), expect="failed")
+    assert job["error"]["code"] == "remote_refused" and "550" in job["error"]["message"], job
+    assert job["attempts"] == 1
+    job = run(fd, sftp.url(files.dir / "no-such.bin", password=PASSWORD), expect="failed")
+    assert job["error"]["code"] == "remote_refused", job
+
+
+def test_unknown_and_changed_host_keys_fail_with_host_key(fetchd, files, sftp, tmp_path):
+    name, _ = put(files, 1000)
+    unknown = tmp_path / "unknown_hosts"
+    unknown.write_text(sftp.known_hosts_line(sftp.host_key).replace(f"]:{sftp.port} ", f"]:{sftp.port + 1} "))
+    changed = tmp_path / "changed_hosts"
+    changed.write_text(sftp.known_hosts_line(sftp.other_key()))
+    for known in [unknown, changed]:
+        fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(known)})
+        job = run(fd, sftp.url(files.dir / name, password=PASSWORD), expect="failed")
+        assert job["error"]["code"] == "host_key", job
+        assert job["bytesReceived"] == 0 and job["attempts"] == 1
+        assert not fd.partial_path(job["id"]).exists() or fd.partial_path(job["id"]).stat().st_size == 0
+        fd.stop()
+
+
+def test_sftp_without_known_hosts_is_400(fetchd, files, sftp):
+    fd = fetchd()
+    response = fd.api.post("/downloads", {"url": sftp.url(files.dir / "x", password=PASSWORD), "destination": "x"})
+    assert response.status == 400 and "FETCHD_SSH_KNOWN_HOSTS" in response.body.decode()
+
+
+def test_ftp_tls_require_against_a_plain_server_fails_with_tls(fetchd, files, ftp):
+    name, _ = put(files, 1000)
+    fd = fetchd(env={"FETCHD_FTP_TLS": "require"})
+    job = run(fd, ftp.url(name, password=PASSWORD), expect="failed")
+    assert job["error"]["code"] == "tls", job
+    assert job["bytesReceived"] == 0
+
+
+def test_loopback_refused_without_allow_private_networks(fetchd, files, ftp, sftp):
+    name, _ = put(files, 1000)
+    fd = fetchd(env={"FETCHD_ALLOW_PRIVATE_NETWORKS": "false", "FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts)})
+    for url in [ftp.url(name, password=PASSWORD), sftp.url(files.dir / name, password=PASSWORD)]:
+        job = run(fd, url, expect="failed")
+        assert job["error"]["code"] == "blocked_address", job
+
+
+def test_mirrors_mixing_https_and_sftp_fail_over(fetchd, files, sftp, tmp_path):
+    name, data = put(files, 300_000)
+    fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts)})
+    # The https:// URL has no server behind it; the sftp:// mirror has the file.
+    dead = f"https://127.0.0.1:{sftp.port + 1}/{name}"
+    job = run(fd, dead, mirrors=[sftp.url(files.dir / name, password=PASSWORD)])
+    assert job["sha256"] == sha256_hex(data)
+    # And the other way round: a missing file on the sftp:// server, the https:// mirror has it.
+    certs = Certificates.make(tmp_path / "certs")
+    origin = NginxOrigin(tmp_path, certs)
+    origin.add("m.bin", data)
+    origin.start()
+    try:
+        fd2 = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts), "FETCHD_CA_BUNDLE": str(certs.ca)})
+        job = run(fd2, sftp.url(files.dir / "gone.bin", password=PASSWORD), mirrors=[origin.https_url("m.bin")])
+        assert job["sha256"] == sha256_hex(data)
+    finally:
+        origin.stop()
