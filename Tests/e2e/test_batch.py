@@ -25,7 +25,7 @@ def mixed_items(url: str, count: int) -> tuple[list[dict], list[int]]:
             del item["destination"]
             status = 400
         elif i % 7 == 6:
-            item["url"] = "ftp://nope/"
+            item["url"] = "gopher://nope/"
             status = 400
         elif i % 11 == 10 and expected[-1] == 201:
             item["destination"] = items[-1]["destination"]

@@ -41,7 +41,7 @@ def test_the_fields_are_validated_and_read_back(fetchd, origin):
     fd = fetchd(env={"FETCHD_CONNECTIONS_PER_DOWNLOAD": "3"})
     url = origin.add("/fields.bin", b"x")
     for field, value in [("connections", 0), ("connections", 17), ("connections", "4"), ("maxBytesPerSecond", 1000),
-                         ("mirrors", "http://127.0.0.1/a"), ("mirrors", ["ftp://127.0.0.1/a"]),
+                         ("mirrors", "http://127.0.0.1/a"), ("mirrors", ["gopher://127.0.0.1/a"]),
                          ("mirrors", [f"http://127.0.0.1/{i}" for i in range(9)])]:
         r = fd.api.post("/downloads", {"url": url, "destination": "bad.bin", field: value})
         assert r.status == 400, (field, value, r.body)

@@ -197,7 +197,7 @@ def test_patch_refuses_what_it_cannot_change(fetchd, origin):
     job = fd.api.submit({"url": origin.add("/r.bin", b"r"), "destination": "r.bin", "earliestBeginDate": later()})
     for body, field in [({"destination": "x.bin"}, "destination"), ({"session": "s"}, "session"),
                         ({"mirrors": "x"}, "mirrors"), ({"maxBytesPerSecond": 100}, "maxBytesPerSecond"),
-                        ({"url": None}, "url"), ({"url": "ftp://x/"}, "url"), ({"priority": 2}, "priority"),
+                        ({"url": None}, "url"), ({"url": "gopher://x/"}, "url"), ({"priority": 2}, "priority"),
                         ({"headers": {"Range": "bytes=0-"}}, "headers"), ({"metadata": {"k": "v" * 5000}}, "metadata")]:
         resp = patch(fd, job["id"], body)
         assert resp.status == 400 and resp.json()["errors"][0]["field"] == field, (body, resp)

@@ -54,7 +54,7 @@ DROP = object()
 # (id, field, value or DROP) -- each breaks exactly one field of a valid body.
 INVALID_FIELDS = [
     ("missing-url", "url", DROP),
-    ("url-ftp", "url", "ftp://127.0.0.1/file.bin"),
+    ("url-ftp", "url", "gopher://127.0.0.1/file.bin"),
     ("url-file", "url", "file:///etc/passwd"),
     ("url-javascript", "url", "javascript:alert(1)"),
     ("url-relative-path", "url", "/just/a/path.bin"),
