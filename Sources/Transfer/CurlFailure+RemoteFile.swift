@@ -17,6 +17,10 @@ extension TransferFailure {
             self = .remoteRefused(said)
         case CURLE_BAD_DOWNLOAD_RESUME:
             self = .rangeMismatch(message)
+        case CURLE_OPERATION_TIMEDOUT where Self.ftpCode(reply) == 421:
+            // libcurl reports any 421 ("service not available", as vsftpd answers a client over
+            // its connection limits) as a timeout: the server answered, and asks to try later.
+            self = .network(said)
         case CURLE_FTP_COULDNT_RETR_FILE, CURLE_QUOTE_ERROR, CURLE_FTP_COULDNT_SET_TYPE:
             // A 4xx reply passes (try again); a 5xx is the server's final word.
             self = Self.ftpCode(reply).map { $0 >= 500 } == true ? .remoteRefused(said) : .network(said)

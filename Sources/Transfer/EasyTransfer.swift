@@ -127,11 +127,12 @@ final class EasyTransfer {
         return Unmanaged<EasyTransfer>.fromOpaque(pointer).takeUnretainedValue()
     }
 
-    /// Whether the current hop's connection speaks TLS: to an https URL, or through an https proxy.
+    /// Whether the current hop's connection may hold decrypted bytes curl has not read yet: TLS
+    /// (an https URL, an https proxy, FTP with TLS) or SSH. Only plain http never does.
     var connectsOverTLS: Bool {
         if viaProxy, network.proxy?.kind == .https { return true }
         guard let url = effectiveURL else { return true }
-        return url.utf8.prefix(6).map { $0 | 0x20 } == Array("https:".utf8)
+        return url.utf8.prefix(5).map { $0 | 0x20 } != Array("http:".utf8)
     }
 
     // MARK: - Options

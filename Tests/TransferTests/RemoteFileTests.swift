@@ -47,6 +47,8 @@ import Testing
         #expect(map(.ftp, CURLE_FTP_COULDNT_RETR_FILE, "450 Busy") == .network("m: 450 Busy"))
         #expect(map(.ftp, CURLE_FTP_COULDNT_RETR_FILE, "553 No") == .remoteRefused("m: 553 No"))
         #expect(map(.sftp, CURLE_COULDNT_CONNECT) == nil)
+        #expect(map(.ftp, CURLE_OPERATION_TIMEDOUT, "421 Too many connections") == .network("m: 421 Too many connections"))
+        #expect(map(.ftp, CURLE_OPERATION_TIMEDOUT) == nil)
     }
 
     private func plan(resumeOffset: Int64?, expected: String?) throws -> ResponsePlan {

@@ -115,7 +115,8 @@ class Vsftpd(_Server):
     """vsftpd on a loopback port; `tls`: explicit FTPS (AUTH TLS) with a fresh self-signed
     certificate (`certificate` is its PEM, for FETCHD_CA_BUNDLE)."""
 
-    def __init__(self, workdir: Path, files: Files, password: str, tls: bool = False, max_rate: int = 0):
+    def __init__(self, workdir: Path, files: Files, password: str, tls: bool = False, max_rate: int = 0,
+                 extra: list[str] | None = None):
         super().__init__(workdir)
         self.certificate = workdir / "cert.pem"
         ensure_user(PASSWORD_USER, password)
@@ -137,7 +138,7 @@ class Vsftpd(_Server):
             lines += ["ssl_enable=YES", f"rsa_cert_file={self.certificate}", f"rsa_private_key_file={workdir / 'key.pem'}",
                       "force_local_logins_ssl=YES", "force_local_data_ssl=YES", "require_ssl_reuse=NO"]
         config = workdir / "vsftpd.conf"
-        config.write_text("\n".join(lines) + "\n")
+        config.write_text("\n".join(lines + list(extra or [])) + "\n")
         os.chmod(config, 0o600)
         self._start(["/usr/sbin/vsftpd", str(config)])
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import time
 from pathlib import Path
 
@@ -146,6 +147,9 @@ def test_remote_file_changed_between_attempts_restarts_from_zero(fetchd, files, 
         assert fd.api.post(f"/downloads/{job['id']}/resume").status == 200
         done = fd.api.wait_state(job["id"], "completed", timeout=30)
         assert done["sha256"] == sha256_hex(changed)
+        tries = attempts(fd, job["id"])
+        assert any("changed" in ((a.get("error") or {}).get("message") or "") for a in tries), tries
+        assert tries[-1]["bytesTransferred"] == SIZE, tries  # the last attempt started from zero
 
 
 def test_kill_9_mid_transfer_resumes(fetchd, files, sftp, ftp):
@@ -180,6 +184,31 @@ def test_missing_file_fails_with_remote_refused(fetchd, files, ftp, sftp):
     assert job["attempts"] == 1
     job = run(fd, sftp.url(files.dir / "no-such.bin", password=PASSWORD), expect="failed")
     assert job["error"]["code"] == "remote_refused", job
+
+
+def test_a_transient_reply_is_retried(fetchd, files, tmp_path):
+    # max_per_ip=1: while the test holds a connection, vsftpd greets fetchd with 421.
+    busy = Vsftpd(tmp_path / "busy", files, PASSWORD, extra=["max_per_ip=1"])
+    try:
+        name, data = put(files, 10_000)
+        def hold():
+            # The start-up probe's session may not have ended yet: until then vsftpd says 421 to us too.
+            conn = socket.create_connection(("127.0.0.1", busy.port))
+            if conn.recv(100).startswith(b"220"):
+                return conn
+            conn.close()
+            return None
+        held = wait_for(hold, message="vsftpd to greet the connection the test holds")
+        fd = fetchd()
+        job = fd.api.submit({"url": busy.url(name, password=PASSWORD), "destination": "busy.bin"})
+        wait_for(lambda: any("421" in ((a.get("error") or {}).get("message") or "") for a in attempts(fd, job["id"])),
+                 message=lambda: f"an attempt turned away with 421: {attempts(fd, job['id'])}")
+        assert fd.api.job(job["id"])["state"] in ("queued", "running")
+        held.close()
+        done = fd.api.wait_state(job["id"], "completed", timeout=30)
+        assert done["sha256"] == sha256_hex(data)
+    finally:
+        busy.stop()
 
 
 def test_unknown_and_changed_host_keys_fail_with_host_key(fetchd, files, sftp, tmp_path):
