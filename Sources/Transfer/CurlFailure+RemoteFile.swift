@@ -9,8 +9,9 @@ extension TransferFailure {
         switch code {
         case CURLE_LOGIN_DENIED:
             self = .loginFailed(said)
-        case CURLE_PEER_FAILED_VERIFICATION where scheme == .sftp, CURLE_SSH where message.contains("host key"):
-            self = .hostKey(message)
+        case CURLE_PEER_FAILED_VERIFICATION where scheme == .sftp:
+            // libcurl's own words ("SSL peer certificate or SSH remote key was not OK") do not say which.
+            self = .hostKey("the server's host key is not in FETCHD_SSH_KNOWN_HOSTS, or differs from the one there")
         case CURLE_USE_SSL_FAILED:
             self = .tls(said)
         case CURLE_REMOTE_FILE_NOT_FOUND, CURLE_REMOTE_ACCESS_DENIED:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from e2e_support import sha256_hex, wait_for
-from file_servers import KEY_USER, Files, Sshd, Vsftpd
+from file_servers import KEY_USER, Files, Sshd, Vsftpd, free_port
 from tls_support import Certificates, NginxOrigin
 
 if os.geteuid() != 0:
@@ -211,6 +211,17 @@ def test_a_transient_reply_is_retried(fetchd, files, tmp_path):
         busy.stop()
 
 
+def test_an_unreachable_server_is_an_outage(fetchd, files, sftp):
+    # Nothing listens on these ports: the attempts do not use up FETCHD_MAX_ATTEMPTS (2 here);
+    # the job fails only after FETCHD_NO_PROGRESS_TIMEOUT.
+    fd = fetchd(env={"FETCHD_MAX_ATTEMPTS": "2", "FETCHD_RETRY_BASE_DELAY": "50ms", "FETCHD_NO_PROGRESS_TIMEOUT": "1s",
+                     "FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts)})
+    for url in [f"ftp://u:p@127.0.0.1:{free_port()}/f", f"sftp://u:p@127.0.0.1:{free_port()}/f"]:
+        failed = run(fd, url, expect="failed")
+        assert failed["error"]["code"] == "network", failed
+        assert failed["attempts"] > 2, "an outage must not stop at FETCHD_MAX_ATTEMPTS"
+
+
 def test_unknown_and_changed_host_keys_fail_with_host_key(fetchd, files, sftp, tmp_path):
     name, _ = put(files, 1000)
     unknown = tmp_path / "unknown_hosts"
@@ -220,7 +231,7 @@ def test_unknown_and_changed_host_keys_fail_with_host_key(fetchd, files, sftp, t
     for known in [unknown, changed]:
         fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(known)})
         job = run(fd, sftp.url(files.dir / name, password=PASSWORD), expect="failed")
-        assert job["error"]["code"] == "host_key", job
+        assert job["error"]["code"] == "host_key" and "FETCHD_SSH_KNOWN_HOSTS" in job["error"]["message"], job
         assert job["bytesReceived"] == 0 and job["attempts"] == 1
         assert not fd.partial_path(job["id"]).exists() or fd.partial_path(job["id"]).stat().st_size == 0
         fd.stop()
