@@ -44,7 +44,8 @@ final class EasyTransfer {
     let remoteScheme: RemoteFile.Scheme?
     /// The validator a resume of a remote file expects, and where it resumes.
     private var remoteResume: (offset: Int64, validator: String)?
-    /// The server's last FTP reply line.
+    /// The server's last FTP reply line that refused something (4xx or 5xx): the `QUIT` that
+    /// follows a refusal must not hide it.
     private var ftpReply: String?
 
     /// Uptime of the last sign of life (a header, body bytes, upload progress, a new connection).
@@ -127,12 +128,16 @@ final class EasyTransfer {
         return Unmanaged<EasyTransfer>.fromOpaque(pointer).takeUnretainedValue()
     }
 
-    /// Whether the current hop's connection may hold decrypted bytes curl has not read yet: TLS
-    /// (an https URL, an https proxy, FTP with TLS) or SSH. Only plain http never does.
-    var connectsOverTLS: Bool {
+    /// What the socket registry must know of the current hop's connection.
+    var connectionTraits: SocketRegistry.ConnectionTraits {
+        SocketRegistry.ConnectionTraits(isTLS: connectsOverTLS, idlesInCache: remoteScheme == nil)
+    }
+
+    /// Whether the current hop's connection speaks TLS: to an https URL, or through an https proxy.
+    private var connectsOverTLS: Bool {
         if viaProxy, network.proxy?.kind == .https { return true }
         guard let url = effectiveURL else { return true }
-        return url.utf8.prefix(5).map { $0 | 0x20 } != Array("http:".utf8)
+        return url.utf8.prefix(6).map { $0 | 0x20 } == Array("https:".utf8)
     }
 
     // MARK: - Options
@@ -343,7 +348,8 @@ final class EasyTransfer {
     private func received(header: UnsafeRawBufferPointer) -> Int {
         lastActivity = DispatchTime.now().uptimeNanoseconds
         if remoteScheme != nil {
-            ftpReply = Self.ftpReply(header)
+            let reply = Self.ftpReply(header)
+            if let code = TransferFailure.ftpCode(reply), code >= 400 { ftpReply = reply }
             return header.count
         }
         return receiver.receiveHeaderLine(header) ? header.count : Int(CURL_WRITEFUNC_ERROR)

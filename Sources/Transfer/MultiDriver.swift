@@ -51,7 +51,7 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
         fetchd_multi_setopt_socketfn(multi, CURLMOPT_SOCKETFUNCTION) { easy, socket, what, userdata, _ in
             guard let userdata else { return -1 }
             Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().sockets?.update(socket, what: what) {
-                easy.flatMap(EasyTransfer.owning)?.connectsOverTLS ?? true
+                easy.flatMap(EasyTransfer.owning)?.connectionTraits ?? SocketRegistry.ConnectionTraits(isTLS: true, idlesInCache: true)
             }
             return 0
         }

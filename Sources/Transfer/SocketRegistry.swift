@@ -18,13 +18,22 @@ import Logging
 ///
 /// Used only on the engine queue (the poller runs its handlers there too).
 final class SocketRegistry {
+    /// What the registry must know of a new socket's connection.
+    struct ConnectionTraits {
+        /// It speaks TLS: a read may leave bytes in the socket (`hasBytesWaiting`).
+        var isTLS: Bool
+        /// curl stops watching it only when the connection goes back to its cache (HTTP). An FTP
+        /// control connection also goes unwatched while curl waits on the data connection, and
+        /// a reply arriving then is curl's, not a sign of a closed idle connection.
+        var idlesInCache: Bool
+    }
+
     private final class Watch {
         /// curl's socket, the key of `watches`.
         let socket: curl_socket_t
         /// The descriptor in the epoll set: curl's socket, or our dup of it.
         let fd: Int32
-        /// A TLS connection, where a read may leave bytes in the socket (`hasBytesWaiting`).
-        let isTLS: Bool
+        let traits: ConnectionTraits
         /// In each event's data beside the socket's number.
         let generation: UInt32
         /// What the epoll set watches the descriptor for (`Epoll.readable`, `.writable`); 0: not in it.
@@ -36,10 +45,10 @@ final class SocketRegistry {
         /// A dup of a descriptor curl opened and closes itself: ours to close.
         var isDuplicate: Bool { fd != socket }
 
-        init(socket: curl_socket_t, fd: Int32, isTLS: Bool, generation: UInt32) {
+        init(socket: curl_socket_t, fd: Int32, traits: ConnectionTraits, generation: UInt32) {
             self.socket = socket
             self.fd = fd
-            self.isTLS = isTLS
+            self.traits = traits
             self.generation = generation
         }
     }
@@ -72,17 +81,17 @@ final class SocketRegistry {
         poller.stop()
     }
 
-    /// CURLMOPT_SOCKETFUNCTION: watch `socket` for what curl wants (CURL_POLL_*). `isTLS` says,
-    /// when the socket is new, whether its connection speaks TLS.
+    /// CURLMOPT_SOCKETFUNCTION: watch `socket` for what curl wants (CURL_POLL_*). `traits` tell,
+    /// when the socket is new, what its connection is.
     ///
     /// A connection curl keeps for reuse stays in the set for reading while idle: a small file's
     /// transfer on a kept connection then costs no `epoll_ctl` to add and remove it. Whatever makes
     /// an idle socket readable (the server closing the connection) takes it out; curl checks a
     /// cached connection before it reuses it.
-    func update(_ socket: curl_socket_t, what: Int32, isTLS: () -> Bool) {
+    func update(_ socket: curl_socket_t, what: Int32, traits: () -> ConnectionTraits) {
         if what == CURL_POLL_REMOVE {
             guard let watch = watches[socket] else { return }
-            if watch.isDuplicate || watch.events & Epoll.readable == 0 {
+            if watch.isDuplicate || !watch.traits.idlesInCache || watch.events & Epoll.readable == 0 {
                 watches[socket] = nil
                 stop(watch)
             } else {
@@ -91,7 +100,7 @@ final class SocketRegistry {
             }
             return
         }
-        guard let watch = watches[socket] ?? makeWatch(for: socket, isTLS: isTLS()) else { return }
+        guard let watch = watches[socket] ?? makeWatch(for: socket, traits: traits()) else { return }
         watch.isIdle = false
         let wantsRead = what == CURL_POLL_IN || what == CURL_POLL_INOUT
         let wantsWrite = what == CURL_POLL_OUT || what == CURL_POLL_INOUT
@@ -132,7 +141,7 @@ final class SocketRegistry {
     /// Asked only of TLS sockets: over plain HTTP curl reads until the socket is empty, so the
     /// poll would find nothing (about 2 % of the CPU with 1,000 slow transfers).
     func hasBytesWaiting(_ socket: curl_socket_t) -> Bool {
-        guard let watch = watches[socket], watch.isTLS, !watch.isIdle, watch.events & Epoll.readable != 0 else { return false }
+        guard let watch = watches[socket], watch.traits.isTLS, !watch.isIdle, watch.events & Epoll.readable != 0 else { return false }
         var ready = pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0)
         return poll(&ready, 1, 0) == 1 && ready.revents & Int16(POLLIN) != 0
     }
@@ -163,10 +172,10 @@ final class SocketRegistry {
         poller.stop()
     }
 
-    private func makeWatch(for socket: curl_socket_t, isTLS: Bool) -> Watch? {
+    private func makeWatch(for socket: curl_socket_t, traits: ConnectionTraits) -> Watch? {
         nextGeneration &+= 1
         if opened.contains(socket) {
-            let watch = Watch(socket: socket, fd: socket, isTLS: isTLS, generation: nextGeneration)
+            let watch = Watch(socket: socket, fd: socket, traits: traits, generation: nextGeneration)
             watches[socket] = watch
             return watch
         }
@@ -175,7 +184,8 @@ final class SocketRegistry {
             logger.error("cannot watch a curl socket", metadata: ["errno": "\(errno)"])
             return nil
         }
-        let watch = Watch(socket: socket, fd: duplicate, isTLS: false, generation: nextGeneration)
+        let watch = Watch(socket: socket, fd: duplicate, traits: ConnectionTraits(isTLS: false, idlesInCache: false),
+                          generation: nextGeneration)
         watches[socket] = watch
         return watch
     }

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 from e2e_support import wait_for
@@ -120,12 +121,13 @@ class Vsftpd(_Server):
         super().__init__(workdir)
         self.certificate = workdir / "cert.pem"
         ensure_user(PASSWORD_USER, password)
-        low = free_port()
+        # A range, not one port: a data connection's port may still be held by the last one.
+        low = min(free_port(), 65535 - 32)
         lines = [
             "listen=YES", "listen_ipv6=NO", "listen_address=127.0.0.1", f"listen_port={self.port}",
             "background=NO", "anonymous_enable=NO", "local_enable=YES", "write_enable=NO",
             f"local_root={files.dir}", "pasv_enable=YES", "pasv_address=127.0.0.1",
-            f"pasv_min_port={low}", f"pasv_max_port={low}", "pasv_promiscuous=NO",
+            f"pasv_min_port={low}", f"pasv_max_port={low + 32}", "pasv_promiscuous=NO",
             "seccomp_sandbox=NO", "secure_chroot_dir=/var/run/vsftpd/empty", "pam_service_name=vsftpd",
             "xferlog_enable=YES", "xferlog_std_format=NO", f"vsftpd_log_file={workdir / 'transfers.log'}",
             f"local_max_rate={max_rate}", "use_localtime=NO", "mdtm_write=NO",
@@ -195,3 +197,78 @@ class Sshd(_Server):
     def url(self, path: Path, user: str = PASSWORD_USER, password: str | None = None) -> str:
         auth = f"{user}:{password}@" if password is not None else f"{user}@"
         return f"sftp://{auth}127.0.0.1:{self.port}{path}"
+
+
+class MisdirectingFTP:
+    """An FTP server that answers `EPSV` with 500 and `PASV` with an address other than its
+    own (`pasv_host`), while its data listener is on 127.0.0.1: what a server pointing a client
+    at another host looks like. It serves one file, `data`, at any path."""
+
+    def __init__(self, data: bytes, pasv_host: str):
+        self.data = data
+        self.pasv_host = pasv_host
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.commands: list[str] = []
+        self._stop = False
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        self.listener.settimeout(0.2)
+        while not self._stop:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._session, args=(conn,), daemon=True).start()
+
+    def _session(self, conn: socket.socket) -> None:
+        data_listener = socket.create_server(("127.0.0.1", 0))
+        reader = conn.makefile("rb")
+
+        def say(line: str) -> None:
+            conn.sendall(line.encode() + b"\r\n")
+
+        say("220 misdirecting")
+        with conn, data_listener:
+            for raw in reader:
+                line = raw.decode(errors="replace").strip()
+                verb = line.split(" ")[0].upper()
+                self.commands.append(verb)
+                if verb == "USER":
+                    say("331 password")
+                elif verb == "PASS":
+                    say("230 in")
+                elif verb == "PWD":
+                    say('257 "/"')
+                elif verb == "PASV":
+                    port = data_listener.getsockname()[1]
+                    say(f"227 Entering Passive Mode ({self.pasv_host.replace('.', ',')},{port >> 8},{port & 255})")
+                elif verb in ("TYPE", "CWD"):
+                    say("200 ok")
+                elif verb == "SIZE":
+                    say(f"213 {len(self.data)}")
+                elif verb == "MDTM":
+                    say("213 20240101000000")
+                elif verb == "RETR":
+                    data_listener.settimeout(5)
+                    try:
+                        channel, _ = data_listener.accept()
+                    except OSError:
+                        say("425 no data connection")
+                        continue
+                    say(f"150 sending ({len(self.data)} bytes)")
+                    with channel:
+                        channel.sendall(self.data)
+                    say("226 done")
+                elif verb == "QUIT":
+                    say("221 bye")
+                    return
+                else:  # EPSV, AUTH and anything else
+                    say("500 not understood")
+
+    def stop(self) -> None:
+        self._stop = True
+        self._thread.join()
+        self.listener.close()
