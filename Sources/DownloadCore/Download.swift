@@ -80,6 +80,8 @@ public struct Download: Sendable, Equatable {
     /// The stored object's ETag and version, once completed into a bucket.
     public var objectETag: String?
     public var objectVersionID: String?
+    /// What makes the job an upload (the file it sends, how, the reply); nil for a download.
+    public var upload: UploadPlan?
 
     public init(
         id: String,
@@ -130,7 +132,8 @@ public struct Download: Sendable, Equatable {
         ranges: [RangeProgress] = [],
         objectUpload: ObjectUpload? = nil,
         objectETag: String? = nil,
-        objectVersionID: String? = nil
+        objectVersionID: String? = nil,
+        upload: UploadPlan? = nil
     ) {
         self.id = id
         self.url = url
@@ -181,7 +184,11 @@ public struct Download: Sendable, Equatable {
         self.objectUpload = objectUpload
         self.objectETag = objectETag
         self.objectVersionID = objectVersionID
+        self.upload = upload
     }
+
+    /// Which way the job moves its file.
+    public var direction: Direction { upload == nil ? .download : .upload }
 
     /// `bytesExpected` of the API: the origin's size once known, else the client's hint.
     public var bytesExpected: Int64? { bytesExpectedFromOrigin ?? expectedBytesToReceive }

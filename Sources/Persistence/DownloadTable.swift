@@ -74,7 +74,7 @@ public enum DownloadTable {
         try visitor.column("disk_full_since", .state, &job.diskFullSince, OptionalIntegerColumn.self)
     }
 
-    /// Checks, placement, mirrors, ranges and the object it goes into.
+    /// Checks, placement, mirrors, ranges, the object it goes into, and what an upload sends.
     @inlinable
     static func visitSteering<Visitor: ColumnVisitor>(_ job: inout Download, _ visitor: inout Visitor) throws(Visitor.Failure) {
         try visitor.column("checksum", .state, &job.checksum, ChecksumColumn.self)
@@ -91,6 +91,7 @@ public enum DownloadTable {
         try visitor.column("object_upload", .attempt, &job.objectUpload, ObjectUploadColumn.self)
         try visitor.column("object_etag", .state, &job.objectETag, OptionalTextColumn.self)
         try visitor.column("object_version_id", .state, &job.objectVersionID, OptionalTextColumn.self)
+        try visitor.column("upload", .state, &job.upload, UploadPlanColumn.self)
     }
 
     /// Named once, here: `state(_:ofJob:)` reads the state alone, and `takingClientFields` leaves

@@ -103,6 +103,18 @@ extension ParsedTextColumn {
     }
 }
 
+/// NULL for a download; an upload's plan as its text.
+@usableFromInline enum UploadPlanColumn: ParsedTextColumn {
+    @usableFromInline typealias Field = UploadPlan?
+
+    @usableFromInline static func text(_ plan: UploadPlan?) -> String? { plan?.text }
+    @usableFromInline static func parse(_ text: String?) throws(ColumnProblem) -> UploadPlan? {
+        guard let text else { return nil }
+        guard let plan = UploadPlan.parse(text) else { throw ColumnProblem(message: "holds \(quoted(text)), not an upload") }
+        return plan
+    }
+}
+
 /// A job's error is two columns, read in order: the code makes the error, the message fills it in.
 @usableFromInline enum ErrorCodeColumn: ParsedTextColumn {
     @usableFromInline typealias Field = DownloadError?

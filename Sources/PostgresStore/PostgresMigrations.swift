@@ -287,6 +287,8 @@ enum PostgresMigrations {
             ADD COLUMN object_etag text,
             ADD COLUMN object_version_id text;
         """,
+        // 9: uploads, as SQLite's version 22.
+        "ALTER TABLE downloads ADD COLUMN upload text;",
     ]
 
     /// `job_counts_follow`, the function of the jobs table's statement triggers: adds each statement's

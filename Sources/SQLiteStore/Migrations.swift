@@ -294,6 +294,8 @@ enum Migrations {
         ALTER TABLE downloads ADD COLUMN object_etag TEXT;
         ALTER TABLE downloads ADD COLUMN object_version_id TEXT;
         """,
+        // 22: uploads: what an upload job sends, how, and the reply it keeps (NULL for a download).
+        "ALTER TABLE downloads ADD COLUMN upload TEXT;",
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -26,7 +26,13 @@ func everyFieldSet(_ id: String, variant v: Int, state: DownloadState = .queued,
         objectUpload: ObjectUpload(key: "files/v\(v)/\(id).bin", uploadID: "upload-\(v)",
                                    parts: [ObjectUpload.Part(number: 1, size: 5_242_880 + n, etag: "\"part-\(v)\"")],
                                    digestState: "v1:state\(v):"),
-        objectETag: "\"object-\(v)\"", objectVersionID: "version-\(v)")
+        objectETag: "\"object-\(v)\"", objectVersionID: "version-\(v)",
+        upload: UploadPlan(
+            source: Destination(stored: "exports/v\(v).csv"), method: v % 2 == 1 ? .post : .put, uploadProtocol: v % 2 == 1 ? .tus : .plain,
+            contentType: "text/v\(v)", deleteSource: v % 2 == 1, replyDestination: Destination(stored: "replies/v\(v).json"),
+            pin: SourcePin(size: 1_000 + n, modifiedAt: 1_764_900_000_000_000_000 + n),
+            reply: UploadReply(status: 200 + v, contentType: "application/v\(v)", location: "https://up.example/\(v)",
+                               etag: "\"reply-\(v)\"", body: "reply \(v)")))
 }
 
 /// Every column's value of `job`, in order.

@@ -32,6 +32,7 @@ enum DownloadJSON {
     static func write(_ d: Download, waitingFor: WaitingFor?, liveBytes: Int64? = nil, into json: inout JSONWriter) -> Int {
         json.beginObject()
         json.field("id", d.id)
+        json.field("kind", d.direction.rawValue)
         json.field("url", URLUserInfo.masked(d.url))
         json.field("destination", d.destination.path)
         json.field("session", d.session)
