@@ -7,22 +7,15 @@ import Synchronization
 /// planted after submit cannot redirect the write outside the root.
 struct DestinationFiles: Sendable {
     let root: String
-    private let openRoot: OpenRoot
+    private let directory: RootDirectory
 
     init(root: String) {
         self.root = root
-        openRoot = OpenRoot(path: root)
-    }
-
-    enum Problem: Error, Equatable {
-        case invalid(String)
-        case exists
-        case diskFull
-        case io(String)
+        directory = RootDirectory(path: root, name: "the download root")
     }
 
     /// At submit: is the path acceptable, and does a file already sit there?
-    func check(_ destination: Destination) -> Result<Bool, Problem> {
+    func check(_ destination: Destination) -> Result<Bool, FileProblem> {
         Checker(self).check(destination)
     }
 
@@ -32,11 +25,11 @@ struct DestinationFiles: Sendable {
     /// again. Used by one request at a time.
     final class Checker {
         private let files: DestinationFiles
-        private var last: (directories: ArraySlice<String>, walk: Result<String?, Problem>)?
+        private var last: (directories: ArraySlice<String>, walk: Result<String?, FileProblem>)?
 
         init(_ files: DestinationFiles) { self.files = files }
 
-        func check(_ destination: Destination) -> Result<Bool, Problem> {
+        func check(_ destination: Destination) -> Result<Bool, FileProblem> {
             guard destination.isValid else { return .failure(.invalid(DestinationFiles.notAPath)) }
             if last?.directories != destination.directories {
                 last = (destination.directories, files.existingDirectory(destination.directories))
@@ -50,9 +43,9 @@ struct DestinationFiles: Sendable {
     }
 
     /// `path` is relative to the root.
-    private func inspect(_ path: String) -> Result<Bool, Problem> {
+    private func inspect(_ path: String) -> Result<Bool, FileProblem> {
         var info = stat()
-        guard let rootFD = openRoot.descriptor() else { return .failure(.io(describeErrno("cannot open the download root"))) }
+        guard let rootFD = directory.descriptor() else { return .failure(.io(describeErrno("cannot open the download root"))) }
         guard fstatat(rootFD, path, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
             return errno == ENOENT ? .success(false) : .failure(.io(describeErrno("cannot inspect the destination")))
         }
@@ -66,15 +59,15 @@ struct DestinationFiles: Sendable {
 
     /// The path relative to the root of the directory `names` lead to, when each on the way
     /// exists and is a directory, not a link; nil when one does not exist yet.
-    private func existingDirectory(_ names: ArraySlice<String>) -> Result<String?, Problem> {
-        guard let rootFD = openRoot.descriptor() else { return .failure(.io(describeErrno("cannot open the download root"))) }
+    private func existingDirectory(_ names: ArraySlice<String>) -> Result<String?, FileProblem> {
+        guard let rootFD = directory.descriptor() else { return .failure(.io(describeErrno("cannot open the download root"))) }
         var info = stat()
         var path = "."
         for name in names {
             path += "/" + name
             guard fstatat(rootFD, path, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
                 if errno == ENOENT { return .success(nil) }
-                return .failure(problem(from: errno, "cannot open directory '\(name)'"))
+                return .failure(FileProblem(errno: errno, "cannot open directory '\(name)'"))
             }
             guard info.st_mode & S_IFMT == S_IFDIR else {
                 return .failure(.invalid("'\(name)' on the way is a symbolic link or not a directory"))
@@ -92,10 +85,10 @@ struct DestinationFiles: Sendable {
     /// (`PlacedDirectory.sync`, once per directory for a batch). The partial file stays until the
     /// completion is committed, so a crash in between is recognised at the next start by `isPlaced`.
     func place(partial: String, destination: Destination, jobID: String, overwrite: Bool,
-               renameOnConflict: Bool = false) -> Result<(directory: PlacedDirectory, name: String), Problem> {
+               renameOnConflict: Bool = false) -> Result<(directory: PlacedDirectory, name: String), FileProblem> {
         guard destination.isValid, !destination.isDirectory else { return .failure(.invalid(Self.notAPath)) }
         let placed: PlacedDirectory
-        switch openDirectories(destination.directories, create: true) {
+        switch directory.openDirectories(destination.directories, create: true) {
         case .success(let fd?): placed = PlacedDirectory(fd: fd, path: destination.directories.joined(separator: "/"))
         case .success(nil): return .failure(.io("cannot create the destination directory"))
         case .failure(let problem): return .failure(problem)
@@ -109,18 +102,18 @@ struct DestinationFiles: Sendable {
             for number in 0...(renameOnConflict ? Self.maxRenameNumber : 0) {
                 let candidate = number == 0 ? name : FileName.renamed(name, number: number)
                 if linkat(AT_FDCWD, partial, dir, candidate, 0) == 0 { return .success((placed, candidate)) }
-                guard errno == EEXIST else { return .failure(problem(from: errno, "cannot move the download into place")) }
+                guard errno == EEXIST else { return .failure(FileProblem(errno: errno, "cannot move the download into place")) }
             }
             return .failure(.exists)
         }
         let temporary = DestinationPath.reservedPrefix + jobID + ".tmp"
         unlinkat(dir, temporary, 0)  // a leftover from a crash
         guard linkat(AT_FDCWD, partial, dir, temporary, 0) == 0 else {
-            return .failure(problem(from: errno, "cannot link the download into place"))
+            return .failure(FileProblem(errno: errno, "cannot link the download into place"))
         }
         defer { unlinkat(dir, temporary, 0) }
         guard renameat(dir, temporary, dir, name) == 0 else {
-            return .failure(errno == EISDIR ? .invalid("is a directory") : problem(from: errno, "cannot move the download into place"))
+            return .failure(errno == EISDIR ? .invalid("is a directory") : FileProblem(errno: errno, "cannot move the download into place"))
         }
         return .success((placed, name))
     }
@@ -143,7 +136,7 @@ struct DestinationFiles: Sendable {
     func placedName(partial: String, in destination: Destination) -> String? {
         var partialInfo = stat()
         guard stat(partial, &partialInfo) == 0, partialInfo.st_nlink > 1, destination.isValid,
-              case .success(let dir?) = openDirectories(destination.directories, create: false) else { return nil }
+              case .success(let dir?) = directory.openDirectories(destination.directories, create: false) else { return nil }
         guard let stream = fdopendir(dir) else {
             close(dir)
             return nil
@@ -163,7 +156,7 @@ struct DestinationFiles: Sendable {
     /// Makes the entries of the destination's directory durable, for a completion found placed at
     /// start (`Recovery`): nil once synced, or what failed.
     func syncDirectory(of destination: Destination) -> String? {
-        guard destination.isValid, case .success(let fd?) = openDirectories(destination.directories, create: false) else {
+        guard destination.isValid, case .success(let fd?) = directory.openDirectories(destination.directories, create: false) else {
             return "cannot open the directory of '\(destination.path)'"
         }
         return PlacedDirectory.sync([PlacedDirectory(fd: fd, path: destination.directories.joined(separator: "/"))])
@@ -172,13 +165,13 @@ struct DestinationFiles: Sendable {
     /// Undoes `place` when the completion could not be committed (the job was cancelled meanwhile).
     func unplace(partial: String, destination: Destination) {
         guard isPlaced(partial: partial, destination: destination),
-              case .success(let dir?) = openDirectories(destination.directories, create: false) else { return }
+              case .success(let dir?) = directory.openDirectories(destination.directories, create: false) else { return }
         unlinkat(dir, destination.fileName, 0)
         close(dir)
     }
 
     private func statDestination(_ destination: Destination) -> stat? {
-        guard destination.isValid, case .success(let dir?) = openDirectories(destination.directories, create: false) else { return nil }
+        guard destination.isValid, case .success(let dir?) = directory.openDirectories(destination.directories, create: false) else { return nil }
         defer { close(dir) }
         var info = stat()
         return fstatat(dir, destination.fileName, &info, AT_SYMLINK_NOFOLLOW) == 0 ? info : nil
@@ -186,46 +179,6 @@ struct DestinationFiles: Sendable {
 
     private static let notAPath = "is not a valid path"
 
-    /// Opens the directory chain under the root without following links. `.success(nil)` means a
-    /// directory does not exist (and `create` was false).
-    private func openDirectories(_ names: ArraySlice<String>, create: Bool) -> Result<Int32?, Problem> {
-        // From the root kept open (`OpenRoot`): placing a file looks up its own directories, not the
-        // root's whole path again (an open and a close fewer per file). The root itself stays open;
-        // the caller owns what is returned.
-        guard let rootFD = openRoot.descriptor() else { return .failure(.io(describeErrno("cannot open the download root"))) }
-        var dir = rootFD
-        func release() { if dir != rootFD { close(dir) } }
-        for name in names {
-            var next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if next < 0 && errno == ENOENT {
-                guard create else { release(); return .success(nil) }
-                if mkdirat(dir, name, 0o755) != 0 && errno != EEXIST {
-                    let failure = problem(from: errno, "cannot create directory '\(name)'")
-                    release()
-                    return .failure(failure)
-                }
-                next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            }
-            let openErrno = errno
-            release()
-            guard next >= 0 else {
-                if openErrno == ELOOP || openErrno == ENOTDIR {
-                    return .failure(.invalid("'\(name)' on the way is a symbolic link or not a directory"))
-                }
-                return .failure(problem(from: openErrno, "cannot open directory '\(name)'"))
-            }
-            dir = next
-        }
-        guard dir == rootFD else { return .success(dir) }
-        // A file right under the root: a descriptor of the caller's own.
-        let own = openat(rootFD, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        return own >= 0 ? .success(own) : .failure(.io(describeErrno("cannot open the download root")))
-    }
-
-    private func problem(from code: Int32, _ message: String) -> Problem {
-        if code == ENOSPC || code == EDQUOT { return .diskFull }
-        return .io("\(message): \(String(cString: strerror(code)))")
-    }
 }
 
 /// A destination directory a file was just linked into, open until its entries are synced.
@@ -249,29 +202,5 @@ final class PlacedDirectory {
             guard fsync(directory.fd) == 0 else { return describeErrno("cannot sync the directory '\(directory.path)'") }
         }
         return nil
-    }
-}
-
-func describeErrno(_ message: String) -> String {
-    "\(message): \(String(cString: strerror(errno)))"
-}
-
-/// The download root, opened at its first use and kept open, so that a check at submit and the
-/// placing of a finished file look their paths up relative to it rather than walking the root's
-/// own path again each time.
-/// A root that could not be opened is tried again next time.
-private final class OpenRoot: Sendable {
-    private let path: String
-    private let fd = Mutex<Int32>(-1)
-
-    init(path: String) { self.path = path }
-
-    deinit { fd.withLock { if $0 >= 0 { close($0) } } }
-
-    func descriptor() -> Int32? {
-        fd.withLock { fd in
-            if fd < 0 { fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-            return fd >= 0 ? fd : nil
-        }
     }
 }
