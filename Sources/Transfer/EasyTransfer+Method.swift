@@ -11,10 +11,14 @@ extension EasyTransfer {
         case .delete:
             try set(CURLOPT_CUSTOMREQUEST, "DELETE")
         case .post:
-            try setBodyFromMemory()
+            if let range = request.bodyFile {
+                try setBody(from: FileBodyReader(range, hashing: request.hashesBody), method: .post)
+            } else {
+                try setBodyFromMemory()
+            }
         case .put:
             if let range = request.bodyFile {
-                try setBody(from: FileBodyReader(range))
+                try setBody(from: FileBodyReader(range, hashing: request.hashesBody), method: .put)
             } else {
                 try setBodyFromMemory()
                 try set(CURLOPT_CUSTOMREQUEST, "PUT")
@@ -37,10 +41,16 @@ extension EasyTransfer {
         try check(code, CURLOPT_COPYPOSTFIELDS)
     }
 
-    private func setBody(from reader: FileBodyReader) throws(TransferFailure) {
+    /// A PUT (CURLOPT_UPLOAD) or a POST whose body curl reads from `reader` as it sends it.
+    private func setBody(from reader: FileBodyReader, method: TransferRequest.Method) throws(TransferFailure) {
         bodyReader = reader
-        try set(CURLOPT_UPLOAD, 1)
-        try set(CURLOPT_INFILESIZE_LARGE, offset: reader.length)
+        if method == .post {
+            try set(CURLOPT_POST, 1)
+            try set(CURLOPT_POSTFIELDSIZE_LARGE, offset: reader.length)
+        } else {
+            try set(CURLOPT_UPLOAD, 1)
+            try set(CURLOPT_INFILESIZE_LARGE, offset: reader.length)
+        }
         let me = Unmanaged.passUnretained(self).toOpaque()
         try set(CURLOPT_READDATA, pointer: me)
         try check(fetchd_easy_setopt_read(handle, CURLOPT_READFUNCTION) { buffer, size, count, userdata in

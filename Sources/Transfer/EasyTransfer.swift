@@ -19,7 +19,7 @@ final class EasyTransfer {
     /// The transfer's share of the engine's bandwidth budget; file downloads only.
     let throttle: TransferThrottle?
     let request: TransferRequest
-    /// A PUT body read from a file (`TransferRequest.bodyFile`).
+    /// A PUT or POST body read from a file (`TransferRequest.bodyFile`).
     var bodyReader: FileBodyReader?
     private let network: NetworkSettings
     private let receiver: ResponseReceiver
@@ -456,6 +456,7 @@ final class EasyTransfer {
         }
         result.effectiveURL = effectiveURL
         result.failure = failure(for: outcome)
+        result.bodySHA256 = bodyReader?.digest
         release()
 
         result.validator = receiver.head?.validator

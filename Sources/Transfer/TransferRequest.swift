@@ -14,11 +14,16 @@ public struct TransferRequest: Sendable {
         public var path: String
         public var offset: Int64
         public var length: Int64
+        /// A descriptor of the file open already (an upload's source, opened without following
+        /// links and checked against its pin): read through a duplicate of it, and `path` only
+        /// names it in errors. It must stay open until the transfer has started.
+        public var descriptor: Int32?
 
-        public init(path: String, offset: Int64, length: Int64) {
+        public init(path: String, offset: Int64, length: Int64, descriptor: Int32? = nil) {
             self.path = path
             self.offset = offset
             self.length = length
+            self.descriptor = descriptor
         }
     }
 
@@ -67,9 +72,12 @@ public struct TransferRequest: Sendable {
     public var headers: [(String, String)] = []
     /// POST or PUT body, sent with Content-Length and without `Expect: 100-continue`.
     public var body: [UInt8] = []
-    /// PUT: the body is this part of a file instead, read while it is sent (and read again from
-    /// its start if curl must send it again on a new connection).
+    /// PUT or POST: the body is this part of a file instead, read while it is sent (and read again
+    /// from its start if curl must send it again: on a new connection, after a 307 or 308).
     public var bodyFile: FileRange? = nil
+    /// With `bodyFile`: the SHA-256 of the body as sent (`TransferResult.bodySHA256`), computed as
+    /// it is read, anew each time it is sent again.
+    public var hashesBody = false
     public var signing: AWSSigning? = nil
     /// Memory sink: the final response's header fields are kept (`TransferResult.responseHeaders`).
     public var keepsResponseHeaders = false

@@ -106,6 +106,9 @@ public struct TransferResult: Sendable {
     /// Seconds from now, from Retry-After (delta-seconds or HTTP-date).
     public var retryAfter: Double?
     /// Memory sink: the body, truncated to the sink's limit.
+    /// The SHA-256 of the request body read from a file, when it was asked for and all of it went
+    /// (`TransferRequest.hashesBody`).
+    public var bodySHA256: String? = nil
     public var responseBody: [UInt8]
     /// With `TransferRequest.keepsResponseHeaders`: the final response's fields, names in lower case.
     public var responseHeaders: [(name: String, value: String)] = []

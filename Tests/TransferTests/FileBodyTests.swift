@@ -1,0 +1,91 @@
+import Foundation
+import Glibc
+import Testing
+@testable import Transfer
+
+/// A request body read from a file as it is sent — an upload's PUT or POST — against a real
+/// loopback origin: what the origin received, and the digest of what was sent.
+@Suite struct FileBodyTests {
+    let body = randomBytes(300_000)
+
+    func sending(_ method: TransferRequest.Method, _ range: TransferRequest.FileRange, to url: String) -> TransferRequest {
+        var request = TransferRequest(url: url, sink: .memory(limit: 1024))
+        request.method = method
+        request.bodyFile = range
+        request.hashesBody = true
+        request.addressPolicy = .allowAll
+        return request
+    }
+
+    @Test(arguments: [TransferRequest.Method.post, .put])
+    func theFileIsSentWholeWithItsDigest(_ method: TransferRequest.Method) async throws {
+        let directory = try TemporaryDirectory()
+        write(body, to: directory.file("source.bin"))
+        let origin = try TestOrigin { _ in OriginResponse(status: 201, body: Array("stored".utf8)) }
+        defer { origin.stop() }
+
+        let range = TransferRequest.FileRange(path: directory.file("source.bin"), offset: 0, length: Int64(body.count))
+        let result = await makeEngine().run(sending(method, range, to: origin.url("/files/a")))
+        #expect(result.failure == nil && result.httpStatus == 201)
+        #expect(result.responseBody == Array("stored".utf8))
+        #expect(result.bodySHA256 == sha256Hex(body))
+        let received = try #require(origin.requests.first)
+        #expect(received.method == method.rawValue && received.path == "/files/a")
+        #expect(received.header("Content-Length") == "\(body.count)" && received.header("Expect") == nil)
+        #expect(received.body == body)
+    }
+
+    /// An upload's source is read through the descriptor it was checked with, not by its path.
+    @Test func anOpenDescriptorIsReadRatherThanThePath() async throws {
+        let directory = try TemporaryDirectory()
+        write(body, to: directory.file("pinned.bin"))
+        let fd = open(directory.file("pinned.bin"), O_RDONLY)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        #expect(unlink(directory.file("pinned.bin")) == 0)
+        let origin = try TestOrigin { _ in OriginResponse(status: 204) }
+        defer { origin.stop() }
+
+        let range = TransferRequest.FileRange(path: "pinned.bin", offset: 0, length: Int64(body.count), descriptor: fd)
+        let result = await makeEngine().run(sending(.put, range, to: origin.url("/up")))
+        #expect(result.failure == nil && result.httpStatus == 204)
+        #expect(origin.requests.first?.body == body && result.bodySHA256 == sha256Hex(body))
+        // The caller's descriptor stays open and where it was.
+        #expect(lseek(fd, 0, SEEK_CUR) == 0)
+    }
+
+    /// A 307 sends the body again to the new place: the digest is of one whole body, not of both.
+    @Test func aBodySentAgainAfterA307IsHashedOnce() async throws {
+        let directory = try TemporaryDirectory()
+        write(body, to: directory.file("source.bin"))
+        let origin = try TestOrigin { request in
+            request.path == "/old" ? .redirect(to: "/new", status: 307) : OriginResponse(status: 201)
+        }
+        defer { origin.stop() }
+
+        let range = TransferRequest.FileRange(path: directory.file("source.bin"), offset: 0, length: Int64(body.count))
+        let result = await makeEngine().run(sending(.put, range, to: origin.url("/old")))
+        #expect(result.failure == nil && result.httpStatus == 201)
+        #expect(origin.requests.map(\.path) == ["/old", "/new"])
+        #expect(origin.requests.last?.method == "PUT" && origin.requests.last?.body == body)
+        #expect(result.bodySHA256 == sha256Hex(body))
+    }
+
+    @Test func noDigestUnlessAskedOrWhenTheBodyDidNotAllGo() async throws {
+        let directory = try TemporaryDirectory()
+        write(body, to: directory.file("source.bin"))
+        let origin = try TestOrigin { _ in OriginResponse(status: 201) }
+        defer { origin.stop() }
+
+        var request = sending(.put, TransferRequest.FileRange(path: directory.file("source.bin"), offset: 0, length: Int64(body.count)),
+                              to: origin.url("/a"))
+        request.hashesBody = false
+        #expect(await makeEngine().run(request).bodySHA256 == nil)
+
+        // The file is shorter than the range announced: the request is aborted, nothing hashed.
+        let short = sending(.put, TransferRequest.FileRange(path: directory.file("source.bin"), offset: 0, length: Int64(body.count + 10)),
+                            to: origin.url("/b"))
+        let result = await makeEngine().run(short)
+        #expect(result.failure != nil && result.bodySHA256 == nil)
+    }
+}
