@@ -19,13 +19,20 @@ struct TransferTemplate: Sendable {
     /// `digestFile` is the job's `checksumURL` as fetched for this attempt: its algorithm is
     /// computed while writing. A `resourceTimeout` bounds the attempt by what is left of it at `now`.
     func request(for job: Download, partialPath: String, resumeFrom: Int64, digestFile: DigestFile? = nil, now: Int64 = 0) -> TransferRequest {
-        var request = TransferRequest(url: job.currentURL, sink: .file(path: partialPath, resumeValidator: resumeFrom > 0 ? job.validator : nil))
+        var request = self.request(for: job, sink: .file(path: partialPath, resumeValidator: resumeFrom > 0 ? job.validator : nil), now: now)
+        request.extraDigest = Self.extraDigest(for: job, digestFile: digestFile)
+        return request
+    }
+
+    /// What every attempt of a job has, either way: its current URL and headers, its rate cap,
+    /// the limits, and what is left of its `resourceTimeout` at `now`.
+    func request(for job: Download, sink: TransferRequest.Sink, now: Int64) -> TransferRequest {
+        var request = TransferRequest(url: job.currentURL, sink: sink)
         request.maxSpeedBytesPerSecond = job.maxBytesPerSecond
         request.headers = job.headers.map { ($0.name, $0.value) }
         request.maxBytes = maxBytes
         request.stallTimeout = stallTimeout.inSeconds
         request.addressPolicy = addressPolicy
-        request.extraDigest = Self.extraDigest(for: job, digestFile: digestFile)
         if let deadline = job.resourceDeadline {
             // At least a millisecond: curl takes 0 as no limit at all.
             request.totalTimeout = Double(max(1, deadline - now)) / 1000
