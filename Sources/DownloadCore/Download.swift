@@ -287,6 +287,9 @@ public enum ErrorCode {
     public static let remoteRefused = "remote_refused"
     /// The SFTP server's host key is not in FETCHD_SSH_KNOWN_HOSTS, or differs from it.
     public static let hostKey = "host_key"
+    /// An upload's source is not the file pinned at submit (another size or modification time),
+    /// or is gone.
+    public static let sourceChanged = "source_changed"
 }
 
 extension DownloadError {

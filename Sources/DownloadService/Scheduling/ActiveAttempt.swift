@@ -36,6 +36,11 @@ struct ActiveAttempt {
     var ranges: (any SegmentsRunning)?
     /// The attempt of a job whose destination is an object.
     var object: ObjectTransfer?
+    /// An upload's source, open and checked against its pin, until the attempt settles.
+    var source: SourceFile?
+    /// An upload's 307s and 308s followed so far, and the URL the last one pointed to.
+    var redirects = 0
+    var redirectedTo: String?
     /// Bytes on disk when the attempt (over several connections) started.
     var bytesAtStart: Int64 = 0
     /// What the first connection's response said to name the file by, kept for the settlement

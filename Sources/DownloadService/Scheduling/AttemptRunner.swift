@@ -16,12 +16,14 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     let completer: Completer
     let transfers: any TransferRunning
     let template: TransferTemplate
-    private let settlement: SettlementContext
+    let settlement: SettlementContext
     let partials: PartialFiles
     /// Runs the attempts that go on over several connections.
     let segmented: SegmentedAttempts
     /// Runs the attempts of jobs whose destination is an object; nil without object storage.
     let objects: ObjectAttempts?
+    /// Runs upload jobs' attempts; nil where the service takes no uploads.
+    let uploads: UploadAttempts?
     let hub: EventHub
     let clock: Clock
     let logger: Logger
@@ -36,8 +38,8 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     static let progressPersistInterval: Int64 = 1000
 
     init(queue: DispatchQueue, ledger: LoadLedger, completer: Completer, transfers: any TransferRunning,
-         template: TransferTemplate, settlement: SettlementContext, objects: ObjectAttempts? = nil, hub: EventHub, clock: Clock,
-         logger: Logger) {
+         template: TransferTemplate, settlement: SettlementContext, objects: ObjectAttempts? = nil, uploads: UploadAttempts? = nil,
+         hub: EventHub, clock: Clock, logger: Logger) {
         self.queue = queue
         self.ledger = ledger
         self.completer = completer
@@ -48,6 +50,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         self.segmented = SegmentedAttempts(queue: queue, ledger: ledger, completer: completer, transfers: transfers,
                                            template: template, partials: settlement.partials, clock: clock, logger: logger)
         self.objects = objects
+        self.uploads = uploads
         self.hub = hub
         self.clock = clock
         self.logger = logger
@@ -106,7 +109,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         completer.attemptEnded()
     }
 
-    private func release(_ attempt: ActiveAttempt) {
+    func release(_ attempt: ActiveAttempt) {
         active[attempt.download.id] = nil
         ledger.track(attempt, starting: false)
     }
@@ -178,6 +181,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         let id = job.id
         let digestFile = active[id]?.digestFile
         // Every attempt begins with its digest file, one that resumes ranges too.
+        if let plan = job.upload { return startUpload(id, plan: plan, to: job.currentURL) }
         if let checksumURL = job.checksumURL, digestFile == nil { return fetchDigestFile(checksumURL, for: id, resumeFrom: resumeFrom) }
         if !job.ranges.isEmpty { return startRanges(id) }
         var request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom, digestFile: digestFile, now: clock.now())
@@ -299,6 +303,12 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             active[id] = attempt
             return next == .ranges ? startRanges(id) : start(attempt.download, resumeFrom: result.bytesOnDisk)
         }
+        if attempt.stopReason == nil, let next = uploads?.redirect(after: result, from: attempt.redirectedTo ?? attempt.download.currentURL,
+                                                                   followed: attempt.redirects), let plan = attempt.download.upload {
+            active[id]?.redirects += 1
+            active[id]?.redirectedTo = next
+            return startUpload(id, plan: plan, to: next)
+        }
         if attempt.stopReason == .sizeMismatch {
             attempt.download = partials.startingOver(attempt.download)
             attempt.stopReason = .requestChanged
@@ -317,6 +327,8 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             write = outcome.stopped(reason)
         } else if let digestFileProblem {
             write = outcome.digestFileUnavailable(digestFileProblem)
+        } else if let uploads, let plan = attempt.download.upload {
+            write = outcome.settleUpload(sourceUnchanged: uploads.sourceIsUnchanged(attempt, plan: plan))
         } else if let objects, let object = attempt.object, result.isComplete {
             return objects.settle(outcome, upload: object.upload) { write in
                 self.completer.add(objects.sweepingAfter(write))

@@ -1,4 +1,5 @@
 import DownloadCore
+import Foundation
 @testable import DownloadService
 import Persistence
 import Testing
@@ -13,12 +14,17 @@ struct RunningScheduler {
     let store: FailingWrites
     let scheduler: Scheduler
 
-    init(_ settings: [String: String] = [:]) throws {
+    /// `takesUploads`: upload jobs' sources are under the fixture's `uploads/` (`uploadRoot`).
+    init(_ settings: [String: String] = [:], takesUploads: Bool = false) throws {
         fixture = try ServiceFixture()
         store = FailingWrites(fixture.store)
         store.recordingFails.store(false, ordering: .sequentiallyConsistent)
-        scheduler = try fixture.scheduler(settings, transfers: transfers, store: store)
+        if takesUploads { try FileManager.default.createDirectory(atPath: fixture.directory + "/uploads", withIntermediateDirectories: true) }
+        scheduler = try fixture.scheduler(settings, transfers: transfers, store: store,
+                                          uploadRoot: takesUploads ? fixture.directory + "/uploads" : nil)
     }
+
+    var uploadRoot: String { fixture.directory + "/uploads" }
 
     var clock: FakeClock { fixture.clock }
 

@@ -63,12 +63,13 @@ final class ServiceFixture: Sendable {
     /// `store`: the fixture's own unless another is given (one that wraps it); `hub`: where it and
     /// its settlements announce changes, a new one unless given.
     func scheduler(_ settings: [String: String], transfers: FakeTransfers, store: (any JobStore)? = nil,
-                   hub: EventHub? = nil) throws -> Scheduler {
+                   hub: EventHub? = nil, uploadRoot: String? = nil) throws -> Scheduler {
         let configuration = try configuration(settings)
         let hub = hub ?? EventHub(clock: clock.clock)
         return Scheduler(store: store ?? self.store, transfers: transfers, template: TransferTemplate(configuration: configuration),
                          settlement: settlementContext(hub: hub), policy: SchedulingPolicy(capacity: configuration.capacity),
-                         disk: DiskSpace(paths: [partials.directory, files.root]), hub: hub,
+                         disk: DiskSpace(paths: [partials.directory, files.root]),
+                         uploadSources: uploadRoot.map(UploadSources.init(root:)), hub: hub,
                          clock: clock.clock, logger: Self.quiet)
     }
 

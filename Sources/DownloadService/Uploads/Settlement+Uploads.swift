@@ -1,0 +1,47 @@
+import DownloadCore
+import Persistence
+import Transfer
+
+/// Settling an upload's attempt: completed on a 2xx once the whole source went and is still the
+/// file pinned at submit; any other answer weighed by the retry policy as a download's is. The
+/// server's answer is kept as the job's reply either way.
+extension Settlement {
+    func settleUpload(sourceUnchanged: Bool) -> JobWrite {
+        guard let plan = job.upload else { return settle() }
+        let replied = with { job, _ in
+            if let reply = UploadReply(result, bodyInMemory: true) { job.upload?.reply = reply }
+        }
+        guard sourceUnchanged else {
+            return replied.failing(DownloadError(code: ErrorCode.sourceChanged, message: "the source changed while it was sent"))
+        }
+        guard result.failure == nil, let status = result.httpStatus, (200..<300).contains(status) else { return replied.settle() }
+        guard let digest = result.bodySHA256 else {
+            let cause = DownloadError(code: ErrorCode.httpStatus, message: "the server answered \(status) before the whole source was sent")
+            return replied.retry(after: context.retryPolicy.delay(afterAttempt: job.attemptsInBudget, retryAfter: nil, jitter: jitter),
+                                 cause: cause)
+        }
+        return replied.uploadCompleted(digest: digest, size: plan.pin.size)
+    }
+
+    /// The source could not be sent at all: not the file pinned (or gone), or unreadable.
+    func uploadRefused(_ refusal: UploadAttempts.Refusal) -> JobWrite {
+        switch refusal {
+        case .sourceChanged(let message): failing(DownloadError(code: ErrorCode.sourceChanged, message: message))
+        case .sourceUnreadable(let message): failing(DownloadError(code: ErrorCode.fileError, message: message))
+        }
+    }
+
+    private func uploadCompleted(digest: String, size: Int64) -> JobWrite {
+        var done = attemptRecorded()
+        done.state = .completed
+        done.sha256 = digest
+        done.bytesReceived = size
+        done.bytesExpectedFromOrigin = size
+        done.error = nil
+        done.finishedAt = now
+        let (id, logger) = (job.id, context.logger)
+        return terminal(done, attempt: attempt("completed")) { committed in
+            if committed { logger.info("upload completed", metadata: ["download.id": "\(id)", "bytes": "\(size)"]) }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import DownloadCore
+import Foundation
+import Logging
+import Transfer
+
+/// Upload jobs' attempts, for the runner that owns it, on its queue: the source opened and held to
+/// the pin it was submitted with, sent whole, and sent again to where a 307 or 308 points; any
+/// other answer ends the attempt. No mutable state of its own: what an attempt holds is in its
+/// `ActiveAttempt`.
+struct UploadAttempts: Sendable {
+    let sources: UploadSources
+    let template: TransferTemplate
+    let transfers: any TransferRunning
+    let logger: Logger
+
+    /// The most 307s and 308s one attempt follows (curl's own limit for downloads).
+    static let maxRedirects = 10
+
+    /// Why an upload cannot be sent now, before a byte goes.
+    enum Refusal: Equatable {
+        case sourceChanged(String)
+        case sourceUnreadable(String)
+    }
+
+    /// Sends the attempt's source to `url` (the job's current URL, or where a redirect pointed);
+    /// the source stays open in the attempt until it settles.
+    func start(_ attempt: inout ActiveAttempt, plan: UploadPlan, url: String, now: Int64,
+               onProgress: @escaping @Sendable (TransferProgress) -> Void,
+               onComplete: @escaping @Sendable (TransferResult) -> Void) -> Refusal? {
+        let source: SourceFile
+        if let open = attempt.source {
+            source = open
+        } else {
+            switch sources.open(plan.source, pinned: plan.pin) {
+            case .success(let file): source = file
+            case .failure(let problem): return Self.refusal(problem)
+            }
+            attempt.source = source
+        }
+        var job = attempt.download
+        job.url = url
+        job.mirrorIndex = 0
+        let request = template.uploadRequest(for: job, plan: plan, source: source, replyPath: nil, now: now)
+        logger.info("upload started", metadata: ["download.id": "\(job.id)", "attempt": "\(job.attempts)", "bytes": "\(plan.pin.size)"])
+        attempt.transferID = transfers.start(request, onProgress: onProgress, onComplete: onComplete)
+        return nil
+    }
+
+    /// Where the attempt goes next after `result`: the URL a 307 or 308 points to (resolved against
+    /// the URL it answered), while the attempt has redirects left; nil when `result` is the answer.
+    func redirect(after result: TransferResult, from url: String, followed: Int) -> String? {
+        guard let status = result.httpStatus, status == 307 || status == 308, followed < Self.maxRedirects,
+              let location = result.responseHeaders.last(where: { $0.name.lowercased() == "location" })?.value,
+              let target = URL(string: location, relativeTo: URL(string: result.effectiveURL ?? url))?.absoluteString
+        else { return nil }
+        return target
+    }
+
+    /// Whether the source is still the file pinned, now that its bytes were sent: one that changed
+    /// while it was read may have sent a mix of both.
+    func sourceIsUnchanged(_ attempt: ActiveAttempt, plan: UploadPlan) -> Bool {
+        attempt.source?.pin == plan.pin
+    }
+
+    private static func refusal(_ problem: UploadSources.Problem) -> Refusal {
+        switch problem {
+        case .changed: .sourceChanged("the source is not the file submitted (its size or modification time changed)")
+        case .missing: .sourceChanged("the source is gone")
+        case .invalid(let message): .sourceChanged("the source \(message)")
+        case .io(let message): .sourceUnreadable(message)
+        }
+    }
+}

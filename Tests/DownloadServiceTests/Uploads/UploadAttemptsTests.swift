@@ -1,0 +1,111 @@
+import DownloadCore
+@testable import DownloadService
+import Foundation
+import Persistence
+import TestSupport
+import Testing
+import Transfer
+
+/// Upload jobs run by the scheduler over a real store and real source files, the engine faked:
+/// what each attempt sends, how its answers settle the job, and a source that changed.
+@Suite struct UploadAttemptsTests {
+    let source = Array("id,name\n1,fetchd\n".utf8)
+
+    /// A scheduler taking uploads from its fixture's `uploads/`, with job `up1` queued to send
+    /// `uploads/exports/a.csv` (pinned as it is now) to `http://up.example/files/up1`.
+    func uploadQueued(method: UploadMethod = .put) throws -> (RunningScheduler, Download) {
+        let run = try RunningScheduler(takesUploads: true)
+        let root = run.uploadRoot
+        try FileManager.default.createDirectory(atPath: root + "/exports", withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: root + "/exports/a.csv", contents: Data(source)))
+        let path = try Destination.parse("exports/a.csv").get()
+        var job = makeDownload("up1")
+        job.url = "http://up.example/files/up1"
+        job.upload = UploadPlan(source: path, method: method, contentType: "text/csv",
+                                pin: try UploadSources(root: root).pin(path).get())
+        #expect(try run.fixture.store.insert(job, idempotency: nil) == .created)
+        return (run, job)
+    }
+
+    func answered(_ status: Int, digest: String? = nil, headers: [(String, String)] = [], body: String = "") -> TransferResult {
+        var result = TransferResult(httpStatus: status, responseBody: Array(body.utf8))
+        result.bodySHA256 = digest
+        result.responseHeaders = headers.map { (name: $0.0, value: $0.1) }
+        return result
+    }
+
+    @Test(arguments: [UploadMethod.put, .post])
+    func aSentSourceAnsweredWith2xxCompletesTheJobWithItsDigestAndReply(_ method: UploadMethod) async throws {
+        let (run, _) = try uploadQueued(method: method)
+        run.pass()
+        let sent = try #require(run.transfers.all.first).request
+        #expect(sent.url == "http://up.example/files/up1" && sent.method.rawValue == method.rawValue)
+        #expect(sent.bodyFile?.length == Int64(source.count) && sent.bodyFile?.descriptor != nil && sent.hashesBody)
+
+        run.transfers.complete("up1", with: answered(201, digest: String(repeating: "ab", count: 32),
+                                                     headers: [("Location", "/files/up1/7"), ("Content-Type", "text/plain")], body: "stored\n"))
+        #expect(await eventually { (try? run.job("up1").state) == .completed })
+        let done = try run.job("up1")
+        #expect(done.sha256 == String(repeating: "ab", count: 32) && done.bytesReceived == Int64(source.count))
+        #expect(done.upload?.reply == UploadReply(status: 201, contentType: "text/plain", location: "/files/up1/7", body: "stored\n"))
+        #expect(try run.outcomes("up1") == ["completed"])
+        await run.stop()
+    }
+
+    /// A 307 or 308 sends the body again to where it points, in the same attempt.
+    @Test func aRedirectSendsTheSourceAgainWhereItPoints() async throws {
+        let (run, _) = try uploadQueued()
+        run.pass()
+        run.transfers.complete("up1", with: answered(307, headers: [("Location", "/v2/files/up1")]))
+        #expect(await eventually { run.transfers.all.count == 2 })
+        #expect(run.transfers.all.last?.request.url == "http://up.example/v2/files/up1")
+        #expect(run.transfers.all.last?.request.bodyFile?.length == Int64(source.count))
+        run.transfers.complete("up1", with: answered(201, digest: String(repeating: "cd", count: 32)))
+        #expect(await eventually { (try? run.job("up1").state) == .completed })
+        #expect(try run.outcomes("up1") == ["completed"])
+        await run.stop()
+    }
+
+    @Test func aServerErrorIsRetriedWithTheReplyKept() async throws {
+        let (run, _) = try uploadQueued()
+        run.pass()
+        run.transfers.complete("up1", with: answered(503, body: "busy"))
+        #expect(await eventually { (try? run.outcomes("up1")) == ["retry"] })
+        let queued = try run.job("up1")
+        #expect(queued.state == .queued && queued.error?.code == ErrorCode.httpStatus)
+        #expect(queued.upload?.reply == UploadReply(status: 503, body: "busy"))
+        await run.stop()
+    }
+
+    @Test func aSourceChangedBeforeItsAttemptFailsWithoutSendingAByte() async throws {
+        let (run, job) = try uploadQueued()
+        let file = try #require(FileHandle(forWritingAtPath: sourcePath(of: run)))
+        file.seekToEndOfFile()
+        file.write(Data("2,more\n".utf8))
+        try file.close()
+        run.pass()
+        #expect(await eventually { (try? run.job(job.id).state) == .failed })
+        #expect(try run.job(job.id).error?.code == ErrorCode.sourceChanged)
+        #expect(run.transfers.all.isEmpty)
+        await run.stop()
+    }
+
+    @Test func aSourceChangedWhileItWasSentFailsTheJob() async throws {
+        let (run, _) = try uploadQueued()
+        run.pass()
+        let file = try #require(FileHandle(forWritingAtPath: sourcePath(of: run)))
+        file.write(Data("X".utf8))
+        file.seekToEndOfFile()
+        file.write(Data("3,late\n".utf8))
+        try file.close()
+        run.transfers.complete("up1", with: answered(201, digest: String(repeating: "ef", count: 32)))
+        #expect(await eventually { (try? run.job("up1").state) == .failed })
+        let failed = try run.job("up1")
+        #expect(failed.error?.code == ErrorCode.sourceChanged && failed.upload?.reply?.status == 201)
+        await run.stop()
+    }
+
+    func sourcePath(of run: RunningScheduler) -> String {
+        run.uploadRoot + "/exports/a.csv"
+    }
+}
