@@ -17,4 +17,10 @@ struct BodyFields {
         unread -= 1
         return value
     }
+
+    /// Once every name in `known` was taken: an error for each field of the body left, in order.
+    func unknown(_ known: Set<String>) -> [FieldError] {
+        guard unread > 0 else { return [] }
+        return all.keys.sortedByUTF8().filter { !known.contains($0) }.map { FieldError(field: $0, message: "unknown field") }
+    }
 }

@@ -1,5 +1,23 @@
+/// What every job's submission sets, download or upload, by the same rules
+/// (`SubmissionValidator.validateJobFields`).
+public protocol SubmittedJob {
+    var session: String { get set }
+    var earliestBeginDate: Int64? { get set }
+    var discretionary: Bool { get set }
+    var priority: Double { get set }
+    var expectedBytesToSend: Int64? { get set }
+    var expectedBytesToReceive: Int64? { get set }
+    var webhookURL: String? { get set }
+    var headers: [OriginHeader] { get set }
+    /// `metadata` as JSON text.
+    var metadata: String? { get set }
+    var urlRefresh: Bool { get set }
+    var resourceTimeout: String? { get set }
+    var maxBytesPerSecond: Int64? { get set }
+}
+
 /// A validated `POST /downloads` body.
-public struct NewDownload: Sendable, Equatable {
+public struct NewDownload: SubmittedJob, Sendable, Equatable {
     public var url: String
     public var parsedURL: HTTPURL
     public var destination: Destination

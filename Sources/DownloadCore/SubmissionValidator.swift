@@ -58,6 +58,45 @@ public enum SubmissionValidator {
 
         var result = NewDownload(url: url, parsedURL: parsedURL ?? HTTPURL(scheme: "", host: "", port: 0), destination: destination)
 
+        validateJobFields(&fields, into: &result, fail: fail)
+        if let value = fields.take("overwrite") {
+            if case .bool(let flag) = value { result.overwrite = flag } else { fail("overwrite", "must be a boolean") }
+        }
+        if let value = fields.take("sha256"), value != .null {
+            if case .string(let text) = value, text.utf8.count == 64, text.utf8.allSatisfy(isHexDigit) {
+                result.sha256 = text.lowercased()
+            } else {
+                fail("sha256", "must be 64 hexadecimal characters")
+            }
+        }
+        validateFileFields(&fields, into: &result, fail: fail)
+        if let value = fields.take("auth"), value != .null {
+            switch auth(value, for: parsedURL) {
+            case .success(let (username, password)): result.url = URLUserInfo.replacing(in: url, username: username, password: password)
+            case .failure(let problem): fail("auth", problem.message)
+            }
+        }
+        if let value = fields.take("mirrors"), value != .null {
+            switch mirrors(value) {
+            case .success(let urls): result.mirrors = urls
+            case .failure(let problem): fail("mirrors", problem.message)
+            }
+        }
+        if let value = fields.take("connections"), value != .null {
+            if case .integer(let count) = value, connectionsRange.contains(Int(clamping: count)) {
+                result.connections = Int(count)
+            } else {
+                fail("connections", "must be an integer from \(connectionsRange.lowerBound) to \(connectionsRange.upperBound)")
+            }
+        }
+        errors.insert(contentsOf: fields.unknown(knownFields), at: 0)
+        return errors.isEmpty ? .success(result) : .failure(FieldErrors(errors))
+    }
+
+    /// The fields every job takes, download or upload, with the same rules: its session, when and
+    /// how it is scheduled, what it expects to move, where it reports, its headers and its limits.
+    /// Each is taken from `fields` once.
+    static func validateJobFields<Job: SubmittedJob>(_ fields: inout BodyFields, into result: inout Job, fail: (String, String) -> Void) {
         if let value = fields.take("session") {
             if case .string(let text) = value, isValidSession(text) {
                 result.session = text
@@ -76,9 +115,6 @@ public enum SubmissionValidator {
         }
         if let value = fields.take("urlRefresh") {
             if case .bool(let flag) = value { result.urlRefresh = flag } else { fail("urlRefresh", "must be a boolean") }
-        }
-        if let value = fields.take("overwrite") {
-            if case .bool(let flag) = value { result.overwrite = flag } else { fail("overwrite", "must be a boolean") }
         }
         if let value = fields.take("priority") {
             switch priority(value) {
@@ -106,37 +142,10 @@ public enum SubmissionValidator {
             case .failure(let problem): fail("metadata", problem.message)
             }
         }
-        if let value = fields.take("sha256"), value != .null {
-            if case .string(let text) = value, text.utf8.count == 64, text.utf8.allSatisfy(isHexDigit) {
-                result.sha256 = text.lowercased()
-            } else {
-                fail("sha256", "must be 64 hexadecimal characters")
-            }
-        }
         if let value = fields.take("headers"), value != .null {
             switch validateHeaders(value) {
             case .success(let headers): result.headers = headers
             case .failure(let message): fail("headers", message.message)
-            }
-        }
-        validateFileFields(&fields, into: &result, fail: fail)
-        if let value = fields.take("auth"), value != .null {
-            switch auth(value, for: parsedURL) {
-            case .success(let (username, password)): result.url = URLUserInfo.replacing(in: url, username: username, password: password)
-            case .failure(let problem): fail("auth", problem.message)
-            }
-        }
-        if let value = fields.take("mirrors"), value != .null {
-            switch mirrors(value) {
-            case .success(let urls): result.mirrors = urls
-            case .failure(let problem): fail("mirrors", problem.message)
-            }
-        }
-        if let value = fields.take("connections"), value != .null {
-            if case .integer(let count) = value, connectionsRange.contains(Int(clamping: count)) {
-                result.connections = Int(count)
-            } else {
-                fail("connections", "must be an integer from \(connectionsRange.lowerBound) to \(connectionsRange.upperBound)")
             }
         }
         if let value = fields.take("maxBytesPerSecond"), value != .null {
@@ -145,19 +154,19 @@ public enum SubmissionValidator {
             case .failure(let problem): fail("maxBytesPerSecond", problem.message)
             }
         }
-        // Every known name was asked for once: a field left unread is unknown.
-        if fields.unread > 0 {
-            errors.insert(contentsOf: fields.all.keys.sortedByUTF8().filter { !knownFields.contains($0) }.map { FieldError(field: $0, message: "unknown field") },
-                          at: 0)
+        if let value = fields.take("resourceTimeout"), value != .null {
+            if case .string(let text) = value, let limit = Units.duration(text), limit > .zero {
+                result.resourceTimeout = text
+            } else {
+                fail("resourceTimeout", "must be a duration greater than zero, like 90s, 30m or 2h")
+            }
         }
-        return errors.isEmpty ? .success(result) : .failure(FieldErrors(errors))
     }
 
     /// The values of `onConflict`.
     public static let conflictPolicies = ["fail", "overwrite", "rename"]
 
-    /// `onConflict`, `checksum`, `checksumURL` and `resourceTimeout`, and how they agree with
-    /// `overwrite` and `sha256`.
+    /// `onConflict`, `checksum` and `checksumURL`, and how they agree with `overwrite` and `sha256`.
     /// Each is taken from `fields` once; `overwrite`, already taken, is looked at again.
     static func validateFileFields(_ fields: inout BodyFields, into result: inout NewDownload, fail: (String, String) -> Void) {
         if let value = fields.take("onConflict"), value != .null {
@@ -190,13 +199,6 @@ public enum SubmissionValidator {
                     fail("checksumURL", "give either a digest (\"checksum\" or \"sha256\") or a digest file, not both")
                 }
             case .failure(let problem): fail("checksumURL", problem.message)
-            }
-        }
-        if let value = fields.take("resourceTimeout"), value != .null {
-            if case .string(let text) = value, let limit = Units.duration(text), limit > .zero {
-                result.resourceTimeout = text
-            } else {
-                fail("resourceTimeout", "must be a duration greater than zero, like 90s, 30m or 2h")
             }
         }
     }

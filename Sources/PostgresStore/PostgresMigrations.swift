@@ -287,8 +287,14 @@ enum PostgresMigrations {
             ADD COLUMN object_etag text,
             ADD COLUMN object_version_id text;
         """,
-        // 9: uploads, as SQLite's version 22.
-        "ALTER TABLE downloads ADD COLUMN upload text;",
+        // 9: uploads, as SQLite's version 22; an upload writes no destination, so none of its
+        // own is held by the one-live-job-per-destination index.
+        """
+        ALTER TABLE downloads ADD COLUMN upload text;
+        DROP INDEX downloads_live_destination;
+        CREATE UNIQUE INDEX downloads_live_destination ON downloads (destination)
+            WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' AND upload IS NULL;
+        """,
     ]
 
     /// `job_counts_follow`, the function of the jobs table's statement triggers: adds each statement's

@@ -58,6 +58,10 @@ extension PostgresStore {
         return outcomes
     }
 
+    /// The one-live-job-per-destination index, as an INSERT names it to skip a job whose destination
+    /// a live job holds: its predicate, which an upload (writing no destination) is outside of.
+    static let liveDestination = "(destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' AND upload IS NULL"
+
     /// Jobs without keys in one INSERT, in order: a job whose destination a live job holds (one
     /// stored, or one earlier in the batch) is left out. Tags are given as if every job went in;
     /// if some did not, the ones that did are tagged again, so a session's tags have no gaps.
@@ -71,7 +75,7 @@ extension PostgresStore {
             INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag, due)
             SELECT \(JobColumns.insertList), lane, fair_tag, due FROM json_populate_recordset(NULL::downloads, $1::json) WITH ORDINALITY AS job
             ORDER BY job.ordinality
-            ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING RETURNING id
+            ON CONFLICT \(Self.liveDestination) DO NOTHING RETURNING id
             """, [.text(PostgresValue.json(zip(downloads, planned).map { download, tag in
                 JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag), .bool(Self.isDue(download))]
             }, columns: JobColumns.written + ["lane", "fair_tag", "due"]))]) { $0.string(0) })
@@ -110,7 +114,7 @@ extension PostgresStore {
         let inserted = try db.query("""
             INSERT INTO downloads (\(JobColumns.insertList), lane, fair_tag, due)
             VALUES (\(JobColumns.placeholders), $\(JobColumns.written.count + 1), $\(JobColumns.written.count + 2), $\(JobColumns.written.count + 3))
-            ON CONFLICT (destination) WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' DO NOTHING RETURNING 1
+            ON CONFLICT \(Self.liveDestination) DO NOTHING RETURNING 1
             """, JobColumns.values(download) + [.integer(download.discretionary ? 1 : 0), .integer(tag), .bool(Self.isDue(download))]) { _ in true }
         guard !inserted.isEmpty else {
             if keyIsNew, let idempotency {

@@ -37,11 +37,12 @@ enum DownloadColumns {
         DownloadTable.values(d, DownloadTable.clientColumns, as: SQLValue.self)
     }
 
-    /// The destination while the job is live and names a file (not a `dir/`), else NULL. The
-    /// one-live-job-per-destination index holds only these, so that a change between live states
-    /// (pause, resume, claim) leaves the index alone (migration 18).
+    /// The destination while the job is live and names a file (not a `dir/`), else NULL (an
+    /// upload's too: it writes no destination). The one-live-job-per-destination index holds only
+    /// these, so that a change between live states (pause, resume, claim) leaves the index alone
+    /// (migration 18).
     static func liveDestination(_ d: Download) -> SQLValue {
-        d.state.isTerminal || d.destination.path.hasSuffix("/") ? .null : .text(d.destination.path)
+        d.upload != nil || d.state.isTerminal || d.destination.path.hasSuffix("/") ? .null : .text(d.destination.path)
     }
 
     /// The job of a row of `list`.

@@ -1,0 +1,63 @@
+import DownloadCore
+import Testing
+
+/// `POST /uploads` bodies: what a valid one becomes, and every error of an invalid one at once.
+@Suite struct UploadValidatorTests {
+    func validate(_ json: String) throws -> Result<NewUpload, FieldErrors> {
+        UploadValidator.validate(try JSONParser.parse(Array(json.utf8)))
+    }
+
+    func errors(_ json: String) throws -> [String] {
+        guard case .failure(let failure) = try validate(json) else { return [] }
+        return failure.errors.map { "\($0.field): \($0.message)" }
+    }
+
+    @Test func aMinimalUploadTakesTheDefaults() throws {
+        let upload = try validate(#"{"url":"https://up.example/files/a","source":"exports/a.csv"}"#).get()
+        #expect(upload.url == "https://up.example/files/a" && upload.source.path == "exports/a.csv")
+        #expect(upload.method == .put && upload.uploadProtocol == .plain && upload.contentType == "application/octet-stream")
+        #expect(!upload.deleteSource && upload.session == "default" && upload.priority == 0.5)
+
+        let job = upload.makeDownload(id: "u1", now: 1_000, pin: SourcePin(size: 42, modifiedAt: 7))
+        #expect(job.direction == .upload && job.state == .queued && job.hostKey == "up.example:443")
+        #expect(job.upload == UploadPlan(source: upload.source, pin: SourcePin(size: 42, modifiedAt: 7)))
+        #expect(job.expectedBytesToSend == 42 && job.runAt == 1_000)
+    }
+
+    @Test func everyFieldIsTaken() throws {
+        let upload = try validate("""
+            {"url":"http://up.example/in","source":"a/b.bin","method":"POST","protocol":"plain","contentType":"text/csv",
+             "deleteSource":true,"session":"nightly","priority":0.9,"earliestBeginDate":"2030-01-01T00:00:00Z",
+             "headers":{"Authorization":"Bearer t"},"maxBytesPerSecond":65536,"resourceTimeout":"2h","metadata":{"k":1}}
+            """).get()
+        #expect(upload.method == .post && upload.contentType == "text/csv" && upload.deleteSource)
+        #expect(upload.session == "nightly" && upload.priority == 0.9 && upload.earliestBeginDate == 1_893_456_000_000)
+        #expect(upload.headers == [OriginHeader(name: "Authorization", value: "Bearer t")])
+        #expect(upload.maxBytesPerSecond == 65536 && upload.resourceTimeout == "2h" && upload.metadata == #"{"k":1}"#)
+    }
+
+    @Test func everyErrorIsToldAtOnce() throws {
+        #expect(try errors(#"{"destination":"x","method":"PATCH","protocol":"rsync","contentType":"","priority":3}"#) == [
+            "destination: unknown field",
+            "url: is required",
+            "source: is required",
+            "method: must be PUT or POST",
+            "protocol: must be plain or tus",
+            "contentType: must be a media type of 1–256 printable ASCII characters",
+            "priority: must be a number from 0.0 to 1.0",
+        ])
+    }
+
+    @Test(arguments: [
+        (#"{"url":"ftp://x/a","source":"a"}"#, "url: scheme 'ftp' is not supported: use one of http, https"),
+        (#"{"url":"http://x/a","source":"dir/"}"#, "source: must name a file under the upload root"),
+        (#"{"url":"http://x/a","source":"s3://bucket/key"}"#, "source: must name a file under the upload root"),
+        (#"{"url":"http://x/a","source":"../etc/passwd"}"#, "source: must not contain '.' or '..' segments"),
+        (#"{"url":"http://x/a","source":"a","protocol":"tus"}"#, "protocol: tus is not available yet: use plain"),
+        (#"{"url":"http://x/a","source":"a","headers":{"Content-Type":"text/plain"}}"#, "headers: 'Content-Type' may not be set: give contentType"),
+        (#"{"url":"http://x/a","source":"a","deleteSource":"yes"}"#, "deleteSource: must be a boolean"),
+    ])
+    func aFieldThatBreaksItsRuleIsNamed(_ json: String, _ error: String) throws {
+        #expect(try errors(json) == [error])
+    }
+}
