@@ -39,6 +39,7 @@ public final class DownloadService: Sendable {
         try DirectoryCreation.create(configuration.partialDirectory,
                                      setting: configuration.stagingDirectory == nil ? "data-dir" : "staging-dir")
         try DirectoryCreation.create(configuration.downloadRoot, setting: "download-root")
+        try DirectoryCreation.create(configuration.uploadRoot, setting: "upload-root")
         try Self.checkSameFileSystem(configuration)
         lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         authenticator = try Authenticator(tokens: configuration.apiTokens, tokensFile: configuration.apiTokensFile)
@@ -49,6 +50,7 @@ public final class DownloadService: Sendable {
         let events = WebhookEvents(globalURL: configuration.webhookURL)
         let metrics = Metrics()
         let files = DestinationFiles(root: configuration.downloadRoot)
+        let sources = UploadSources(root: configuration.uploadRoot)
         let partials = PartialFiles(directory: configuration.partialDirectory)
         let disk = DiskSpace(paths: [configuration.partialDirectory, configuration.downloadRoot])
         let hub = EventHub(clock: clock)
@@ -79,7 +81,7 @@ public final class DownloadService: Sendable {
             read: { try store.download(id: $0) })
         let scheduler = Scheduler(store: store, transfers: engine, template: TransferTemplate(configuration: configuration),
                                   settlement: settlement, policy: SchedulingPolicy(capacity: configuration.capacity),
-                                  disk: disk, objectStorage: objectStorage, hub: hub, clock: clock, logger: logger)
+                                  disk: disk, objectStorage: objectStorage, uploadSources: sources, hub: hub, clock: clock, logger: logger)
         self.scheduler = scheduler
         heartbeat = configuration.databaseURL == nil ? nil : NodeHeartbeat(
             store: store, scheduler: scheduler, dispatcher: dispatcher, recovery: recovery, clock: clock, logger: logger)
@@ -93,7 +95,7 @@ public final class DownloadService: Sendable {
         http.maxBodyBytesByPath = ["/downloads/batch": max(configuration.maxRequestBody, DownloadsAPI.maxBatchBodyBytes)]
         http.maxConnections = configuration.maxConnections
         let downloads = DownloadsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
-                                     files: files, configuration: configuration, clock: clock, ids: IDSource(),
+                                     files: files, sources: sources, configuration: configuration, clock: clock, ids: IDSource(),
                                      inserts: InsertBatcher(store: store, regather: configuration.databaseURL == nil ? nil : .milliseconds(2)),
                                      writes: WriteQueue())
         let sessions = SessionsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
@@ -232,6 +234,8 @@ public final class DownloadService: Sendable {
         route("GET", "/downloads/{id}/events") { request, p, _ in
             try events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])
         }
+        route("POST", "/uploads") { request, _, principal in try await downloads.createUpload(request, principal: principal) }
+        route("GET", "/uploads/{id}") { _, p, _ in try downloads.getUpload(p["id"] ?? "") }
         route("GET", "/events") { request, _, _ in try globalEvents.stream(request) }
         route("GET", "/sessions/{session}") { _, p, _ in try status.session(p["session"] ?? "") }
         for action in SessionActionKind.allCases {

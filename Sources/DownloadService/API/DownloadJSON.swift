@@ -27,9 +27,11 @@ enum DownloadJSON {
         }
     }
 
-    /// Writes the job; returns the offset in the written bytes where its `waitingFor` value begins.
+    /// Writes the job — the Upload resource for an upload — and returns the offset in the written
+    /// bytes where its `waitingFor` value begins.
     @discardableResult
     static func write(_ d: Download, waitingFor: WaitingFor?, liveBytes: Int64? = nil, into json: inout JSONWriter) -> Int {
+        if let plan = d.upload { return UploadJSON.write(d, plan: plan, waitingFor: waitingFor, liveBytes: liveBytes, into: &json) }
         json.beginObject()
         json.field("id", d.id)
         json.field("kind", d.direction.rawValue)
@@ -59,8 +61,7 @@ enum DownloadJSON {
         json.field("startedAt", d.startedAt.map(RFC3339.format))
         json.field("finishedAt", d.finishedAt.map(RFC3339.format))
         json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
-        json.key("metadata")
-        if let metadata = d.metadata { json.raw(Array(metadata.utf8)) } else { json.value(nil as String?) }
+        json.rawField("metadata", d.metadata)
         json.field("onConflict", d.renameOnConflict ? "rename" : d.overwrite ? "overwrite" : "fail")
         json.field("checksum", d.checksum?.description)
         json.field("checksumURL", d.checksumURL)

@@ -15,6 +15,8 @@ struct DownloadsAPI: Sendable {
     let hub: EventHub
     let events: WebhookEvents
     let files: DestinationFiles
+    /// Where uploads' sources are.
+    let sources: UploadSources
     let configuration: Configuration
     let clock: Clock
     let ids: IDSource
@@ -25,19 +27,27 @@ struct DownloadsAPI: Sendable {
 
     func create(_ request: HTTPRequest, principal: String) async throws -> HTTPResponse {
         let submission = try judge(try Self.jsonBody(request, what: "the job"))
+        return try await insertNew(request, principal: principal) {
+            try checkDestination(submission, with: DestinationFiles.Checker(files))
+            return submission.makeDownload(id: $0, now: $1)
+        }
+    }
+
+    /// Stores the job `make` makes from an id and the time (after the checks it makes) and answers
+    /// `201` with it — or with the job an `Idempotency-Key` already made, without `make`.
+    func insertNew(_ request: HTTPRequest, principal: String,
+                   _ make: (_ id: String, _ now: Int64) throws -> Download) async throws -> HTTPResponse {
         let idempotency = try Self.idempotency(request, principal: principal)
         if let idempotency, let earlier = try store.idempotentDownload(principal: idempotency.principal, key: idempotency.key) {
             guard earlier.bodySHA256 == idempotency.bodySHA256 else { throw APIProblem.keyMismatch }
             return created201(earlier.download)
         }
-        try checkDestination(submission, with: DestinationFiles.Checker(files))
+        let now = clock.now()
+        let download = try make(ids.next(now: now), now)
         // Fails closed: a count that cannot be read throws (503) rather than letting the queue grow past its cap.
         if let maxQueued = configuration.maxQueued, try store.counts()[.queued, default: 0] >= maxQueued {
             throw APIProblem.tooManyRequests("the queue holds its maximum of \(maxQueued) jobs", retryAfterSeconds: 5)
         }
-
-        let now = clock.now()
-        let download = submission.makeDownload(id: ids.next(now: now), now: now)
         // Encoded here, on the event loop, not by the store's one writer: the 201 shows these bytes
         // (and PostgreSQL's event log copies them).
         let encoded = DownloadJSON.Unplanned(download)
@@ -136,7 +146,7 @@ struct DownloadsAPI: Sendable {
     /// `encoded`: the job's bytes already written (it is queued, so no live byte count differs).
     private func created201(_ download: Download, encoded: DownloadJSON.Unplanned? = nil) -> HTTPResponse {
         var headers = HTTPHeaders()
-        headers.set("Location", "/downloads/\(download.id)")
+        headers.set("Location", "/\(download.direction == .upload ? "uploads" : "downloads")/\(download.id)")
         let body = encoded.map { $0.showing(scheduler.waitingFor(download, load: scheduler.loadSnapshot(), now: clock.now())) }
         return .json(201, body ?? encode(download), headers: headers)
     }

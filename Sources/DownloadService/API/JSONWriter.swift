@@ -98,6 +98,12 @@ struct JSONWriter: ~Copyable {
     mutating func value(_ flag: Bool) { separator(); put(flag ? "true" : "false") }
     mutating func raw(_ json: [UInt8]) { separator(); json.withUnsafeBufferPointer { put($0) } }
 
+    /// `"name": <json>` for JSON text written before (a job's `metadata`, a reply), or `null`.
+    mutating func rawField(_ name: StaticString, _ json: String?) {
+        key(name)
+        if let json { raw(Array(json.utf8)) } else { value(nil as String?) }
+    }
+
     mutating func field(_ name: StaticString, _ text: String?) { key(name); value(text) }
     mutating func field(_ name: StaticString, _ number: Int64?) { key(name); value(number) }
     mutating func field(_ name: StaticString, _ number: Int?) { key(name); value(number) }

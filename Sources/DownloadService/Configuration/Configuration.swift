@@ -15,6 +15,7 @@ public struct Configuration: Sendable {
     public var databaseURL: String?
     public var nodeName: String
     public var downloadRoot: String
+    public var uploadRoot: String
     public var stagingDirectory: String?
     public var apiTokens: [String]
     public var apiTokensFile: String?
@@ -84,6 +85,7 @@ public struct Configuration: Sendable {
             return name
         } ?? ProcessInfo.processInfo.hostName
         downloadRoot = try reader.text("download-root")
+        uploadRoot = try reader.text("upload-root")
         stagingDirectory = reader.optional("staging-dir")
         apiTokens = reader.list("api-tokens")
         apiTokensFile = reader.optional("api-tokens-file")

@@ -1,4 +1,5 @@
 @testable import DownloadService
+import Foundation
 import HTTPServer
 import Testing
 
@@ -16,6 +17,7 @@ final class ServiceAPI: Sendable {
     /// `settings`: flag names and values, as for the service.
     init(_ settings: [String: String] = [:]) throws {
         let (fixture, transfers) = (try ServiceFixture(), FakeTransfers())
+        try FileManager.default.createDirectory(atPath: fixture.directory + "/uploads", withIntermediateDirectories: true)
         let configuration = try fixture.configuration(settings)
         let hub = EventHub(clock: fixture.clock.clock)
         let scheduler = try fixture.scheduler(settings, transfers: transfers, hub: hub)
@@ -24,7 +26,8 @@ final class ServiceAPI: Sendable {
                                            policy: DeliveryPolicy(schedule: configuration.webhookRetrySchedule),
                                            metrics: fixture.metrics, clock: clock, logger: logger)
         let downloads = DownloadsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: fixture.events,
-                                     files: fixture.files, configuration: configuration, clock: clock, ids: IDSource(),
+                                     files: fixture.files, sources: UploadSources(root: fixture.directory + "/uploads"),
+                                     configuration: configuration, clock: clock, ids: IDSource(),
                                      inserts: InsertBatcher(store: store), writes: WriteQueue())
         let sessions = SessionsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: fixture.events,
                                    partials: fixture.partials, clock: clock, writes: WriteQueue())

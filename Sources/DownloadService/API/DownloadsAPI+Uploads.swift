@@ -1,0 +1,36 @@
+import DownloadCore
+import HTTPServer
+
+/// The Upload resource's endpoints: an upload is a job like a download, stored, scheduled and
+/// changed by the same code; these take its own body and show it as itself.
+extension DownloadsAPI {
+    /// `POST /uploads`: the source must be a regular file under the upload root now; it is pinned
+    /// as it is, and an upload whose source changes later fails with `source_changed`.
+    func createUpload(_ request: HTTPRequest, principal: String) async throws -> HTTPResponse {
+        let submission: NewUpload
+        switch UploadValidator.validate(try Self.jsonBody(request, what: "the upload")) {
+        case .success(let value): submission = value
+        case .failure(let failure): throw APIProblem.invalid(failure.errors)
+        }
+        try checkWebhookAddress(submission.webhookURL)
+        return try await insertNew(request, principal: principal) { id, now in
+            switch sources.pin(submission.source) {
+            case .success(let pin): return submission.makeDownload(id: id, now: now, pin: pin)
+            case .failure(.missing): throw APIProblem.invalid("source", "does not exist under the upload root")
+            case .failure(.invalid(let message)): throw APIProblem.invalid("source", message)
+            case .failure(.changed), .failure(.io): throw APIProblem.invalid("source", "cannot be read")
+            }
+        }
+    }
+
+    /// `GET /uploads/{id}`: the upload, or `404` for an id that is no upload's.
+    func getUpload(_ id: String) throws -> HTTPResponse {
+        tagged(200, try existingUpload(id))
+    }
+
+    func existingUpload(_ id: String) throws -> Download {
+        let job = try existing(id)
+        guard job.direction == .upload else { throw APIProblem.notFound("no upload with this id") }
+        return job
+    }
+}

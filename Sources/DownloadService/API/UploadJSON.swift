@@ -1,0 +1,47 @@
+import DownloadCore
+
+/// The Upload resource as the API, event streams and webhooks show it (an upload job is written
+/// so wherever a job is: `DownloadJSON.write` hands it here). Request headers by name only.
+enum UploadJSON {
+    /// Writes the upload; returns the offset in the written bytes where its `waitingFor` value begins.
+    static func write(_ d: Download, plan: UploadPlan, waitingFor: WaitingFor?, liveBytes: Int64?, into json: inout JSONWriter) -> Int {
+        json.beginObject()
+        json.field("id", d.id)
+        json.field("kind", d.direction.rawValue)
+        json.field("source", plan.source.path)
+        json.field("url", d.url)
+        json.field("method", plan.method.rawValue)
+        json.field("protocol", plan.uploadProtocol.rawValue)
+        json.field("contentType", plan.contentType)
+        json.field("session", d.session)
+        json.field("state", d.state.rawValue)
+        json.key("waitingFor")
+        let waitingForAt = json.count
+        json.value(waitingFor?.rawValue)
+        json.field("bytesSent", liveBytes ?? d.bytesReceived)
+        json.field("bytesTotal", plan.pin.size)
+        json.field("attempts", d.attempts)
+        json.field("httpStatus", d.httpStatus)
+        DownloadJSON.writeError(d.error, into: &json)
+        json.field("sha256", d.sha256)
+        json.rawField("reply", plan.reply?.json.jsonText)
+        json.field("deleteSource", plan.deleteSource)
+        json.field("earliestBeginDate", d.earliestBeginDate.map(RFC3339.format))
+        json.field("discretionary", d.discretionary)
+        json.field("priority", d.priority)
+        json.field("expectedBytesToSend", d.expectedBytesToSend)
+        json.field("expectedBytesToReceive", d.expectedBytesToReceive)
+        json.field("webhookURL", d.webhookURL)
+        json.field("headers", d.headers.map(\.name))
+        json.field("urlRefresh", d.urlRefresh)
+        json.field("resourceTimeout", d.resourceTimeout)
+        json.field("maxBytesPerSecond", d.maxBytesPerSecond)
+        json.rawField("metadata", d.metadata)
+        json.field("createdAt", RFC3339.format(d.createdAt))
+        json.field("startedAt", d.startedAt.map(RFC3339.format))
+        json.field("finishedAt", d.finishedAt.map(RFC3339.format))
+        json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
+        json.endObject()
+        return waitingForAt
+    }
+}
