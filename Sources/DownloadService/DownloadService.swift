@@ -39,7 +39,6 @@ public final class DownloadService: Sendable {
         try DirectoryCreation.create(configuration.partialDirectory,
                                      setting: configuration.stagingDirectory == nil ? "data-dir" : "staging-dir")
         try DirectoryCreation.create(configuration.downloadRoot, setting: "download-root")
-        try DirectoryCreation.create(configuration.uploadRoot, setting: "upload-root")
         try Self.checkSameFileSystem(configuration)
         lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         authenticator = try Authenticator(tokens: configuration.apiTokens, tokensFile: configuration.apiTokensFile)
@@ -78,7 +77,7 @@ public final class DownloadService: Sendable {
             urlRefreshTimeout: configuration.urlRefreshTimeout,
             events: events, metrics: metrics, logger: logger,
             publish: { hub.publish($0.id, .state($0)) }, eventsRecorded: { dispatcher.poke() },
-            read: { try store.download(id: $0) })
+            read: { try store.download(id: $0) }, sources: sources)
         let scheduler = Scheduler(store: store, transfers: engine, template: TransferTemplate(configuration: configuration),
                                   settlement: settlement, policy: SchedulingPolicy(capacity: configuration.capacity),
                                   disk: disk, objectStorage: objectStorage, uploadSources: sources, hub: hub, clock: clock, logger: logger)
@@ -236,6 +235,13 @@ public final class DownloadService: Sendable {
         }
         route("POST", "/uploads") { request, _, principal in try await downloads.createUpload(request, principal: principal) }
         route("GET", "/uploads/{id}") { _, p, _ in try downloads.getUpload(p["id"] ?? "") }
+        // The rest is the downloads' own: a job's changes, transitions and history are one code for both kinds.
+        route("DELETE", "/uploads/{id}") { _, p, _ in try await downloads.cancel(p["id"] ?? "") }
+        route("POST", "/uploads/{id}/pause") { _, p, _ in try await downloads.pause(p["id"] ?? "") }
+        route("POST", "/uploads/{id}/resume") { _, p, _ in try await downloads.resume(p["id"] ?? "") }
+        route("PATCH", "/uploads/{id}") { request, p, _ in try await downloads.patch(p["id"] ?? "", request) }
+        route("POST", "/uploads/{id}/retry") { _, p, _ in try await downloads.retry(p["id"] ?? "") }
+        route("GET", "/uploads/{id}/attempts") { _, p, _ in try downloads.attempts(p["id"] ?? "") }
         route("GET", "/events") { request, _, _ in try globalEvents.stream(request) }
         route("GET", "/sessions/{session}") { _, p, _ in try status.session(p["session"] ?? "") }
         for action in SessionActionKind.allCases {

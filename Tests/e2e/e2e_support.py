@@ -216,6 +216,8 @@ class Fetchd:
         self.binary = binary
         self.data_dir = data_dir
         self.root = root
+        # Where uploads' sources are: beside the download root, made by the tests that upload.
+        self.uploads = root.parent / f"{root.name}-uploads"
         self.extra_env = dict(env)
         self.name = name
         self.proc: subprocess.Popen | None = None
@@ -238,6 +240,7 @@ class Fetchd:
             "FETCHD_LISTEN": "127.0.0.1:0",
             "FETCHD_DATA_DIR": str(self.data_dir),
             "FETCHD_DOWNLOAD_ROOT": str(self.root),
+            "FETCHD_UPLOAD_ROOT": str(self.uploads),
             "FETCHD_ALLOW_PRIVATE_NETWORKS": "true",
             "FETCHD_RETRY_BASE_DELAY": "100ms",
             "FETCHD_WEBHOOK_RETRY_SCHEDULE": "0,200ms,200ms,200ms,200ms",

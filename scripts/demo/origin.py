@@ -5,8 +5,9 @@
 
 Serves the files in DIR as a web server or CDN would: a strong `ETag`, `Range` and `If-Range`
 (so fetchd resumes and splits a file over several connections), and `HEAD`. A URL with
-`?expires=<Unix time>` in the past answers `403`, as an expired signed link does. Standard library
-only; one line per request on standard error."""
+`?expires=<Unix time>` in the past answers `403`, as an expired signed link does. A `PUT` under
+`/inbox/` stores its body there (`201`), as an upload target would. Standard library only; one
+line per request on standard error."""
 
 import email.utils
 import os
@@ -29,6 +30,15 @@ class Origin(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.answer(body=True)
+
+    def do_PUT(self):
+        path = (ROOT / unquote(urlsplit(self.path).path).lstrip("/")).resolve()
+        length = self.headers.get("Content-Length", "")
+        if ROOT / "inbox" not in path.parents or not length.isdigit():
+            return self.plain(403, "PUT goes under /inbox/, with a Content-Length\n", True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(self.rfile.read(int(length)))
+        self.plain(201, "stored\n", True)
 
     def answer(self, body):
         url = urlsplit(self.path)

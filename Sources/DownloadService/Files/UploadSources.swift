@@ -29,6 +29,15 @@ struct UploadSources: Sendable {
         open(source).flatMap { $0.pin == pinned ? .success($0) : .failure(.changed) }
     }
 
+    /// `deleteSource`, once the upload is committed: removes the source if it is still the file
+    /// sent (one changed since is someone's new data, and stays). Whether it was removed.
+    func remove(_ source: Destination, pinned: SourcePin) -> Bool {
+        guard case .success = open(source, pinned: pinned),
+              case .success(let dir?) = directory.openDirectories(source.directories, create: false) else { return false }
+        defer { close(dir) }
+        return unlinkat(dir, source.fileName, 0) == 0
+    }
+
     private func open(_ source: Destination) -> Result<SourceFile, Problem> {
         guard source.isValid, !source.isDirectory, !source.isObject else { return .failure(.invalid("is not a file's path")) }
         let dir: Int32

@@ -32,6 +32,8 @@ struct SettlementContext: Sendable {
     let eventsRecorded: @Sendable () -> Void
     /// Reads a job as stored now (a completion that could not be committed asks what became of it).
     let read: @Sendable (String) throws -> Download?
+    /// Where uploads' sources are, for `deleteSource`; nil where the service takes no uploads.
+    var sources: UploadSources? = nil
 }
 
 /// Settles one finished transfer attempt: completes, retries or fails the job, each as a

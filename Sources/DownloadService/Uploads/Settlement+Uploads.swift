@@ -20,7 +20,7 @@ extension Settlement {
             return replied.retry(after: context.retryPolicy.delay(afterAttempt: job.attemptsInBudget, retryAfter: nil, jitter: jitter),
                                  cause: cause)
         }
-        return replied.uploadCompleted(digest: digest, size: plan.pin.size)
+        return replied.uploadCompleted(digest: digest, plan: plan)
     }
 
     /// The source could not be sent at all: not the file pinned (or gone), or unreadable.
@@ -31,7 +31,8 @@ extension Settlement {
         }
     }
 
-    private func uploadCompleted(digest: String, size: Int64) -> JobWrite {
+    private func uploadCompleted(digest: String, plan: UploadPlan) -> JobWrite {
+        let size = plan.pin.size
         var done = attemptRecorded()
         done.state = .completed
         done.sha256 = digest
@@ -39,9 +40,13 @@ extension Settlement {
         done.bytesExpectedFromOrigin = size
         done.error = nil
         done.finishedAt = now
-        let (id, logger) = (job.id, context.logger)
+        let (id, logger, sources) = (job.id, context.logger, context.sources)
         return terminal(done, attempt: attempt("completed")) { committed in
-            if committed { logger.info("upload completed", metadata: ["download.id": "\(id)", "bytes": "\(size)"]) }
+            guard committed else { return }
+            logger.info("upload completed", metadata: ["download.id": "\(id)", "bytes": "\(size)"])
+            if plan.deleteSource, sources?.remove(plan.source, pinned: plan.pin) != true {
+                logger.warning("the source was not removed: it changed or is gone", metadata: ["download.id": "\(id)"])
+            }
         }
     }
 }

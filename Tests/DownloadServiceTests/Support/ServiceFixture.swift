@@ -51,7 +51,7 @@ final class ServiceFixture: Sendable {
                                      self.published.withLock { $0.append(job) }
                                      hub?.publish(job.id, .state(job))
                                  },
-                                 eventsRecorded: {}, read: read ?? { try store.download(id: $0) })
+                                 eventsRecorded: {}, read: read ?? { try store.download(id: $0) }, sources: UploadSources(root: directory + "/uploads"))
     }
 
     /// The configuration of `settings` (flag names), with no disk space held in reserve unless they say.

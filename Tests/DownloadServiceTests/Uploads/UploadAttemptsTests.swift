@@ -66,6 +66,24 @@ import Transfer
         await run.stop()
     }
 
+    /// `deleteSource`: removed once the completion is committed, if it is still the file sent.
+    @Test(arguments: [false, true])
+    func deleteSourceRemovesTheFileSentOnly(_ changedAfterwards: Bool) async throws {
+        let (run, job) = try uploadQueued()
+        var deleting = job
+        deleting.upload?.deleteSource = true
+        #expect(try run.fixture.store.update(deleting, expecting: [.queued]))
+        run.pass()
+        if changedAfterwards {
+            // Rewritten after its bytes went: someone's new data, which stays.
+            #expect(FileManager.default.createFile(atPath: sourcePath(of: run), contents: Data("new,data\n".utf8)))
+        }
+        run.transfers.complete("up1", with: answered(201, digest: String(repeating: "ab", count: 32)))
+        #expect(await eventually { (try? run.job("up1").state) != .running })
+        #expect(FileManager.default.fileExists(atPath: sourcePath(of: run)) == changedAfterwards)
+        await run.stop()
+    }
+
     @Test func aServerErrorIsRetriedWithTheReplyKept() async throws {
         let (run, _) = try uploadQueued()
         run.pass()

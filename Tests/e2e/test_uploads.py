@@ -1,0 +1,138 @@
+"""Uploads end to end: fetchd sends a file from its upload root to a real nginx that takes PUT
+(its WebDAV module), and the file on nginx's disk is the source, byte for byte."""
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from e2e_support import wait_for
+from tls_support import accepting, free_port
+
+NGINX_DAV = """
+{user}
+worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+    log_format put '$request_method $uri $status $request_length';
+    access_log {prefix}/access.log put;
+    client_body_temp_path {prefix}/tmp; proxy_temp_path {prefix}/tmp; fastcgi_temp_path {prefix}/tmp;
+    uwsgi_temp_path {prefix}/tmp; scgi_temp_path {prefix}/tmp;
+    client_max_body_size 0;
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+        location /in/ {{ dav_methods PUT; create_full_put_path on; }}
+        location = /moved/report.csv {{ return 307 /in/moved/report.csv; }}
+        location = /refuses {{ return 403; }}
+    }}
+}}
+"""
+
+
+class DavServer:
+    """nginx taking PUT under /in/ into `root`; /moved/report.csv answers 307 to /in/moved/."""
+
+    def __init__(self, workdir: Path):
+        self.prefix, self.root = workdir / "dav", workdir / "dav-root"
+        (self.prefix / "tmp").mkdir(parents=True)
+        (self.root / "in").mkdir(parents=True)
+        self.port = free_port()
+        conf = self.prefix / "nginx.conf"
+        conf.write_text(NGINX_DAV.format(user="user root root;" if os.geteuid() == 0 else "", prefix=self.prefix,
+                                         port=self.port, root=self.root))
+        self.proc = subprocess.Popen(["nginx", "-p", str(self.prefix), "-e", str(self.prefix / "error.log"), "-c", str(conf),
+                                      "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_for(lambda: accepting("127.0.0.1", self.port), timeout=10, message="nginx to listen")
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def requests(self) -> list[list[str]]:
+        log = self.prefix / "access.log"
+        return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def dav(tmp_path):
+    server = DavServer(tmp_path)
+    yield server
+    server.stop()
+
+
+def source(fd, path: str, body: bytes) -> Path:
+    file = fd.uploads / path
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_bytes(body)
+    return file
+
+
+def test_an_upload_puts_the_source_on_the_server_with_its_digest(fetchd, dav):
+    fd = fetchd()
+    body = os.urandom(3 * 1024 * 1024 + 17)
+    source(fd, "exports/2026-12.bin", body)
+    resp = fd.api.post("/uploads", {"url": dav.url("/in/2026-12.bin"), "source": "exports/2026-12.bin"})
+    assert resp.status == 201, resp
+    upload = resp.json()
+    assert upload["kind"] == "upload" and upload["bytesTotal"] == len(body)
+    assert resp.headers["Location"] == f"/uploads/{upload['id']}"
+
+    done = wait_for(lambda: (u := fd.api.get(f"/uploads/{upload['id']}").json())["state"] == "completed" and u,
+                    timeout=20, message="the upload to complete")
+    assert (dav.root / "in" / "2026-12.bin").read_bytes() == body
+    assert done["sha256"] == hashlib.sha256(body).hexdigest()
+    assert done["bytesSent"] == len(body) and done["reply"]["status"] == 201
+    assert [r[:3] for r in dav.requests()] == [["PUT", "/in/2026-12.bin", "201"]]
+
+
+def test_a_307_is_followed_with_the_body_again(fetchd, dav):
+    fd = fetchd()
+    body = b"id,total\n1,42\n"
+    source(fd, "report.csv", body)
+    upload = fd.api.post("/uploads", {"url": dav.url("/moved/report.csv"), "source": "report.csv",
+                                      "contentType": "text/csv"}).json()
+    wait_for(lambda: fd.api.get(f"/uploads/{upload['id']}").json()["state"] == "completed", timeout=20,
+             message="the upload to complete")
+    assert (dav.root / "in" / "moved" / "report.csv").read_bytes() == body
+    assert [r[:3] for r in dav.requests()] == [["PUT", "/moved/report.csv", "307"], ["PUT", "/in/moved/report.csv", "201"]]
+
+
+def test_a_refusal_fails_the_upload_with_the_servers_answer(fetchd, dav):
+    fd = fetchd()
+    source(fd, "a.bin", b"x" * 100)
+    upload = fd.api.post("/uploads", {"url": dav.url("/refuses"), "source": "a.bin"}).json()
+    failed = wait_for(lambda: (u := fd.api.get(f"/uploads/{upload['id']}").json())["state"] == "failed" and u,
+                      timeout=20, message="the upload to fail")
+    assert failed["error"]["code"] == "http_status" and failed["httpStatus"] == 403
+    assert failed["reply"]["status"] == 403
+
+
+def test_a_source_changed_after_submit_is_not_sent(fetchd, dav):
+    fd = fetchd()
+    file = source(fd, "grows.log", b"first line\n")
+    upload = fd.api.post("/uploads", {"url": dav.url("/in/grows.log"), "source": "grows.log",
+                                      "earliestBeginDate": "2099-01-01T00:00:00Z"}).json()
+    with open(file, "ab") as f:
+        f.write(b"second line\n")
+    assert fd.api.request("PATCH", f"/uploads/{upload['id']}", {"earliestBeginDate": None}).status == 200
+    failed = wait_for(lambda: (u := fd.api.get(f"/uploads/{upload['id']}").json())["state"] == "failed" and u,
+                      timeout=20, message="the upload to fail")
+    assert failed["error"]["code"] == "source_changed"
+    assert not (dav.root / "in" / "grows.log").exists() and dav.requests() == []
+
+
+def test_a_source_outside_the_upload_root_is_refused(fetchd):
+    fd = fetchd()
+    fd.uploads.mkdir(parents=True, exist_ok=True)
+    os.symlink("/etc/passwd", fd.uploads / "passwd")
+    resp = fd.api.post("/uploads", {"url": "http://127.0.0.1:9/x", "source": "passwd"})
+    assert resp.status == 400 and resp.json()["errors"] == [{"field": "source", "message": "is a symbolic link"}]
+    resp = fd.api.post("/uploads", {"url": "http://127.0.0.1:9/x", "source": "../x"})
+    assert resp.status == 400
