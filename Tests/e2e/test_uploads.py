@@ -74,11 +74,12 @@ def source(fd, path: str, body: bytes) -> Path:
     return file
 
 
-def test_an_upload_puts_the_source_on_the_server_with_its_digest(fetchd, dav):
+def test_an_upload_puts_the_source_on_the_server_with_its_digest(fetchd, dav, receiver):
     fd = fetchd()
     body = os.urandom(3 * 1024 * 1024 + 17)
     source(fd, "exports/2026-12.bin", body)
-    resp = fd.api.post("/uploads", {"url": dav.url("/in/2026-12.bin"), "source": "exports/2026-12.bin"})
+    resp = fd.api.post("/uploads", {"url": dav.url("/in/2026-12.bin"), "source": "exports/2026-12.bin",
+                                    "webhookURL": receiver.url})
     assert resp.status == 201, resp
     upload = resp.json()
     assert upload["kind"] == "upload" and upload["bytesTotal"] == len(body)
@@ -90,6 +91,10 @@ def test_an_upload_puts_the_source_on_the_server_with_its_digest(fetchd, dav):
     assert done["sha256"] == hashlib.sha256(body).hexdigest()
     assert done["bytesSent"] == len(body) and done["reply"]["status"] == 201
     assert [r[:3] for r in dav.requests()] == [["PUT", "/in/2026-12.bin", "201"]]
+    # Announced as an upload, signed, with the Upload as its data.
+    [delivery] = receiver.wait_event("upload.completed", upload["id"])
+    assert delivery.verified and delivery.payload["data"]["kind"] == "upload"
+    assert delivery.payload["data"]["sha256"] == hashlib.sha256(body).hexdigest()
 
 
 def test_a_307_is_followed_with_the_body_again(fetchd, dav):

@@ -15,18 +15,20 @@ struct WebhookEvents: Sendable {
         "msg_" + ids.next(now: now)
     }
 
-    /// `download.completed`, `download.failed` or `download.cancelled` for a job that just reached that state.
+    /// `download.completed`, `download.failed` or `download.cancelled` for a job that just reached
+    /// that state (`upload.…` for an upload: the events are named by the job's kind).
     func terminal(_ download: Download, now: Int64) -> WebhookEvent {
-        let type = "download." + download.state.rawValue
+        let type = download.direction.rawValue + "." + download.state.rawValue
         let urls = [download.webhookURL, globalURL].compactMap { $0 }
         return envelope(type: type, urls: urls, session: download.session, now: now) { json in
             DownloadJSON.write(download, waitingFor: nil, into: &json)
         }
     }
 
-    /// `download.url_expired`: the origin refused the link of a job with URL refresh; it waits for a new one.
+    /// `download.url_expired` (`upload.url_expired`): the server refused the link of a job with URL
+    /// refresh; it waits for a new one.
     func urlExpired(_ download: Download, now: Int64) -> WebhookEvent {
-        envelope(type: "download.url_expired", urls: [download.webhookURL, globalURL].compactMap { $0 }, session: download.session,
+        envelope(type: download.direction.rawValue + ".url_expired", urls: [download.webhookURL, globalURL].compactMap { $0 }, session: download.session,
                  now: now) { json in
             DownloadJSON.write(download, waitingFor: .url, into: &json)
         }
