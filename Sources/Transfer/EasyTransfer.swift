@@ -394,6 +394,7 @@ final class EasyTransfer {
                 progress.contentDisposition = receiver.head?.contentDisposition
                 progress.effectiveURL = effectiveURL
             }
+            if bodyReader != nil { progress.bytesSent = Int64(uploaded) }
             if progress != lastProgress {
                 lastProgress = progress
                 onProgress(progress)

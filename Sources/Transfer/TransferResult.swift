@@ -32,6 +32,8 @@ public struct TransferProgress: Sendable, Equatable {
     /// head is in: what a file named by the origin is named from.
     public var contentDisposition: String? = nil
     public var effectiveURL: String? = nil
+    /// Bytes of the request body sent so far (`TransferRequest.bodyFile`): an upload's progress.
+    public var bytesSent: Int64 = 0
 
     public init(bytesOnDisk: Int64, bytesExpected: Int64?, validator: String? = nil, bodyComplete: Bool = false,
                 isFirstPart: Bool = false) {

@@ -9,10 +9,22 @@ extension AttemptRunner {
         guard let uploads else { return refuseUpload(id, .sourceUnreadable("this node takes no uploads")) }
         let refusal = uploads.start(
             &attempt, plan: plan, url: url, now: clock.now(),
-            onProgress: { _ in },
+            onProgress: { progress in self.queue.async { self.uploadProgressed(id, progress.bytesSent) } },
             onComplete: { result in self.queue.async { self.finished(id, result) } })
         active[id] = attempt
         if let refusal { refuseUpload(id, refusal) }
+    }
+
+    /// An upload's bytes sent, shown live (`bytesSent`) and saved now and then as a download's
+    /// bytes received are.
+    private func uploadProgressed(_ id: String, _ sent: Int64) {
+        guard var attempt = active[id], attempt.stopReason == nil, let plan = attempt.download.upload else { return }
+        report(id, session: attempt.download.session, bytes: sent, expected: plan.pin.size)
+        let now = clock.now()
+        guard now - attempt.persistedAt >= Self.progressPersistInterval else { return }
+        attempt.persistedAt = now
+        active[id] = attempt
+        completer.add(JobWrite(changes: [.progress(id: id, bytesReceived: sent, bytesExpected: plan.pin.size, validator: nil)]))
     }
 
     private func refuseUpload(_ id: String, _ refusal: UploadAttempts.Refusal) {

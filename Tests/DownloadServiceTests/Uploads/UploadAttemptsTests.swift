@@ -52,6 +52,24 @@ import Transfer
         await run.stop()
     }
 
+    /// The bytes sent so far, shown live and saved every second as a download's bytes received are.
+    @Test func theBytesSentAreShownLiveAndSaved() async throws {
+        let (run, _) = try uploadQueued()
+        run.pass()
+        var progress = TransferProgress(bytesOnDisk: 0, bytesExpected: nil)
+        progress.bytesSent = 9
+        run.transfers.progress("up1", progress)
+        run.settle()
+        #expect(run.scheduler.liveBytes(of: "up1") == 9)
+        #expect(try run.job("up1").bytesReceived == 0)
+
+        run.clock.advance(by: .seconds(1))
+        progress.bytesSent = 12
+        run.transfers.progress("up1", progress)
+        #expect(await eventually { (try? run.job("up1").bytesReceived) == 12 })
+        await run.stop()
+    }
+
     /// A 307 or 308 sends the body again to where it points, in the same attempt.
     @Test func aRedirectSendsTheSourceAgainWhereItPoints() async throws {
         let (run, _) = try uploadQueued()
