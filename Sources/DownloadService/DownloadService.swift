@@ -234,14 +234,15 @@ public final class DownloadService: Sendable {
             try events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])
         }
         route("POST", "/uploads") { request, _, principal in try await downloads.createUpload(request, principal: principal) }
-        route("GET", "/uploads/{id}") { _, p, _ in try downloads.getUpload(p["id"] ?? "") }
-        // The rest is the downloads' own: a job's changes, transitions and history are one code for both kinds.
-        route("DELETE", "/uploads/{id}") { _, p, _ in try await downloads.cancel(p["id"] ?? "") }
-        route("POST", "/uploads/{id}/pause") { _, p, _ in try await downloads.pause(p["id"] ?? "") }
-        route("POST", "/uploads/{id}/resume") { _, p, _ in try await downloads.resume(p["id"] ?? "") }
-        route("PATCH", "/uploads/{id}") { request, p, _ in try await downloads.patch(p["id"] ?? "", request) }
-        route("POST", "/uploads/{id}/retry") { _, p, _ in try await downloads.retry(p["id"] ?? "") }
-        route("GET", "/uploads/{id}/attempts") { _, p, _ in try downloads.attempts(p["id"] ?? "") }
+        // A job's reads, changes, transitions and history are one code for both kinds; each kind
+        // is found under its own path only.
+        route("GET", "/uploads/{id}") { _, p, _ in try downloads.get(p["id"] ?? "", kind: .upload) }
+        route("DELETE", "/uploads/{id}") { _, p, _ in try await downloads.cancel(p["id"] ?? "", kind: .upload) }
+        route("POST", "/uploads/{id}/pause") { _, p, _ in try await downloads.pause(p["id"] ?? "", kind: .upload) }
+        route("POST", "/uploads/{id}/resume") { _, p, _ in try await downloads.resume(p["id"] ?? "", kind: .upload) }
+        route("PATCH", "/uploads/{id}") { request, p, _ in try await downloads.patch(p["id"] ?? "", request, kind: .upload) }
+        route("POST", "/uploads/{id}/retry") { _, p, _ in try await downloads.retry(p["id"] ?? "", kind: .upload) }
+        route("GET", "/uploads/{id}/attempts") { _, p, _ in try downloads.attempts(p["id"] ?? "", kind: .upload) }
         route("GET", "/events") { request, _, _ in try globalEvents.stream(request) }
         route("GET", "/sessions/{session}") { _, p, _ in try status.session(p["session"] ?? "") }
         for action in SessionActionKind.allCases {

@@ -7,7 +7,7 @@ extension DownloadsAPI {
     /// A JSON merge patch of the fields a client may change, as compare-and-set on the job's
     /// revision (re-read and re-applied if something else changed it meanwhile, unless `If-Match`
     /// pinned the revision: then `412`).
-    func patch(_ id: String, _ request: HTTPRequest) async throws -> HTTPResponse {
+    func patch(_ id: String, _ request: HTTPRequest, kind: Direction = .download) async throws -> HTTPResponse {
         let contentType = request.headers["Content-Type"]
         guard Self.isJSON(contentType) || Self.isMediaType(contentType, "application/merge-patch+json") else {
             throw APIProblem.unsupportedMediaType("send a JSON merge patch with Content-Type: application/merge-patch+json or application/json")
@@ -27,7 +27,7 @@ extension DownloadsAPI {
         if case .set(let url) = patch.url { try checkHostKeyTrust(url.text, field: "url") }
         let ifMatch = request.headers["If-Match"]
         for _ in 0..<10 {
-            let current = try existing(id)
+            let current = try existing(id, kind: kind)
             if let ifMatch, !EntityTag.matches(ifMatch, current) {
                 throw APIProblem(status: 412, title: "Precondition Failed",
                                  detail: "the job changed since the ETag in If-Match; read it again (its ETag is now \(EntityTag.of(current)))")
@@ -53,8 +53,8 @@ extension DownloadsAPI {
 
     /// A failed job goes back to the queue with a fresh retry budget (`attempts` keeps counting),
     /// going on from its partial data where its failure left some.
-    func retry(_ id: String) async throws -> HTTPResponse {
-        try await transition(id, to: .queued, from: [.failed], unchangedIn: []) { job, now in
+    func retry(_ id: String, kind: Direction = .download) async throws -> HTTPResponse {
+        try await transition(id, kind: kind, to: .queued, from: [.failed], unchangedIn: []) { job, now in
             job.runAt = max(now, job.earliestBeginDate ?? now)
             job.error = nil
             job.finishedAt = nil

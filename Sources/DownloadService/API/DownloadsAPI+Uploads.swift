@@ -22,15 +22,4 @@ extension DownloadsAPI {
             }
         }
     }
-
-    /// `GET /uploads/{id}`: the upload, or `404` for an id that is no upload's.
-    func getUpload(_ id: String) throws -> HTTPResponse {
-        tagged(200, try existingUpload(id))
-    }
-
-    func existingUpload(_ id: String) throws -> Download {
-        let job = try existing(id)
-        guard job.direction == .upload else { throw APIProblem.notFound("no upload with this id") }
-        return job
-    }
 }

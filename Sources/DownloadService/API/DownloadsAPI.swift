@@ -151,14 +151,17 @@ struct DownloadsAPI: Sendable {
         return .json(201, body ?? encode(download), headers: headers)
     }
 
-    /// The job, or `404` when the store says there is none.
-    func existing(_ id: String) throws -> Download {
-        guard let download = try store.download(id: id) else { throw APIProblem.notFound() }
+    /// The job of `kind`, or `404` when the store has none (or a job of the other kind: each is
+    /// found under its own path only).
+    func existing(_ id: String, kind: Direction = .download) throws -> Download {
+        guard let download = try store.download(id: id), download.direction == kind else {
+            throw APIProblem.notFound("no \(kind.rawValue) with this id")
+        }
         return download
     }
 
-    func get(_ id: String) throws -> HTTPResponse {
-        tagged(200, try existing(id))
+    func get(_ id: String, kind: Direction = .download) throws -> HTTPResponse {
+        tagged(200, try existing(id, kind: kind))
     }
 
     /// The Download with its strong `ETag` (its revision, which every stored change moves on).
@@ -167,8 +170,8 @@ struct DownloadsAPI: Sendable {
     }
 
     /// `GET /downloads/{id}/attempts`: every attempt so far, oldest first.
-    func attempts(_ id: String) throws -> HTTPResponse {
-        _ = try existing(id)
+    func attempts(_ id: String, kind: Direction = .download) throws -> HTTPResponse {
+        _ = try existing(id, kind: kind)
         let records = try store.attempts(of: id)
         var json = JSONWriter(capacity: 200 * records.count + 16)
         json.beginObject()
@@ -228,8 +231,8 @@ struct DownloadsAPI: Sendable {
         return .json(200, json.bytes)
     }
 
-    func cancel(_ id: String) async throws -> HTTPResponse {
-        try await transition(id, to: .cancelled, from: [.queued, .running, .paused], unchangedIn: [.cancelled]) { job, now in
+    func cancel(_ id: String, kind: Direction = .download) async throws -> HTTPResponse {
+        try await transition(id, kind: kind, to: .cancelled, from: [.queued, .running, .paused], unchangedIn: [.cancelled]) { job, now in
             job.finishedAt = now
             job.nextAttemptAt = nil
         } after: { job in
@@ -237,16 +240,16 @@ struct DownloadsAPI: Sendable {
         }
     }
 
-    func pause(_ id: String) async throws -> HTTPResponse {
-        try await transition(id, to: .paused, from: [.queued, .running], unchangedIn: [.paused]) { job, _ in
+    func pause(_ id: String, kind: Direction = .download) async throws -> HTTPResponse {
+        try await transition(id, kind: kind, to: .paused, from: [.queued, .running], unchangedIn: [.paused]) { job, _ in
             job.nextAttemptAt = nil
         } after: { job in
             scheduler.stop(job.id, reason: .pause)
         }
     }
 
-    func resume(_ id: String) async throws -> HTTPResponse {
-        try await transition(id, to: .queued, from: [.paused], unchangedIn: [.queued, .running]) { job, now in
+    func resume(_ id: String, kind: Direction = .download) async throws -> HTTPResponse {
+        try await transition(id, kind: kind, to: .queued, from: [.paused], unchangedIn: [.queued, .running]) { job, now in
             job.runAt = max(now, job.earliestBeginDate ?? now)
             job.error = nil
         } after: { _ in
@@ -260,11 +263,11 @@ struct DownloadsAPI: Sendable {
     /// off the event loop. A job in a state not in
     /// `from` (or `unchangedIn`) is a conflict.
     func transition(
-        _ id: String, to target: DownloadState, from: Set<DownloadState>, unchangedIn: Set<DownloadState>,
+        _ id: String, kind: Direction, to target: DownloadState, from: Set<DownloadState>, unchangedIn: Set<DownloadState>,
         change: @escaping @Sendable (inout Download, Int64) -> Void, after: (Download) -> Void
     ) async throws -> HTTPResponse {
         for _ in 0..<10 {
-            let current = try existing(id)
+            let current = try existing(id, kind: kind)
             if unchangedIn.contains(current.state) { return .json(200, encode(current)) }
             guard from.contains(current.state), current.state.canTransition(to: target) else {
                 throw APIProblem.conflict("the job is \(current.state.rawValue) and cannot become \(target.rawValue) this way")

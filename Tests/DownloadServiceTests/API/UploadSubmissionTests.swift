@@ -48,11 +48,25 @@ extension API {
             }
         }
 
-        @Test func eachKindIsFoundOnlyUnderItsOwnPath() async throws {
+        @Test func eachKindIsFoundAndChangedOnlyUnderItsOwnPath() async throws {
             try await ServiceAPI.run { api in
+                try source(api, "a.bin", "a")
                 let download = try #require(try await api.post("/downloads", submission("a", ServiceAPI.notYet)).json()["id"]?.string)
-                #expect(await api.get("/uploads/\(download)").status == 404)
-                #expect(await api.get("/uploads/01NOSUCHJOB").status == 404)
+                let upload = try #require(try await api.post("/uploads", #"""
+                    {"url": "https://up.example/a", "source": "a.bin", \#(ServiceAPI.notYet)}
+                    """#).json()["id"]?.string)
+                #expect(try await api.get("/uploads/\(download)").problem(404).json["detail"]?.string == "no upload with this id")
+                #expect(try await api.get("/downloads/\(upload)").problem(404).json["detail"]?.string == "no download with this id")
+                #expect(await api.send("DELETE", "/downloads/\(upload)").status == 404)
+                #expect(await api.post("/uploads/\(download)/pause").status == 404)
+
+                #expect(await api.send("PATCH", "/uploads/\(upload)", body: #"{"priority": 0.9}"#).status == 200)
+                #expect(await api.post("/uploads/\(upload)/pause").status == 200)
+                #expect(await api.send("DELETE", "/uploads/\(upload)").status == 200)
+                let cancelled = try await api.get("/uploads/\(upload)").json()
+                #expect(cancelled["state"]?.string == "cancelled" && cancelled["priority"] == .number(0.9))
+                #expect(await api.get("/uploads/\(upload)/attempts").status == 200)
+                #expect(await api.get("/downloads/\(download)").status == 200)
             }
         }
     }
