@@ -234,6 +234,7 @@ public final class DownloadService: Sendable {
             try events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"])
         }
         route("POST", "/uploads") { request, _, principal in try await downloads.createUpload(request, principal: principal) }
+        route("GET", "/uploads") { request, _, _ in try downloads.list(request, kind: .upload) }
         // A job's reads, changes, transitions and history are one code for both kinds; each kind
         // is found under its own path only.
         route("GET", "/uploads/{id}") { _, p, _ in try downloads.get(p["id"] ?? "", kind: .upload) }

@@ -27,8 +27,8 @@ public protocol JobStore: Sendable {
     // MARK: Reads (they see every committed write and keep working while writes fail)
 
     func download(id: String) throws -> Download?
-    /// Newest first; the cursor is the id of the last item of the previous page.
-    func list(state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage
+    /// Jobs of `kind`, newest first; the cursor is the id of the last item of the previous page.
+    func list(kind: Direction, state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage
     /// The attempts of a job, oldest first.
     func attempts(of id: String) throws -> [AttemptRecord]
     /// The body digest and the job an idempotency key made, if the key is known.

@@ -21,9 +21,10 @@ extension PostgresStore {
         try db.query("SELECT \(JobColumns.list) FROM downloads WHERE id = $1", [.text(id)], JobColumns.download).first
     }
 
-    /// Newest first; the cursor is the id of the last item of the previous page (ids sort by creation).
-    public func list(state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage {
-        var conditions: [String] = []
+    /// Jobs of `kind`, newest first; the cursor is the id of the last item of the previous page (ids
+    /// sort by creation).
+    public func list(kind: Direction, state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage {
+        var conditions = [kind == .upload ? "upload IS NOT NULL" : "upload IS NULL"]
         var values: [PostgresValue] = []
         func condition(_ sql: String, _ value: PostgresValue) {
             values.append(value)
@@ -32,7 +33,7 @@ extension PostgresStore {
         if let state { condition("state =", .text(state.rawValue)) }
         if let session { condition("session =", .text(session)) }
         if let cursor { condition("id <", .text(cursor)) }
-        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let filter = "WHERE " + conditions.joined(separator: " AND ")
         values.append(.integer(Int64(limit + 1)))
         let sql = "SELECT \(JobColumns.list) FROM downloads \(filter) ORDER BY id DESC LIMIT $\(values.count)"
         var items = try read { db in try db.query(sql, values, JobColumns.download) }

@@ -177,10 +177,10 @@ extension SQLiteStore {
     }
 
     /// Newest first; the cursor is the id of the last item of the previous page (ids sort by creation).
-    public func list(state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage {
+    public func list(kind: Direction, state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage {
         try withReader { db in
             var table = "downloads"
-            var conditions: [String] = []
+            var conditions = [kind == .upload ? "upload IS NOT NULL" : "upload IS NULL"]
             var values: [SQLValue] = []
             switch (state, session) {
             case let (state?, session?):
@@ -194,7 +194,7 @@ extension SQLiteStore {
             case (nil, nil): break
             }
             if let cursor { conditions.append("id < ?"); values.append(.text(cursor)) }
-            let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+            let filter = "WHERE " + conditions.joined(separator: " AND ")
             values.append(.integer(Int64(limit + 1)))
             var items = try db.prepare("SELECT \(DownloadColumns.list) FROM \(table) \(filter) ORDER BY id DESC LIMIT ?")
                 .query(values, DownloadColumns.download)

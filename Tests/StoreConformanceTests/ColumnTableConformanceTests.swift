@@ -72,7 +72,7 @@ import Testing
                 (error as? UnreadableJob).map { $0.id == id && $0.column == column } ?? false
             }
         }
-        #expect(throws: UnreadableJob.self) { try db.store.list(state: nil, session: nil, limit: 10, cursor: nil) }
+        #expect(throws: UnreadableJob.self) { try db.store.list(kind: .download, state: nil, session: nil, limit: 10, cursor: nil) }
     }
 
     /// Each column of `stored` as it is in `expected`, the revision as the store moved it.

@@ -39,7 +39,7 @@ import Testing
             NewJob(download: makeDownload("01E"), idempotency: IdempotencyRecord(principal: "anonymous", key: "k1", bodySHA256: "h2")),
         ])
         #expect(outcomes == [.created, .destinationBusy, .created, .replayed(keyed), .keyMismatch])
-        #expect(try db.store.list(state: nil, session: nil, limit: 10, cursor: nil).items.map(\.id) == ["01C", "01A"])
+        #expect(try db.store.list(kind: .download, state: nil, session: nil, limit: 10, cursor: nil).items.map(\.id) == ["01C", "01A"])
     }
 
     @Test(arguments: StoreBackend.all) func readsSeeEveryCommittedWrite(_ backend: StoreBackend) throws {
@@ -108,20 +108,20 @@ import Testing
     @Test(arguments: StoreBackend.all) func listsNewestFirstWithCursorAndFilters(_ backend: StoreBackend) throws {
         let db = try backend.scratch()
         for i in 0..<5 { _ = try db.store.insert(makeDownload("01A\(i)", session: i % 2 == 0 ? "even" : "odd"), idempotency: nil) }
-        let page1 = try db.store.list(state: nil, session: nil, limit: 2, cursor: nil)
+        let page1 = try db.store.list(kind: .download, state: nil, session: nil, limit: 2, cursor: nil)
         #expect(page1.items.map(\.id) == ["01A4", "01A3"])
-        let page2 = try db.store.list(state: nil, session: nil, limit: 2, cursor: page1.nextCursor)
+        let page2 = try db.store.list(kind: .download, state: nil, session: nil, limit: 2, cursor: page1.nextCursor)
         #expect(page2.items.map(\.id) == ["01A2", "01A1"])
-        let page3 = try db.store.list(state: nil, session: nil, limit: 2, cursor: page2.nextCursor)
+        let page3 = try db.store.list(kind: .download, state: nil, session: nil, limit: 2, cursor: page2.nextCursor)
         #expect(page3.items.map(\.id) == ["01A0"])
         #expect(page3.nextCursor == nil)
-        #expect(try db.store.list(state: nil, session: "even", limit: 10, cursor: nil).items.map(\.id) == ["01A4", "01A2", "01A0"])
-        #expect(try db.store.list(state: .running, session: nil, limit: 10, cursor: nil).items.isEmpty)
-        let queuedEven = try db.store.list(state: .queued, session: "even", limit: 2, cursor: nil)
+        #expect(try db.store.list(kind: .download, state: nil, session: "even", limit: 10, cursor: nil).items.map(\.id) == ["01A4", "01A2", "01A0"])
+        #expect(try db.store.list(kind: .download, state: .running, session: nil, limit: 10, cursor: nil).items.isEmpty)
+        let queuedEven = try db.store.list(kind: .download, state: .queued, session: "even", limit: 2, cursor: nil)
         #expect(queuedEven.items.map(\.id) == ["01A4", "01A2"])
-        #expect(try db.store.list(state: .queued, session: "even", limit: 2, cursor: queuedEven.nextCursor).items.map(\.id) == ["01A0"])
-        #expect(try db.store.list(state: .running, session: "even", limit: 10, cursor: nil).items.isEmpty)
-        #expect(try db.store.list(state: .completed, session: "even", limit: 10, cursor: nil).items.isEmpty)
+        #expect(try db.store.list(kind: .download, state: .queued, session: "even", limit: 2, cursor: queuedEven.nextCursor).items.map(\.id) == ["01A0"])
+        #expect(try db.store.list(kind: .download, state: .running, session: "even", limit: 10, cursor: nil).items.isEmpty)
+        #expect(try db.store.list(kind: .download, state: .completed, session: "even", limit: 10, cursor: nil).items.isEmpty)
     }
 
     @Test(arguments: StoreBackend.all) func terminalTransitionsRecordTheirEventsAndFinishTheSession(_ backend: StoreBackend) throws {

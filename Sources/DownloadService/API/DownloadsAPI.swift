@@ -195,7 +195,7 @@ struct DownloadsAPI: Sendable {
         return .json(200, json.bytes)
     }
 
-    func list(_ request: HTTPRequest) throws -> HTTPResponse {
+    func list(_ request: HTTPRequest, kind: Direction = .download) throws -> HTTPResponse {
         var errors: [FieldError] = []
         var state: DownloadState?
         if let text = request.query["state"] {
@@ -217,7 +217,7 @@ struct DownloadsAPI: Sendable {
             errors.append(FieldError(field: "cursor", message: "is not a cursor this server issued"))
         }
         guard errors.isEmpty else { throw APIProblem.invalid(errors) }
-        let page = try store.list(state: state, session: session, limit: limit, cursor: cursor)
+        let page = try store.list(kind: kind, state: state, session: session, limit: limit, cursor: cursor)
         var json = JSONWriter(capacity: 600 * page.items.count + 64)
         let load = scheduler.loadSnapshot()
         let now = clock.now()

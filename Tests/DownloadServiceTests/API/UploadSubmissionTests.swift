@@ -67,6 +67,12 @@ extension API {
                 #expect(cancelled["state"]?.string == "cancelled" && cancelled["priority"] == .number(0.9))
                 #expect(await api.get("/uploads/\(upload)/attempts").status == 200)
                 #expect(await api.get("/downloads/\(download)").status == 200)
+
+                // Each list holds its own kind.
+                let downloads = try await api.get("/downloads").json()["items"]
+                let uploads = try await api.get("/uploads").json()["items"]
+                #expect(downloads == .array([try await api.download(download)]))
+                #expect(uploads == .array([try await api.get("/uploads/\(upload)").json()]))
             }
         }
     }

@@ -51,8 +51,8 @@ final class FailingWrites: JobStore {
 
     func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] { try store.insert(jobs) }
     func download(id: String) throws -> Download? { try store.download(id: id) }
-    func list(state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage {
-        try store.list(state: state, session: session, limit: limit, cursor: cursor)
+    func list(kind: Direction, state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage {
+        try store.list(kind: kind, state: state, session: session, limit: limit, cursor: cursor)
     }
     func attempts(of id: String) throws -> [AttemptRecord] { try store.attempts(of: id) }
     func idempotentDownload(principal: String, key: String) throws -> (bodySHA256: String, download: Download)? {

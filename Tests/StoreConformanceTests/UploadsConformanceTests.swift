@@ -1,0 +1,27 @@
+import DownloadCore
+import Persistence
+import TestSupport
+import Testing
+
+/// Uploads in every `JobStore`: their plan kept with the job, no destination held (any number of
+/// them live at once), and each kind listed on its own.
+@Suite struct UploadsConformanceTests {
+    func upload(_ id: String) throws -> Download {
+        var job = makeDownload(id, destination: "")
+        job.upload = UploadPlan(source: try Destination.parse("exports/\(id).csv").get(), pin: SourcePin(size: 3, modifiedAt: 4))
+        return job
+    }
+
+    @Test(arguments: StoreBackend.all) func uploadsHoldNoDestinationAndAreListedApart(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        #expect(try db.store.insert(makeDownload("01A"), idempotency: nil) == .created)
+        #expect(try db.store.insert(try upload("01B"), idempotency: nil) == .created)
+        #expect(try db.store.insert(try upload("01C"), idempotency: nil) == .created)
+        #expect(try db.store.download(id: "01B")?.upload == (try upload("01B")).upload)
+
+        #expect(try db.store.list(kind: .download, state: nil, session: nil, limit: 10, cursor: nil).items.map(\.id) == ["01A"])
+        let uploads = try db.store.list(kind: .upload, state: .queued, session: nil, limit: 1, cursor: nil)
+        #expect(uploads.items.map(\.id) == ["01C"])
+        #expect(try db.store.list(kind: .upload, state: .queued, session: nil, limit: 1, cursor: uploads.nextCursor).items.map(\.id) == ["01B"])
+    }
+}
