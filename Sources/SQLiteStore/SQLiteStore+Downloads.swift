@@ -208,9 +208,9 @@ extension SQLiteStore {
     }
 
     /// Writes `download` if the stored job is still in one of `expecting` (and, with a revision, still
-    /// at it) — a compare-and-set — together with its events; the caller logs its new state. When the write makes the job terminal and leaves its
-    /// session with no live job, `sessionFinished` is asked for the events that announce it, in the
-    /// same transaction.
+    /// at it) — a compare-and-set — together with its events; the caller logs its new state. When
+    /// the write makes the job terminal and leaves its session with no live job, `sessionFinished`
+    /// is asked for the events that announce it, in the same transaction.
     /// Returns false, writing nothing, if the stored state was not one expected.
     func update(
         _ db: SQLiteConnection, _ download: Download, expecting: Set<DownloadState>, unchangedSince revision: Int64? = nil,

@@ -260,8 +260,7 @@ struct DownloadsAPI: Sendable {
     /// A client-requested transition, as compare-and-set on the job as just read, its revision
     /// (retried on a fresh read if the scheduler wrote the job meanwhile, its progress too: a
     /// pause or resume written from an older copy would undo the ranges an attempt saved), written
-    /// off the event loop. A job in a state not in
-    /// `from` (or `unchangedIn`) is a conflict.
+    /// off the event loop. A job in a state not in `from` (or `unchangedIn`) is a conflict.
     func transition(
         _ id: String, kind: Direction, to target: DownloadState, from: Set<DownloadState>, unchangedIn: Set<DownloadState>,
         change: @escaping @Sendable (inout Download, Int64) -> Void, after: (Download) -> Void
