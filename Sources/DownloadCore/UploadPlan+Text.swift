@@ -14,6 +14,7 @@ extension UploadPlan {
     /// What `text` wrote, or nil for anything else (a source that is no file under the root, a
     /// path that no longer passes the rules).
     public static func parse(_ text: String) -> UploadPlan? {
+        // Text that is not JSON is no plan: nil, which the column reports as unreadable.
         guard case .object(let members)? = try? JSONParser.parse(Array(text.utf8)),
               case .string(let sourcePath)? = members["source"], case .success(let source) = Destination.parse(sourcePath),
               !source.isDirectory, !source.isObject,
