@@ -5,11 +5,19 @@ public enum URLUserInfo {
 
     /// `url` with any password in its authority shown as `***` (`ftp://ann:***@host/file`).
     public static func masked(_ url: String) -> String {
-        guard let (start, end) = authority(of: url),
+        // Most URLs have no user-info at all: one scan of the bytes, and the URL as it is (every
+        // job a list shows comes through here).
+        guard hasAt(url), let (start, end) = authority(of: url),
               let at = url[start..<end].lastIndex(of: "@"),
               let colon = url[start..<at].firstIndex(of: ":")
         else { return url }
         return String(url[..<url.index(after: colon)]) + mask + String(url[at...])
+    }
+
+    /// Whether `url` has an "@" anywhere, read off its contiguous bytes.
+    private static func hasAt(_ url: String) -> Bool {
+        var url = url
+        return url.withUTF8 { $0.contains(UInt8(ascii: "@")) }
     }
 
     /// `url` with `username` and `password` as its user-info, percent-encoded, in place of any it had.

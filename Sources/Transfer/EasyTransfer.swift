@@ -21,8 +21,8 @@ final class EasyTransfer {
     let request: TransferRequest
     /// A PUT or POST body read from a file (`TransferRequest.bodyFile`).
     var bodyReader: FileBodyReader?
-    private let network: NetworkSettings
-    private let receiver: ResponseReceiver
+    let network: NetworkSettings
+    let receiver: ResponseReceiver
     private let sockets: SocketRegistry
     private let logger: Logger
     private let onProgress: @Sendable (TransferProgress) -> Void
@@ -32,12 +32,12 @@ final class EasyTransfer {
     /// Range and If-Range of a resume, sent on every hop.
     private var resumeHeaders: [(String, String)] = []
     /// CURLOPT_CONNECT_TO of the current hop: the address fetchd resolved and checked.
-    private var pinnedAddress: UnsafeMutablePointer<curl_slist>?
+    var pinnedAddress: UnsafeMutablePointer<curl_slist>?
     /// The current hop goes through the proxy: curl connects to the proxy, whose address the
     /// operator chose, so connections are not judged by the address policy (the hop was, before).
-    private var viaProxy = false
+    var viaProxy = false
     /// Redirects fetchd followed itself (with a proxy).
-    private var redirectsFollowed = 0
+    var redirectsFollowed = 0
     /// The last address the policy refused: if connecting then fails, that is why.
     private var refusedAddress: String?
     /// Set for ftp://, ftps:// and sftp://: no HTTP head comes, the server describes the file.
@@ -190,7 +190,7 @@ final class EasyTransfer {
 
     /// The request's headers and the resume's. Without credentials: no Authorization or Cookie
     /// (for another origin, as curl does when it follows a redirect itself).
-    private func setHeaders(withCredentials: Bool) throws(TransferFailure) {
+    func setHeaders(withCredentials: Bool) throws(TransferFailure) {
         var headers = request.headers + resumeHeaders
         if !withCredentials {
             headers.removeAll { ["authorization", "cookie"].contains($0.0.lowercased()) }
@@ -214,46 +214,6 @@ final class EasyTransfer {
             requestHeaders = list
         }
         try check(fetchd_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, requestHeaders), CURLOPT_HTTPHEADER)
-    }
-
-    // MARK: - Hops through a proxy (on the engine queue, the handle outside the multi handle)
-
-    var addressPolicy: AddressPolicy { request.addressPolicy }
-
-    /// Sets the proxy (or none) and the pinned address for the next hop.
-    func take(_ route: HopRoute) throws(TransferFailure) {
-        viaProxy = route.proxy != nil
-        try set(CURLOPT_PROXY, viaProxy ? network.proxy?.url ?? "" : "")
-        curl_slist_free_all(pinnedAddress)
-        pinnedAddress = nil
-        if let connectTo = route.connectTo {
-            guard let list = curl_slist_append(nil, connectTo) else { throw .network("out of memory pinning an address") }
-            pinnedAddress = list
-        }
-        try check(fetchd_easy_setopt_slist(handle, CURLOPT_CONNECT_TO, pinnedAddress), CURLOPT_CONNECT_TO)
-    }
-
-    /// Where the hop that just ended redirects to, when the request follows redirects and curl
-    /// left it to fetchd (CURLOPT_FOLLOWLOCATION off).
-    func redirectTarget(after code: CURLcode) -> String? {
-        guard request.followRedirects, code == CURLE_OK || receiver.stopReason == .bodyNotNeeded,
-              let status = receiver.head?.status, (300..<400).contains(status) else { return nil }
-        var url: UnsafeMutablePointer<CChar>?
-        guard fetchd_easy_getinfo_cstr(handle, CURLINFO_REDIRECT_URL, &url) == CURLE_OK, let url else { return nil }
-        return String(cString: url)
-    }
-
-    /// Points the handle at a redirect's target, with curl's rules for following: a limit, http
-    /// and https only, no credentials for another origin.
-    func follow(to url: String) throws(TransferFailure) {
-        redirectsFollowed += 1
-        guard redirectsFollowed <= request.maxRedirects else { throw .tooManyRedirects }
-        guard let target = URLOrigin(url), ["http", "https"].contains(target.scheme) else {
-            throw .unsupportedScheme(String(url.prefix { $0 != ":" }))
-        }
-        try setHeaders(withCredentials: target == URLOrigin(request.url))
-        receiver.nextHop()
-        try set(CURLOPT_URL, url)
     }
 
     private func installCallbacks() throws(TransferFailure) {
