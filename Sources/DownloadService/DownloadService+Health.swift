@@ -7,8 +7,14 @@ extension DownloadService {
     public func health() -> ServiceHealth {
         scheduler.queue.sync {}
         guard store.isWritable() else { return ServiceHealth(alive: false, status: "the database is not writable") }
-        // A status line only: a count that cannot be read now is shown as unknown, and the next ping asks again.
-        let queued = (try? store.queueDepth()).map { "\($0.due + $0.retry + $0.earliestBeginDate)" } ?? "unknown"
+        let queued: String
+        do {
+            let depth = try store.queueDepth()
+            queued = "\(depth.due + depth.retry + depth.earliestBeginDate)"
+        } catch {
+            // A status line only; the next ping asks again. The error is shown, not taken for an empty queue.
+            queued = "unknown (\(error))"
+        }
         return ServiceHealth(alive: true, status: "running \(scheduler.runningTransfers), queued \(queued)")
     }
 

@@ -42,11 +42,7 @@ enum DownloadJSON {
         json.key("waitingFor")
         let waitingForAt = json.count
         json.value(waitingFor?.rawValue)
-        json.field("earliestBeginDate", d.earliestBeginDate.map(RFC3339.format))
-        json.field("discretionary", d.discretionary)
-        json.field("priority", d.priority)
-        json.field("expectedBytesToSend", d.expectedBytesToSend)
-        json.field("expectedBytesToReceive", d.expectedBytesToReceive)
+        writeScheduling(d, into: &json)
         json.field("bytesReceived", liveBytes ?? d.bytesReceived)
         json.field("bytesExpected", d.bytesExpected)
         json.field("attempts", d.attempts)
@@ -57,10 +53,7 @@ enum DownloadJSON {
         json.field("headers", d.headers.map(\.name))
         json.field("overwrite", d.overwrite)
         json.field("urlRefresh", d.urlRefresh)
-        json.field("createdAt", RFC3339.format(d.createdAt))
-        json.field("startedAt", d.startedAt.map(RFC3339.format))
-        json.field("finishedAt", d.finishedAt.map(RFC3339.format))
-        json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
+        writeTimes(d, into: &json)
         json.rawField("metadata", d.metadata)
         json.field("onConflict", d.renameOnConflict ? "rename" : d.overwrite ? "overwrite" : "fail")
         json.field("checksum", d.checksum?.description)
@@ -74,6 +67,23 @@ enum DownloadJSON {
         json.field("objectVersionId", d.objectVersionID)
         json.endObject()
         return waitingForAt
+    }
+
+    /// When and how a job (of either kind) is scheduled, and what it expects to move, as given.
+    static func writeScheduling(_ d: Download, into json: inout JSONWriter) {
+        json.field("earliestBeginDate", d.earliestBeginDate.map(RFC3339.format))
+        json.field("discretionary", d.discretionary)
+        json.field("priority", d.priority)
+        json.field("expectedBytesToSend", d.expectedBytesToSend)
+        json.field("expectedBytesToReceive", d.expectedBytesToReceive)
+    }
+
+    /// When a job (of either kind) was created, started and finished, and tries again.
+    static func writeTimes(_ d: Download, into json: inout JSONWriter) {
+        json.field("createdAt", RFC3339.format(d.createdAt))
+        json.field("startedAt", d.startedAt.map(RFC3339.format))
+        json.field("finishedAt", d.finishedAt.map(RFC3339.format))
+        json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
     }
 
     /// `"error": {"code", "message"}` or `"error": null`.

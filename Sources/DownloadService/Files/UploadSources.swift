@@ -21,24 +21,28 @@ struct UploadSources: Sendable {
 
     /// At submit: the source as it is now, to pin.
     func pin(_ source: Destination) -> Result<SourcePin, Problem> {
-        open(source).map(\.pin)
+        open(source) { file, _ in .success(file.pin) }
     }
 
     /// For an attempt: the source open for reading, if it is still the file pinned.
     func open(_ source: Destination, pinned: SourcePin) -> Result<SourceFile, Problem> {
-        open(source).flatMap { $0.pin == pinned ? .success($0) : .failure(.changed) }
+        open(source) { file, _ in file.pin == pinned ? .success(file) : .failure(.changed) }
     }
 
     /// `deleteSource`, once the upload is committed: removes the source if it is still the file
     /// sent (one changed since is someone's new data, and stays). Whether it was removed.
     func remove(_ source: Destination, pinned: SourcePin) -> Bool {
-        guard case .success = open(source, pinned: pinned),
-              case .success(let dir?) = directory.openDirectories(source.directories, create: false) else { return false }
-        defer { close(dir) }
-        return unlinkat(dir, source.fileName, 0) == 0
+        let removed = open(source) { file, dir -> Result<Bool, Problem> in
+            .success(file.pin == pinned && unlinkat(dir, source.fileName, 0) == 0)
+        }
+        // One that cannot be opened (gone, replaced by a link) is not removed either.
+        guard case .success(true) = removed else { return false }
+        return true
     }
 
-    private func open(_ source: Destination) -> Result<SourceFile, Problem> {
+    /// Opens the source (a regular file, reached without links) and hands it to `body` with its
+    /// directory's descriptor, both open while `body` runs.
+    private func open<T>(_ source: Destination, _ body: (SourceFile, Int32) -> Result<T, Problem>) -> Result<T, Problem> {
         guard source.isValid, !source.isDirectory, !source.isObject else { return .failure(.invalid("is not a file's path")) }
         let dir: Int32
         switch directory.openDirectories(source.directories, create: false) {
@@ -61,7 +65,7 @@ struct UploadSources: Sendable {
         let file = SourceFile(fd: fd)
         guard let info = file.status() else { return .failure(.io(describeErrno("cannot inspect the source"))) }
         guard info.st_mode & S_IFMT == S_IFREG else { return .failure(.invalid("is not a regular file")) }
-        return .success(file)
+        return body(file, dir)
     }
 }
 

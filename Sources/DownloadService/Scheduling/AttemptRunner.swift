@@ -303,8 +303,8 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             active[id] = attempt
             return next == .ranges ? startRanges(id) : start(attempt.download, resumeFrom: result.bytesOnDisk)
         }
-        if attempt.stopReason == nil, let next = uploads?.redirect(after: result, from: attempt.redirectedTo ?? attempt.download.currentURL,
-                                                                   followed: attempt.redirects), let plan = attempt.download.upload {
+        if attempt.stopReason == nil, let plan = attempt.download.upload,
+           let next = uploads?.redirect(after: result, from: attempt.redirectedTo ?? attempt.download.currentURL, followed: attempt.redirects) {
             active[id]?.redirects += 1
             active[id]?.redirectedTo = next
             return startUpload(id, plan: plan, to: next)

@@ -50,7 +50,7 @@ struct UploadAttempts: Sendable {
     /// the URL it answered), while the attempt has redirects left; nil when `result` is the answer.
     func redirect(after result: TransferResult, from url: String, followed: Int) -> String? {
         guard let status = result.httpStatus, status == 307 || status == 308, followed < Self.maxRedirects,
-              let location = result.responseHeaders.last(where: { $0.name.lowercased() == "location" })?.value,
+              let location = result.responseHeader("location"),
               let target = URL(string: location, relativeTo: URL(string: result.effectiveURL ?? url))?.absoluteString
         else { return nil }
         return target

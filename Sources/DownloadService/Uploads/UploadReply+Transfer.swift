@@ -7,10 +7,8 @@ extension UploadReply {
     /// destination) and is short UTF-8 text. Nil when no answer came (the request failed before one).
     init?(_ result: TransferResult, bodyInMemory: Bool) {
         guard let status = result.httpStatus else { return nil }
-        func header(_ name: String) -> String? {
-            result.responseHeaders.last { $0.name.lowercased() == name }?.value
-        }
-        self.init(status: status, contentType: header("content-type"), location: header("location"), etag: header("etag"),
+        self.init(status: status, contentType: result.responseHeader("content-type"), location: result.responseHeader("location"),
+                  etag: result.responseHeader("etag"),
                   body: bodyInMemory ? UploadReply.body(result.responseBody) : nil)
     }
 }

@@ -27,6 +27,7 @@ import Transfer
         return (run, job)
     }
 
+    /// What the engine gives for an answer: header names as it keeps them, lowercase.
     func answered(_ status: Int, digest: String? = nil, headers: [(String, String)] = [], body: String = "") -> TransferResult {
         var result = TransferResult(httpStatus: status, responseBody: Array(body.utf8))
         result.bodySHA256 = digest
@@ -43,7 +44,7 @@ import Transfer
         #expect(sent.bodyFile?.length == Int64(source.count) && sent.bodyFile?.descriptor != nil && sent.hashesBody)
 
         run.transfers.complete("up1", with: answered(201, digest: String(repeating: "ab", count: 32),
-                                                     headers: [("Location", "/files/up1/7"), ("Content-Type", "text/plain")], body: "stored\n"))
+                                                     headers: [("location", "/files/up1/7"), ("content-type", "text/plain")], body: "stored\n"))
         #expect(await eventually { (try? run.job("up1").state) == .completed })
         let done = try run.job("up1")
         #expect(done.sha256 == String(repeating: "ab", count: 32) && done.bytesReceived == Int64(source.count))
@@ -74,7 +75,7 @@ import Transfer
     @Test func aRedirectSendsTheSourceAgainWhereItPoints() async throws {
         let (run, _) = try uploadQueued()
         run.pass()
-        run.transfers.complete("up1", with: answered(307, headers: [("Location", "/v2/files/up1")]))
+        run.transfers.complete("up1", with: answered(307, headers: [("location", "/v2/files/up1")]))
         #expect(await eventually { run.transfers.all.count == 2 })
         #expect(run.transfers.all.last?.request.url == "http://up.example/v2/files/up1")
         #expect(run.transfers.all.last?.request.bodyFile?.length == Int64(source.count))

@@ -46,7 +46,7 @@ import Transfer
 
     @Test func theReplyKeepsTheStatusTheHeadersAClientActsOnAndShortText() {
         var result = TransferResult(httpStatus: 201, responseBody: Array(#"{"id":7}"#.utf8))
-        result.responseHeaders = [("Content-Type", "application/json"), ("Location", "/files/7"), ("ETag", "\"e7\""), ("Server", "x")]
+        result.responseHeaders = [("content-type", "application/json"), ("location", "/files/7"), ("etag", "\"e7\""), ("server", "x")]
         #expect(UploadReply(result, bodyInMemory: true)
                 == UploadReply(status: 201, contentType: "application/json", location: "/files/7", etag: "\"e7\"", body: #"{"id":7}"#))
         #expect(UploadReply(result, bodyInMemory: false)?.body == nil)
