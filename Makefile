@@ -3,7 +3,7 @@
 SWIFT     ?= swift
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_DEPS  := libcurl4-openssl-dev libssl-dev libsqlite3-dev zlib1g-dev libpq-dev pkg-config
-PY_DEPS   := pytest standardwebhooks openapi-python-client==0.29.1 selenium schemathesis 'moto[server]==5.2.1' boto3 kubernetes-validate pyyaml
+PY_DEPS   := pytest standardwebhooks openapi-python-client==0.29.1 selenium schemathesis 'moto[server]==5.2.1' boto3 kubernetes-validate pyyaml aiohttp-tus==1.1.0 tuspy==1.1.0
 BIN       := .build/debug/fetchd
 ## the generated Swift client's build (Tests/clients/swift): outside the clone, since building
 ## swift-openapi-generator takes minutes and a new clone on the same machine can reuse it
@@ -24,9 +24,10 @@ deps:
 ## the console's browser tests, which drive Debian's chromium through its chromedriver, and schemathesis,
 ## which fuzzes every operation of openapi.yaml for 5xx answers, and moto's S3 server with boto3 for the
 ## object-storage tests (Tests/e2e/s3_support.py patches moto 5.2.1's internals, hence the pin), and
-## kubernetes-validate, which test_deploy.py checks deploy/kubernetes with against the Kubernetes schemas
+## kubernetes-validate, which test_deploy.py checks deploy/kubernetes with against the Kubernetes schemas, and
+## aiohttp-tus, the tus server the tus uploads go to (tuspy, the reference client, is the benchmark's peer)
 py-deps:
-	@python3 -c 'import pytest, standardwebhooks, openapi_python_client, selenium, schemathesis, moto.server, boto3, kubernetes_validate, yaml' 2>/dev/null || python3 -m pip install -q $(PY_DEPS)
+	@python3 -c 'import pytest, standardwebhooks, openapi_python_client, selenium, schemathesis, moto.server, boto3, kubernetes_validate, yaml, aiohttp_tus, tusclient' 2>/dev/null || python3 -m pip install -q $(PY_DEPS)
 
 build: deps
 	$(SWIFT) build --product fetchd

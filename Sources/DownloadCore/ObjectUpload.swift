@@ -1,6 +1,9 @@
 /// The multipart upload of an object destination as far as it is committed: what a restart, a
 /// retry or another node goes on from. A part counts once its number, size and ETag are here;
 /// the origin download resumes at `end`, and the object's digest from `digestState`.
+///
+/// A tus upload's resource is kept the same way (`tus(resource:)`): what goes on after a fault
+/// and what is terminated once its job ended. Its offset is the server's to say, so it has no parts.
 public struct ObjectUpload: Sendable, Equatable {
     /// One uploaded part, in order from 1: its bytes are `size` bytes of the object from the end
     /// of the part before.
@@ -31,6 +34,17 @@ public struct ObjectUpload: Sendable, Equatable {
         self.parts = parts
         self.digestState = digestState
     }
+
+    /// The upload id a tus resource is kept under: no S3 upload id is this short.
+    static let tusUploadID = "tus"
+
+    /// A tus upload resource, by its URL.
+    public static func tus(resource: String) -> ObjectUpload {
+        ObjectUpload(key: resource, uploadID: tusUploadID)
+    }
+
+    /// The URL of the tus upload resource this is, or nil for a multipart upload.
+    public var tusResource: String? { uploadID == Self.tusUploadID ? key : nil }
 
     /// Bytes of the object uploaded and committed: where the origin download goes on.
     public var end: Int64 { parts.reduce(0) { $0 + $1.size } }

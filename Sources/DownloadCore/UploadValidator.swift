@@ -57,7 +57,7 @@ public enum UploadValidator {
         if let value = fields.take("protocol"), value != .null {
             switch value {
             case .string(UploadProtocol.plain.rawValue): result.uploadProtocol = .plain
-            case .string(UploadProtocol.tus.rawValue): fail("protocol", "tus is not available yet: use plain")
+            case .string(UploadProtocol.tus.rawValue): result.uploadProtocol = .tus
             default: fail("protocol", "must be plain or tus")
             }
         }

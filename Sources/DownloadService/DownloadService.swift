@@ -59,12 +59,15 @@ public final class DownloadService: Sendable {
                                         addressPolicy: configuration.addressPolicy),
             policy: DeliveryPolicy(schedule: configuration.webhookRetrySchedule), metrics: metrics, clock: clock, logger: logger)
         self.dispatcher = dispatcher
-        let objectStorage = configuration.objectStorage.map {
-            Self.objectStorage($0, engine: engine, store: store, retention: configuration.retention, clock: clock, logger: logger)
+        let template = TransferTemplate(configuration: configuration)
+        let storageClient = configuration.objectStorage.map { Self.objectStorageClient($0, engine: engine) }
+        let sweeper = UploadSweeper(store: store, client: storageClient, tus: TusTermination(template: template, transfers: engine),
+                                    retention: configuration.retention, clock: clock, logger: logger)
+        let objectStorage = configuration.objectStorage.flatMap { storage in
+            storageClient.map { ObjectStorage(client: $0, partSize: storage.partSize, sweeper: sweeper) }
         }
-        let sweeper = objectStorage?.sweeper
         housekeeper = Housekeeper(store: store, retention: configuration.retention, partials: partials, clock: clock, logger: logger,
-                                  beforePruning: { sweeper?.sweep() })
+                                  beforePruning: { sweeper.sweep() })
         bandwidth = BandwidthPlan(schedule: configuration.maxBandwidth, clock: clock, logger: logger) {
             engine.setBandwidthLimit(bytesPerSecond: $0)
         }
@@ -78,9 +81,9 @@ public final class DownloadService: Sendable {
             events: events, metrics: metrics, logger: logger,
             publish: { hub.publish($0.id, .state($0)) }, eventsRecorded: { dispatcher.poke() },
             read: { try store.download(id: $0) }, sources: sources)
-        let scheduler = Scheduler(store: store, transfers: engine, template: TransferTemplate(configuration: configuration),
+        let scheduler = Scheduler(store: store, transfers: engine, template: template,
                                   settlement: settlement, policy: SchedulingPolicy(capacity: configuration.capacity),
-                                  disk: disk, objectStorage: objectStorage, uploadSources: sources, hub: hub, clock: clock, logger: logger)
+                                  disk: disk, objectStorage: objectStorage, uploadSources: sources, tusChunkSize: configuration.tusChunkSize, sweeper: sweeper, hub: hub, clock: clock, logger: logger)
         self.scheduler = scheduler
         heartbeat = configuration.databaseURL == nil ? nil : NodeHeartbeat(
             store: store, scheduler: scheduler, dispatcher: dispatcher, recovery: recovery, clock: clock, logger: logger)
@@ -112,15 +115,11 @@ public final class DownloadService: Sendable {
         }
     }
 
-    /// The object storage's client, sending its requests through the transfer engine, with the
-    /// sweeper of its uploads.
-    static func objectStorage(_ storage: ObjectStorageConfiguration, engine: TransferEngine, store: any JobStore, retention: Duration,
-                              clock: Clock, logger: Logger) -> ObjectStorage {
-        let client = ObjectStorageClient(settings: storage.settings) { request, done in
+    /// The object storage's client, sending its requests through the transfer engine.
+    static func objectStorageClient(_ storage: ObjectStorageConfiguration, engine: TransferEngine) -> ObjectStorageClient {
+        ObjectStorageClient(settings: storage.settings) { request, done in
             _ = engine.start(request, onProgress: { _ in }, onComplete: done)
         }
-        return ObjectStorage(client: client, partSize: storage.partSize,
-                             sweeper: UploadSweeper(store: store, client: client, retention: retention, clock: clock, logger: logger))
     }
 
     /// A finished download is hard-linked from the staging directory into the download root; across

@@ -16,13 +16,14 @@ extension EasyTransfer {
             } else {
                 try setBodyFromMemory()
             }
-        case .put:
+        case .put, .patch:
             if let range = request.bodyFile {
                 try setBody(from: FileBodyReader(range, hashing: request.hashesBody), method: .put)
             } else {
                 try setBodyFromMemory()
-                try set(CURLOPT_CUSTOMREQUEST, "PUT")
             }
+            // CURLOPT_UPLOAD sends a PUT, and a body from memory goes as a POST: either is renamed.
+            if request.method == .patch || request.bodyFile == nil { try set(CURLOPT_CUSTOMREQUEST, request.method.rawValue) }
         }
         if let signing = request.signing {
             try set(CURLOPT_AWS_SIGV4, "aws:amz:\(signing.region):\(signing.service)")

@@ -170,7 +170,11 @@ final class EasyTransfer {
         try set(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stallTimeout.rounded(.up))))
         if let total = request.totalTimeout { try set(CURLOPT_TIMEOUT_MS, Self.milliseconds(total)) }
         if let maxBytes = request.maxBytes { try set(CURLOPT_MAXFILESIZE_LARGE, offset: maxBytes) }
-        if let speed = request.maxSpeedBytesPerSecond { try set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: speed) }
+        if let speed = request.maxSpeedBytesPerSecond {
+            try set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: speed)
+            // An upload's cap is on what it sends.
+            if request.bodyFile != nil { try set(CURLOPT_MAX_SEND_SPEED_LARGE, offset: speed) }
+        }
         try set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         try set(CURLOPT_PRIVATE, pointer: Unmanaged.passUnretained(self).toOpaque())
 

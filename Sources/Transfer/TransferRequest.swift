@@ -4,6 +4,8 @@ public struct TransferRequest: Sendable {
         case get = "GET"
         case post = "POST"
         case put = "PUT"
+        /// With `bodyFile` (tus sends each chunk of an upload so).
+        case patch = "PATCH"
         case delete = "DELETE"
         /// The response's head only (CURLOPT_NOBODY).
         case head = "HEAD"
@@ -96,7 +98,8 @@ public struct TransferRequest: Sendable {
     public var addressPolicy: AddressPolicy = .publicOnly
     /// This transfer's own rate cap in bytes per second (a job's `maxBytesPerSecond`), within the
     /// engine's shared budget (`TransferEngine.setBandwidthLimit`): held by the engine's bandwidth
-    /// budget and by CURLOPT_MAX_RECV_SPEED_LARGE (which also makes curl's receive buffer small).
+    /// budget and by CURLOPT_MAX_RECV_SPEED_LARGE (which also makes curl's receive buffer small);
+    /// with a `bodyFile`, what it sends is capped too (CURLOPT_MAX_SEND_SPEED_LARGE).
     public var maxSpeedBytesPerSecond: Int64? = nil
     /// A digest to compute while writing the file besides SHA-256 (always computed): the
     /// algorithm of the job's `checksum`, when it is not sha256. See `TransferResult.extraDigest`.

@@ -26,11 +26,11 @@ import Testing
 
     @Test func everyFieldIsTaken() throws {
         let upload = try validate("""
-            {"url":"http://up.example/in","source":"a/b.bin","method":"POST","protocol":"plain","contentType":"text/csv",
+            {"url":"http://up.example/in","source":"a/b.bin","method":"POST","protocol":"tus","contentType":"text/csv",
              "deleteSource":true,"session":"nightly","priority":0.9,"earliestBeginDate":"2030-01-01T00:00:00Z",
              "headers":{"Authorization":"Bearer t"},"maxBytesPerSecond":65536,"resourceTimeout":"2h","metadata":{"k":1}}
             """).get()
-        #expect(upload.method == .post && upload.contentType == "text/csv" && upload.deleteSource)
+        #expect(upload.method == .post && upload.uploadProtocol == .tus && upload.contentType == "text/csv" && upload.deleteSource)
         #expect(upload.session == "nightly" && upload.priority == 0.9 && upload.earliestBeginDate == 1_893_456_000_000)
         #expect(upload.headers == [OriginHeader(name: "Authorization", value: "Bearer t")])
         #expect(upload.maxBytesPerSecond == 65536 && upload.resourceTimeout == "2h" && upload.metadata == #"{"k":1}"#)
@@ -53,7 +53,6 @@ import Testing
         (#"{"url":"http://x/a","source":"dir/"}"#, "source: must name a file under the upload root"),
         (#"{"url":"http://x/a","source":"s3://bucket/key"}"#, "source: must name a file under the upload root"),
         (#"{"url":"http://x/a","source":"../etc/passwd"}"#, "source: must not contain '.' or '..' segments"),
-        (#"{"url":"http://x/a","source":"a","protocol":"tus"}"#, "protocol: tus is not available yet: use plain"),
         (#"{"url":"http://x/a","source":"a","headers":{"Content-Type":"text/plain"}}"#, "headers: 'Content-Type' may not be set: give contentType"),
         (#"{"url":"http://x/a","source":"a","deleteSource":"yes"}"#, "deleteSource: must be a boolean"),
     ])

@@ -16,6 +16,8 @@ public struct Configuration: Sendable {
     public var nodeName: String
     public var downloadRoot: String
     public var uploadRoot: String
+    /// Bytes of a tus upload sent in one `PATCH`.
+    public var tusChunkSize: Int64
     public var stagingDirectory: String?
     public var apiTokens: [String]
     public var apiTokensFile: String?
@@ -86,6 +88,9 @@ public struct Configuration: Sendable {
         } ?? ProcessInfo.processInfo.hostName
         downloadRoot = try reader.text("download-root")
         uploadRoot = try reader.text("upload-root")
+        let tusChunkText = try reader.text("tus-chunk-size")
+        tusChunkSize = try reader.size("tus-chunk-size", tusChunkText)
+        guard (64 << 10...4 << 30).contains(tusChunkSize) else { throw reader.invalid("tus-chunk-size", tusChunkText, "expected 64KiB to 4GiB") }
         stagingDirectory = reader.optional("staging-dir")
         apiTokens = reader.list("api-tokens")
         apiTokensFile = reader.optional("api-tokens-file")

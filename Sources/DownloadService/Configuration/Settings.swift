@@ -20,6 +20,7 @@ public struct Setting: Sendable {
         Setting("node-name", nil, "this node's name in GET /nodes and logs, with FETCHD_DATABASE_URL (default: the host name)"),
         Setting("download-root", "./downloads", "every destination lives under it"),
         Setting("upload-root", "./uploads", "every upload's source lives under it (not created: fetchd only reads there)"),
+        Setting("tus-chunk-size", "8MiB", "bytes of a tus upload per PATCH, 64KiB to 4GiB: a server that keeps only whole requests loses at most one to a fault"),
         Setting("staging-dir", nil, "partial downloads (default <data dir>/partial); must share the download root's file system"),
         Setting("api-tokens", nil, "comma-separated bearer tokens; when set, every endpoint but /healthz and /readyz needs one"),
         Setting("api-tokens-file", nil, "file with one bearer token per line"),

@@ -7,8 +7,7 @@ import Transfer
 /// The attempts of jobs whose destination is an object, for the attempt runner: each starts as an
 /// `ObjectTransfer`, whose committed upload the runner's copy of the job follows; once its bytes
 /// are in and its digests pass, the object is completed (or, under one part, put whole) with the
-/// job's conflict rule, and the settlement says what became of the job. Ended jobs' uploads go to
-/// the sweeper. Keeps no state of its own: Sendable as every stored property is a constant; runs
+/// job's conflict rule, and the settlement says what became of the job. Keeps no state of its own: Sendable as every stored property is a constant; runs
 /// on `queue`, the runner's, where the completer is confined.
 final class ObjectAttempts: Sendable {
     let queue: DispatchQueue
@@ -17,18 +16,16 @@ final class ObjectAttempts: Sendable {
     private let transfers: any TransferRunning
     private let completer: Completer
     private let partials: PartialFiles
-    let sweeper: UploadSweeper
     private let logger: Logger
 
     init(queue: DispatchQueue, client: ObjectStorageClient, partSize: Int64, transfers: any TransferRunning, completer: Completer,
-         partials: PartialFiles, sweeper: UploadSweeper, logger: Logger) {
+         partials: PartialFiles, logger: Logger) {
         self.queue = queue
         self.client = client
         self.partSize = partSize
         self.transfers = transfers
         self.completer = completer
         self.partials = partials
-        self.sweeper = sweeper
         self.logger = logger
     }
 
@@ -47,17 +44,6 @@ final class ObjectAttempts: Sendable {
             logger: logger, onProgress: onProgress, onComplete: onComplete)
         transfer.start(request)
         return transfer
-    }
-
-    /// `write`, after whose commit the sweeper looks for uploads to abort: the job may have ended.
-    func sweepingAfter(_ write: JobWrite) -> JobWrite {
-        var swept = write
-        let (committed, sweeper) = (write.committed, sweeper)
-        swept.committed = { results in
-            committed(results)
-            sweeper.sweep()
-        }
-        return swept
     }
 
     /// Settles an attempt whose bytes are all in: checks its digests, then completes its upload

@@ -6,14 +6,15 @@ import Persistence
 import Transfer
 
 /// Aborts the multipart uploads of jobs that ended — cancelled, failed beyond what a retry goes on
-/// from, or kept past retention — and then forgets them, so that no upload is left holding parts in
-/// the bucket, and pruning may delete the job. Sweeps when a job with an upload ends, at start (an
+/// from, or kept past retention — and terminates their tus resources, and then forgets them, so that
+/// no upload is left holding parts in the bucket or bytes on a server, and pruning may delete the job. Sweeps when a job with an upload ends, at start (an
 /// upload left by a crash), and with each housekeeping pass. An abort that fails is tried again at
 /// the next sweep.
 final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`, `sweeping`, `cleared` only on `queue` (assertOnQueue)
     let queue = DispatchQueue(label: "fetchd.objects.sweeper", qos: .utility)
     private let store: any JobStore
-    private let client: ObjectStorageClient
+    private let client: ObjectStorageClient?
+    private let tus: TusTermination?
     private let retention: Int64
     private let clock: Clock
     private let logger: Logger
@@ -25,9 +26,11 @@ final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`
     /// Uploads aborted at once in one sweep.
     static let batch = 32
 
-    init(store: any JobStore, client: ObjectStorageClient, retention: Duration, clock: Clock, logger: Logger) {
+    /// `client`: the object storage's, where one is configured; `tus`: where uploads are taken.
+    init(store: any JobStore, client: ObjectStorageClient?, tus: TusTermination? = nil, retention: Duration, clock: Clock, logger: Logger) {
         self.store = store
         self.client = client
+        self.tus = tus
         self.retention = retention.wholeMilliseconds
         self.clock = clock
         self.logger = logger
@@ -56,14 +59,14 @@ final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`
         let group = DispatchGroup()
         cleared = 0
         for job in jobs {
-            guard let upload = job.objectUpload, let bucket = job.destination.bucket else { continue }
             group.enter()
-            client.abortMultipartUpload(ObjectLocation(bucket: bucket, key: upload.key), uploadID: upload.uploadID) { aborted in
+            let started = abort(job) { aborted in
                 self.queue.async {
                     if self.aborted(job, aborted) { self.cleared += 1 }
                     group.leave()
                 }
             }
+            if !started { group.leave() }
         }
         group.notify(queue: queue) {
             self.sweeping = false
@@ -74,10 +77,37 @@ final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`
         }
     }
 
+    /// Asks the server to free the job's upload; false when this node cannot (no storage or no
+    /// uploads configured), and `then` is not called.
+    private func abort(_ job: Download, then: @escaping @Sendable (Bool) -> Void) -> Bool {
+        guard let upload = job.objectUpload else { return false }
+        if let resource = upload.tusResource {
+            guard let tus else { return false }
+            tus.terminate(job, resource: resource, then: then)
+            return true
+        }
+        guard let client, let bucket = job.destination.bucket else { return false }
+        client.abortMultipartUpload(ObjectLocation(bucket: bucket, key: upload.key), uploadID: upload.uploadID) { result in
+            if case .success = result { then(true) } else { then(false) }
+        }
+        return true
+    }
+
+    /// `write`, after whose commit the sweeper looks for uploads to abort: the job may have ended.
+    func sweepingAfter(_ write: JobWrite) -> JobWrite {
+        var swept = write
+        let committed = write.committed
+        swept.committed = { results in
+            committed(results)
+            self.sweep()
+        }
+        return swept
+    }
+
     /// Whether the job's upload is aborted and forgotten.
-    private func aborted(_ job: Download, _ result: Result<Void, ObjectStorageFailure>) -> Bool {
+    private func aborted(_ job: Download, _ aborted: Bool) -> Bool {
         assertOnQueue()
-        guard case .success = result else {
+        guard aborted else {
             logger.warning("cannot abort an upload yet; tried again later", metadata: ["download.id": "\(job.id)"])
             return false
         }

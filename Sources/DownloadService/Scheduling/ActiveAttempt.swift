@@ -36,6 +36,8 @@ struct ActiveAttempt {
     var ranges: (any SegmentsRunning)?
     /// The attempt of a job whose destination is an object.
     var object: ObjectTransfer?
+    /// The attempt of a tus upload.
+    var tus: TusUpload?
     /// An upload's source, open and checked against its pin, until the attempt settles.
     var source: SourceFile?
     /// An upload's 307s and 308s followed so far, and the URL the last one pointed to.
@@ -50,5 +52,5 @@ struct ActiveAttempt {
     var slotFreed = false
 
     /// Whether an attempt runs that a stop must cancel.
-    var isAttempting: Bool { transferID != nil || ranges != nil || object != nil }
+    var isAttempting: Bool { transferID != nil || ranges != nil || object != nil || tus != nil }
 }

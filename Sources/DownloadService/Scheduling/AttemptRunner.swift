@@ -24,6 +24,8 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     let objects: ObjectAttempts?
     /// Runs upload jobs' attempts; nil where the service takes no uploads.
     let uploads: UploadAttempts?
+    /// Frees the server side of ended jobs' uploads (multipart uploads, tus resources).
+    let sweeper: UploadSweeper?
     let hub: EventHub
     let clock: Clock
     let logger: Logger
@@ -39,6 +41,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
 
     init(queue: DispatchQueue, ledger: LoadLedger, completer: Completer, transfers: any TransferRunning,
          template: TransferTemplate, settlement: SettlementContext, objects: ObjectAttempts? = nil, uploads: UploadAttempts? = nil,
+         sweeper: UploadSweeper? = nil,
          hub: EventHub, clock: Clock, logger: Logger) {
         self.queue = queue
         self.ledger = ledger
@@ -51,6 +54,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
                                            template: template, partials: settlement.partials, clock: clock, logger: logger)
         self.objects = objects
         self.uploads = uploads
+        self.sweeper = sweeper
         self.hub = hub
         self.clock = clock
         self.logger = logger
@@ -131,7 +135,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             cancelAttempt(of: attempt)
         } else if reason == .cancel {
             partials.remove(id)
-            objects?.sweeper.sweep()
+            sweeper?.sweep()
         }
     }
 
@@ -232,6 +236,8 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     func cancelAttempt(of attempt: ActiveAttempt) {
         if let object = attempt.object {
             object.cancel()
+        } else if let tus = attempt.tus {
+            tus.cancel()
         } else if let ranges = attempt.ranges {
             ranges.cancel()
         } else if let transferID = attempt.transferID {
@@ -303,7 +309,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             active[id] = attempt
             return next == .ranges ? startRanges(id) : start(attempt.download, resumeFrom: result.bytesOnDisk)
         }
-        if attempt.stopReason == nil, let plan = attempt.download.upload,
+        if attempt.stopReason == nil, let plan = attempt.download.upload, plan.uploadProtocol == .plain,
            let next = uploads?.redirect(after: result, from: attempt.redirectedTo ?? attempt.download.currentURL, followed: attempt.redirects) {
             active[id]?.redirects += 1
             active[id]?.redirectedTo = next
@@ -331,14 +337,14 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             write = outcome.settleUpload(sourceUnchanged: uploads.sourceIsUnchanged(attempt, plan: plan))
         } else if let objects, let object = attempt.object, result.isComplete {
             return objects.settle(outcome, upload: object.upload) { write in
-                self.completer.add(objects.sweepingAfter(write))
+                self.completer.add(self.sweeper?.sweepingAfter(write) ?? write)
                 self.completer.attemptEnded()
             }
         } else {
             write = outcome.settle()
             if let (host, until) = write.hostHold { ledger.holdHost(host, until: until) }
         }
-        if let objects, attempt.object != nil { write = objects.sweepingAfter(write) }
+        if let sweeper, attempt.object != nil || attempt.tus != nil { write = sweeper.sweepingAfter(write) }
         completer.add(write)
         // A completed body's slot was passed on already; anything else may put the job back in the queue.
         if !attempt.slotFreed || stopReason != nil || !result.isComplete || stopping { completer.attemptEnded() }

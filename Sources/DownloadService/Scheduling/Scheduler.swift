@@ -17,6 +17,7 @@ final class Scheduler: Sendable {
 
     init(store: any JobStore, transfers: any TransferRunning, template: TransferTemplate, settlement: SettlementContext,
          policy: SchedulingPolicy, disk: DiskSpace, objectStorage: ObjectStorage? = nil, uploadSources: UploadSources? = nil,
+         tusChunkSize: Int64 = 8 << 20, sweeper: UploadSweeper? = nil,
          hub: EventHub, clock: Clock, logger: Logger) {
         ledger = LoadLedger(queue: queue, capacity: policy.capacity)
         let completer = Completer(queue: queue, store: store, logger: logger)
@@ -24,11 +25,15 @@ final class Scheduler: Sendable {
         let queue = queue
         let objects = objectStorage.map {
             ObjectAttempts(queue: queue, client: $0.client, partSize: $0.partSize, transfers: transfers, completer: completer,
-                           partials: settlement.partials, sweeper: $0.sweeper, logger: logger)
+                           partials: settlement.partials, logger: logger)
         }
-        let uploads = uploadSources.map { UploadAttempts(sources: $0, template: template, transfers: transfers, logger: logger) }
+        let uploads = uploadSources.map {
+            UploadAttempts(sources: $0, template: template, transfers: transfers, queue: queue, completer: completer,
+                           tusChunkSize: tusChunkSize, clock: clock, logger: logger)
+        }
         attempts = AttemptRunner(queue: queue, ledger: ledger, completer: completer, transfers: transfers, template: template,
-                                 settlement: settlement, objects: objects, uploads: uploads, hub: hub, clock: clock, logger: logger)
+                                 settlement: settlement, objects: objects, uploads: uploads,
+                                 sweeper: sweeper ?? objectStorage?.sweeper, hub: hub, clock: clock, logger: logger)
         dispatcher = Dispatcher(queue: queue, store: store, policy: policy, ledger: ledger, attempts: attempts,
                                 completer: completer, disk: disk, clock: clock, logger: logger)
         completer.runPass = { [unowned dispatcher] claim in dispatcher.pass(claim) }

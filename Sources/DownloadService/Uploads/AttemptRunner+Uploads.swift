@@ -8,7 +8,7 @@ extension AttemptRunner {
         guard var attempt = active[id] else { return }
         guard let uploads else { return refuseUpload(id, .sourceUnreadable("this node takes no uploads")) }
         let refusal = uploads.start(
-            &attempt, plan: plan, url: url, now: clock.now(),
+            &attempt, plan: plan, url: url, now: clock.now(), resourceChanged: { self.active[id]?.download.objectUpload = $0 },
             onProgress: { progress in self.queue.async { self.uploadProgressed(id, progress.bytesSent) } },
             onComplete: { result in self.queue.async { self.finished(id, result) } })
         active[id] = attempt

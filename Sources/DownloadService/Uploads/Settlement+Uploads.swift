@@ -40,6 +40,8 @@ extension Settlement {
         done.bytesExpectedFromOrigin = size
         done.error = nil
         done.finishedAt = now
+        // A tus resource is the server's file now: nothing is left to resume or terminate.
+        if done.objectUpload?.tusResource != nil { done.objectUpload = nil }
         let (id, logger, sources) = (job.id, context.logger, context.sources)
         return terminal(done, attempt: attempt("completed")) { committed in
             guard committed else { return }

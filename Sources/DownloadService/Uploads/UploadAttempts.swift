@@ -1,16 +1,22 @@
+import Dispatch
 import DownloadCore
 import Foundation
 import Logging
 import Transfer
 
 /// Upload jobs' attempts, for the runner that owns it, on its queue: the source opened and held to
-/// the pin it was submitted with, sent whole, and sent again to where a 307 or 308 points; any
-/// other answer ends the attempt. No mutable state of its own: what an attempt holds is in its
-/// `ActiveAttempt`.
+/// the pin it was submitted with, then sent as its protocol says — `plain`: whole, and again to
+/// where a 307 or 308 points, any other answer ending the attempt; `tus`: a `TusUpload`. No
+/// mutable state of its own: what an attempt holds is in its `ActiveAttempt`.
 struct UploadAttempts: Sendable {
     let sources: UploadSources
     let template: TransferTemplate
     let transfers: any TransferRunning
+    /// The runner's queue, where tus uploads run, and its completer, which commits their resources.
+    let queue: DispatchQueue
+    let completer: Completer
+    let tusChunkSize: Int64
+    let clock: Clock
     let logger: Logger
 
     /// The most 307s and 308s one attempt follows (curl's own limit for downloads).
@@ -23,8 +29,10 @@ struct UploadAttempts: Sendable {
     }
 
     /// Sends the attempt's source to `url` (the job's current URL, or where a redirect pointed);
-    /// the source stays open in the attempt until it settles.
+    /// the source stays open in the attempt until it settles. `resourceChanged` gets a tus
+    /// upload's resource as it is handed to the store (the job's settlement must write the same).
     func start(_ attempt: inout ActiveAttempt, plan: UploadPlan, url: String, now: Int64,
+               resourceChanged: @escaping (ObjectUpload) -> Void,
                onProgress: @escaping @Sendable (TransferProgress) -> Void,
                onComplete: @escaping @Sendable (TransferResult) -> Void) -> Refusal? {
         let source: SourceFile
@@ -37,6 +45,12 @@ struct UploadAttempts: Sendable {
             }
             attempt.source = source
         }
+        if plan.uploadProtocol == .tus {
+            attempt.tus = tus(attempt.download, plan: plan, source: source, resourceChanged: resourceChanged,
+                              onProgress: onProgress, onComplete: onComplete)
+            attempt.tus?.start()
+            return nil
+        }
         var job = attempt.download
         job.url = url
         job.mirrorIndex = 0
@@ -44,6 +58,20 @@ struct UploadAttempts: Sendable {
         logger.info("upload started", metadata: ["download.id": "\(job.id)", "attempt": "\(job.attempts)", "bytes": "\(plan.pin.size)"])
         attempt.transferID = transfers.start(request, onProgress: onProgress, onComplete: onComplete)
         return nil
+    }
+
+    private func tus(_ job: Download, plan: UploadPlan, source: SourceFile, resourceChanged: @escaping (ObjectUpload) -> Void,
+                     onProgress: @escaping @Sendable (TransferProgress) -> Void,
+                     onComplete: @escaping @Sendable (TransferResult) -> Void) -> TusUpload {
+        let completer = completer
+        logger.info("upload started", metadata: ["download.id": "\(job.id)", "attempt": "\(job.attempts)", "protocol": "tus"])
+        return TusUpload(
+            job: job, plan: plan, source: source, chunkSize: tusChunkSize, queue: queue, template: template, transfers: transfers,
+            commit: { resource, then in
+                resourceChanged(resource)
+                completer.add(JobWrite(changes: [.objectUpload(id: job.id, upload: resource, expecting: [.running])]) { then($0[0]) })
+            },
+            clock: clock, logger: logger, onProgress: onProgress, onComplete: onComplete)
     }
 
     /// Where the attempt goes next after `result`: the URL a 307 or 308 points to (resolved against

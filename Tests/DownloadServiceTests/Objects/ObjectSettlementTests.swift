@@ -21,10 +21,8 @@ extension Objects {
         init() throws {
             fixture = try ServiceFixture()
             let completer = Completer(queue: queue, store: fixture.store, logger: ServiceFixture.quiet)
-            let sweeper = UploadSweeper(store: fixture.store, client: s3.client, retention: .seconds(3600), clock: fixture.clock.clock,
-                                        logger: ServiceFixture.quiet)
             objects = ObjectAttempts(queue: queue, client: s3.client, partSize: ObjectTransferRun.partSize, transfers: FakeTransfers(),
-                                     completer: completer, partials: fixture.partials, sweeper: sweeper, logger: ServiceFixture.quiet)
+                                     completer: completer, partials: fixture.partials, logger: ServiceFixture.quiet)
         }
 
         /// Three parts of a multipart upload, committed.

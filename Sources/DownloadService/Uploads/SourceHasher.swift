@@ -1,0 +1,55 @@
+import Confinement
+import Dispatch
+import Glibc
+import Transfer
+
+/// The SHA-256 of an upload's source sent in several requests (tus chunks, S3 parts), read from
+/// the descriptor the upload holds, in order, on a queue of its own: a stretch is hashed while it
+/// goes out, so hashing adds no time to the upload. After a resume, the stretch the server holds
+/// already is read once more (what was sent before the fault is the same pinned file).
+final class SourceHasher: QueueConfined, @unchecked Sendable {  // `digest`, `hashedTo`, `unreadable` only on `queue` (assertOnQueue)
+    let queue = DispatchQueue(label: "fetchd.uploads.hash", qos: .utility)
+    private let source: SourceFile
+    private var digest = ResumableDigest(extra: nil)
+    private var hashedTo: Int64 = 0
+    private var unreadable = false
+
+    /// Bytes read at once.
+    static let blockSize = 1 << 20
+
+    init(source: SourceFile) {
+        self.source = source
+    }
+
+    /// Hashes the source up to `end` (from where the last call ended), behind the calls before.
+    func hash(upTo end: Int64) {
+        queue.async {
+            guard end > self.hashedTo, !self.unreadable else { return }
+            self.read(upTo: end)
+        }
+    }
+
+    /// The digest of the source up to `end`, once every stretch before is hashed; nil when the
+    /// source could not be read or was hashed to elsewhere.
+    func finish(at end: Int64, _ then: @escaping @Sendable (String?) -> Void) {
+        queue.async {
+            if end > self.hashedTo, !self.unreadable { self.read(upTo: end) }
+            then(self.unreadable || self.hashedTo != end ? nil : self.digest.finalize().sha256)
+        }
+    }
+
+    private func read(upTo end: Int64) {
+        assertOnQueue()
+        var buffer = [UInt8](repeating: 0, count: Self.blockSize)
+        while hashedTo < end {
+            let wanted = Int(min(Int64(Self.blockSize), end - hashedTo))
+            let count = buffer.withUnsafeMutableBytes { pread(source.fd, $0.baseAddress, wanted, off_t(hashedTo)) }
+            guard count > 0 else {
+                unreadable = true
+                return
+            }
+            buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+            hashedTo += Int64(count)
+        }
+    }
+}
