@@ -3,6 +3,8 @@ public struct NewUpload: SubmittedJob, Sendable, Equatable {
     public var url: String
     public var parsedURL: HTTPURL
     public var source: Destination
+    /// The object an `s3://bucket/key` URL names (the configured object storage's); nil for any other URL.
+    public var object: Destination?
     public var method: UploadMethod = .put
     public var uploadProtocol: UploadProtocol = .plain
     public var contentType = "application/octet-stream"
@@ -29,7 +31,7 @@ public struct NewUpload: SubmittedJob, Sendable, Equatable {
     /// The queued job this submission becomes, its source pinned as it is now.
     public func makeDownload(id: String, now: Int64, pin: SourcePin) -> Download {
         Download(
-            id: id, url: url, destination: Destination(stored: ""), session: session, state: .queued,
+            id: id, url: url, destination: object ?? Destination(stored: ""), session: session, state: .queued,
             earliestBeginDate: earliestBeginDate, discretionary: discretionary, priority: priority,
             expectedBytesToSend: expectedBytesToSend ?? pin.size, expectedBytesToReceive: expectedBytesToReceive,
             bytesReceived: 0, bytesExpectedFromOrigin: nil, attempts: 0, httpStatus: nil, error: nil,

@@ -21,9 +21,19 @@ public enum UploadValidator {
         func fail(_ field: String, _ message: String) { errors.append(FieldError(field: field, message: message)) }
         var fields = BodyFields(object)
 
-        var url = "", parsedURL = HTTPURL(scheme: "", host: "", port: 0)
+        var url = "", parsedURL = HTTPURL(scheme: "", host: "", port: 0), target: Destination?
         switch fields.take("url") {
         case nil, .null?: fail("url", "is required")
+        case .string(let text)? where text.hasPrefix(Destination.objectScheme):
+            url = text
+            switch Destination.parse(text) {
+            case .success(let parsed) where parsed.isDirectory: fail("url", "must name an object: s3://bucket/key, not a prefix")
+            case .success(let parsed):
+                target = parsed
+                // Per-host limits count an object storage upload by its bucket.
+                parsedURL = HTTPURL(scheme: "s3", host: parsed.bucket ?? "", port: 0)
+            case .failure(let problem): fail("url", problem.message)
+            }
         case .string(let text)?:
             url = text
             switch HTTPURL.parse(text) {
@@ -47,6 +57,7 @@ public enum UploadValidator {
         }
 
         var result = NewUpload(url: url, parsedURL: parsedURL, source: source)
+        result.object = target
         if let value = fields.take("method"), value != .null {
             if case .string(let name) = value, let method = UploadMethod(rawValue: name) {
                 result.method = method
@@ -75,6 +86,11 @@ public enum UploadValidator {
         SubmissionValidator.validateJobFields(&fields, into: &result, fail: fail)
         if let header = result.headers.first(where: { forbiddenHeaders.contains($0.name.lowercased()) }) {
             fail("headers", "'\(header.name)' may not be set: give contentType")
+        }
+        if target != nil {
+            if result.method != .put { fail("method", "must be PUT for an s3:// URL") }
+            if result.uploadProtocol != .plain { fail("protocol", "must be plain for an s3:// URL (a multipart upload)") }
+            if !result.headers.isEmpty { fail("headers", "are not sent to the object storage") }
         }
         errors.insert(contentsOf: fields.unknown(knownFields), at: 0)
         return errors.isEmpty ? .success(result) : .failure(FieldErrors(errors))

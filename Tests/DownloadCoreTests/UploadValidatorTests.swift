@@ -36,6 +36,13 @@ import Testing
         #expect(upload.maxBytesPerSecond == 65536 && upload.resourceTimeout == "2h" && upload.metadata == #"{"k":1}"#)
     }
 
+    @Test func anS3URLNamesTheObjectTheUploadBecomes() throws {
+        let upload = try validate(#"{"url":"s3://media-bucket/in/a.bin","source":"a.bin"}"#).get()
+        let job = upload.makeDownload(id: "u1", now: 0, pin: SourcePin(size: 1, modifiedAt: 1))
+        #expect(job.destination.bucket == "media-bucket" && job.destination.relativePath == "in/a.bin")
+        #expect(job.hostKey == "media-bucket:0")
+    }
+
     @Test func everyErrorIsToldAtOnce() throws {
         #expect(try errors(#"{"destination":"x","method":"PATCH","protocol":"rsync","contentType":"","priority":3}"#) == [
             "destination: unknown field",
@@ -50,6 +57,9 @@ import Testing
 
     @Test(arguments: [
         (#"{"url":"ftp://x/a","source":"a"}"#, "url: scheme 'ftp' is not supported: use one of http, https"),
+        (#"{"url":"s3://bucket/in/","source":"a"}"#, "url: must name an object: s3://bucket/key, not a prefix"),
+        (#"{"url":"s3://bucket/a","source":"a","method":"POST"}"#, "method: must be PUT for an s3:// URL"),
+        (#"{"url":"s3://bucket/a","source":"a","headers":{"X-A":"1"}}"#, "headers: are not sent to the object storage"),
         (#"{"url":"http://x/a","source":"dir/"}"#, "source: must name a file under the upload root"),
         (#"{"url":"http://x/a","source":"s3://bucket/key"}"#, "source: must name a file under the upload root"),
         (#"{"url":"http://x/a","source":"../etc/passwd"}"#, "source: must not contain '.' or '..' segments"),

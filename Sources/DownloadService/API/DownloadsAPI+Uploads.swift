@@ -12,6 +12,9 @@ extension DownloadsAPI {
         case .success(let value): submission = value
         case .failure(let failure): throw APIProblem.invalid(failure.errors)
         }
+        if submission.object != nil, configuration.objectStorage == nil {
+            throw APIProblem.invalid("url", "names a bucket, but no object storage is configured (FETCHD_S3_ENDPOINT)")
+        }
         try checkWebhookAddress(submission.webhookURL)
         return try await insertNew(request, principal: principal) { id, now in
             switch sources.pin(submission.source) {

@@ -36,8 +36,8 @@ struct ActiveAttempt {
     var ranges: (any SegmentsRunning)?
     /// The attempt of a job whose destination is an object.
     var object: ObjectTransfer?
-    /// The attempt of a tus upload.
-    var tus: TusUpload?
+    /// The attempt of an upload made of several requests (tus, object storage).
+    var sending: (any UploadSending)?
     /// An upload's source, open and checked against its pin, until the attempt settles.
     var source: SourceFile?
     /// An upload's 307s and 308s followed so far, and the URL the last one pointed to.
@@ -52,5 +52,5 @@ struct ActiveAttempt {
     var slotFreed = false
 
     /// Whether an attempt runs that a stop must cancel.
-    var isAttempting: Bool { transferID != nil || ranges != nil || object != nil || tus != nil }
+    var isAttempting: Bool { transferID != nil || ranges != nil || object != nil || sending != nil }
 }

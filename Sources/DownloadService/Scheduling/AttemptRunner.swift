@@ -236,8 +236,8 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     func cancelAttempt(of attempt: ActiveAttempt) {
         if let object = attempt.object {
             object.cancel()
-        } else if let tus = attempt.tus {
-            tus.cancel()
+        } else if let sending = attempt.sending {
+            sending.cancel()
         } else if let ranges = attempt.ranges {
             ranges.cancel()
         } else if let transferID = attempt.transferID {
@@ -344,7 +344,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             write = outcome.settle()
             if let (host, until) = write.hostHold { ledger.holdHost(host, until: until) }
         }
-        if let sweeper, attempt.object != nil || attempt.tus != nil { write = sweeper.sweepingAfter(write) }
+        if let sweeper, attempt.object != nil || attempt.sending != nil { write = sweeper.sweepingAfter(write) }
         completer.add(write)
         // A completed body's slot was passed on already; anything else may put the job back in the queue.
         if !attempt.slotFreed || stopReason != nil || !result.isComplete || stopping { completer.attemptEnded() }

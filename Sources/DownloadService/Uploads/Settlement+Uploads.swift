@@ -40,8 +40,9 @@ extension Settlement {
         done.bytesExpectedFromOrigin = size
         done.error = nil
         done.finishedAt = now
-        // A tus resource is the server's file now: nothing is left to resume or terminate.
-        if done.objectUpload?.tusResource != nil { done.objectUpload = nil }
+        // The multipart upload or tus resource is the server's object or file now: nothing is left
+        // to resume, abort or terminate.
+        done.objectUpload = nil
         let (id, logger, sources) = (job.id, context.logger, context.sources)
         return terminal(done, attempt: attempt("completed")) { committed in
             guard committed else { return }

@@ -29,6 +29,17 @@ final class SourceHasher: QueueConfined, @unchecked Sendable {  // `digest`, `ha
         }
     }
 
+    /// Hashes the source up to `end` as `hash(upTo:)` does, and gives that stretch's own digest
+    /// (an S3 part's `x-amz-content-sha256`); nil when the source could not be read.
+    func hashPart(upTo end: Int64, _ then: @escaping @Sendable (String?) -> Void) {
+        queue.async {
+            guard end > self.hashedTo, !self.unreadable else { return then(nil) }
+            var part: ResumableDigest? = ResumableDigest(extra: nil)
+            self.read(upTo: end, alsoInto: &part)
+            then(self.unreadable ? nil : part?.finalize().sha256)
+        }
+    }
+
     /// The digest of the source up to `end`, once every stretch before is hashed; nil when the
     /// source could not be read or was hashed to elsewhere.
     func finish(at end: Int64, _ then: @escaping @Sendable (String?) -> Void) {
@@ -39,6 +50,11 @@ final class SourceHasher: QueueConfined, @unchecked Sendable {  // `digest`, `ha
     }
 
     private func read(upTo end: Int64) {
+        var none: ResumableDigest?
+        read(upTo: end, alsoInto: &none)
+    }
+
+    private func read(upTo end: Int64, alsoInto part: inout ResumableDigest?) {
         assertOnQueue()
         var buffer = [UInt8](repeating: 0, count: Self.blockSize)
         while hashedTo < end {
@@ -48,7 +64,11 @@ final class SourceHasher: QueueConfined, @unchecked Sendable {  // `digest`, `ha
                 unreadable = true
                 return
             }
-            buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+            buffer.withUnsafeBytes { bytes in
+                let block = UnsafeRawBufferPointer(rebasing: bytes.prefix(count))
+                digest.update(block)
+                part?.update(block)
+            }
             hashedTo += Int64(count)
         }
     }

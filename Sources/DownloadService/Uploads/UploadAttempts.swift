@@ -6,7 +6,8 @@ import Transfer
 
 /// Upload jobs' attempts, for the runner that owns it, on its queue: the source opened and held to
 /// the pin it was submitted with, then sent as its protocol says — `plain`: whole, and again to
-/// where a 307 or 308 points, any other answer ending the attempt; `tus`: a `TusUpload`. No
+/// where a 307 or 308 points, any other answer ending the attempt; `tus`: a `TusUpload`; to an
+/// `s3://` URL: a `BucketUpload`. No
 /// mutable state of its own: what an attempt holds is in its `ActiveAttempt`.
 struct UploadAttempts: Sendable {
     let sources: UploadSources
@@ -16,6 +17,8 @@ struct UploadAttempts: Sendable {
     let queue: DispatchQueue
     let completer: Completer
     let tusChunkSize: Int64
+    /// Where `s3://` URLs go; nil when no object storage is configured.
+    let storage: ObjectStorage?
     let clock: Clock
     let logger: Logger
 
@@ -45,11 +48,22 @@ struct UploadAttempts: Sendable {
             }
             attempt.source = source
         }
+        if let bucket = attempt.download.destination.bucket {
+            guard let storage else { return .sourceUnreadable("no object storage is configured (FETCHD_S3_ENDPOINT)") }
+            let location = ObjectLocation(bucket: bucket, key: attempt.download.destination.relativePath)
+            return run(&attempt, BucketUpload(
+                job: attempt.download, plan: plan, location: location, source: source, client: storage.client, partSize: storage.partSize,
+                queue: queue, commit: committing(attempt.download.id, resourceChanged) { _ in }, logger: logger,
+                onProgress: onProgress, onComplete: onComplete))
+        }
         if plan.uploadProtocol == .tus {
-            attempt.tus = tus(attempt.download, plan: plan, source: source, resourceChanged: resourceChanged,
-                              onProgress: onProgress, onComplete: onComplete)
-            attempt.tus?.start()
-            return nil
+            logger.info("upload started", metadata: ["download.id": "\(attempt.download.id)", "attempt": "\(attempt.download.attempts)",
+                                                     "protocol": "tus"])
+            let id = attempt.download.id
+            return run(&attempt, TusUpload(
+                job: attempt.download, plan: plan, source: source, chunkSize: tusChunkSize, queue: queue, template: template,
+                transfers: transfers, commit: { resource, then in self.committing(id, resourceChanged, then)(resource) },
+                clock: clock, logger: logger, onProgress: onProgress, onComplete: onComplete))
         }
         var job = attempt.download
         job.url = url
@@ -60,18 +74,21 @@ struct UploadAttempts: Sendable {
         return nil
     }
 
-    private func tus(_ job: Download, plan: UploadPlan, source: SourceFile, resourceChanged: @escaping (ObjectUpload) -> Void,
-                     onProgress: @escaping @Sendable (TransferProgress) -> Void,
-                     onComplete: @escaping @Sendable (TransferResult) -> Void) -> TusUpload {
+    private func run(_ attempt: inout ActiveAttempt, _ sending: any UploadSending) -> Refusal? {
+        attempt.sending = sending
+        sending.start()
+        return nil
+    }
+
+    /// Hands the job's upload (a multipart upload, a tus resource) to the store; `then` learns
+    /// whether the job was still this node's to write.
+    private func committing(_ id: String, _ changed: @escaping (ObjectUpload) -> Void,
+                            _ then: @escaping (Bool) -> Void) -> (ObjectUpload) -> Void {
         let completer = completer
-        logger.info("upload started", metadata: ["download.id": "\(job.id)", "attempt": "\(job.attempts)", "protocol": "tus"])
-        return TusUpload(
-            job: job, plan: plan, source: source, chunkSize: tusChunkSize, queue: queue, template: template, transfers: transfers,
-            commit: { resource, then in
-                resourceChanged(resource)
-                completer.add(JobWrite(changes: [.objectUpload(id: job.id, upload: resource, expecting: [.running])]) { then($0[0]) })
-            },
-            clock: clock, logger: logger, onProgress: onProgress, onComplete: onComplete)
+        return { upload in
+            changed(upload)
+            completer.add(JobWrite(changes: [.objectUpload(id: id, upload: upload, expecting: [.running])]) { then($0[0]) })
+        }
     }
 
     /// Where the attempt goes next after `result`: the URL a 307 or 308 points to (resolved against

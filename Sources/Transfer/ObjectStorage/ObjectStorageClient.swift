@@ -26,11 +26,15 @@ public final class ObjectStorageClient: Sendable {
         }, completion) { $0.uploadID() }
     }
 
-    /// Sends part `number` (1...10000) of the upload from `body`, whose hex SHA-256 is `sha256`.
+    /// Sends part `number` (1...10000) of the upload from `body`, whose hex SHA-256 is `sha256`, at
+    /// most `bytesPerSecond` fast (an upload job's cap).
     public func uploadPart(_ at: ObjectLocation, uploadID: String, number: Int, body: TransferRequest.FileRange, sha256: String,
+                           bytesPerSecond: Int64? = nil,
                            completion: @escaping @Sendable (Result<UploadedPart, ObjectStorageFailure>) -> Void) {
         perform(.uploadPart, { s3 throws(ObjectStorageFailure) in
-            try s3.uploadPart(at, uploadID: uploadID, number: number, body: body, sha256: sha256)
+            var request = try s3.uploadPart(at, uploadID: uploadID, number: number, body: body, sha256: sha256)
+            request.maxSpeedBytesPerSecond = bytesPerSecond
+            return request
         }, completion) { $0.uploadedPart(number: number, size: body.length) }
     }
 
@@ -49,6 +53,14 @@ public final class ObjectStorageClient: Sendable {
         perform(.abortMultipartUpload, { s3 throws(ObjectStorageFailure) in
             try s3.abortMultipartUpload(at, uploadID: uploadID)
         }, completion) { $0.aborted() }
+    }
+
+    /// The parts S3 holds of the upload (the first 1,000); `.noSuchUpload` when it has none.
+    public func listParts(_ at: ObjectLocation, uploadID: String,
+                          completion: @escaping @Sendable (Result<[UploadedPart], ObjectStorageFailure>) -> Void) {
+        perform(.listParts, { s3 throws(ObjectStorageFailure) in
+            try s3.listParts(at, uploadID: uploadID)
+        }, completion) { $0.listedParts() }
     }
 
     /// Stores `body` (hex SHA-256 `sha256`) as the object in one request. With `ifNoneMatch`, only

@@ -48,6 +48,21 @@ struct S3Answer {
         return .success(StoredObject(etag: etag, versionID: nonEmptyHeader("x-amz-version-id")))
     }
 
+    /// ListParts: each `Part`'s number, size and ETag, in order of their numbers (S3 names the
+    /// root `ListPartsResult`, moto `ListPartsResponse`).
+    func listedParts() -> Result<[UploadedPart], ObjectStorageFailure> {
+        if let failure { return .failure(failure) }
+        guard let document, document.root == "ListPartsResult" || document.root == "ListPartsResponse" else { return .failure(notUnderstood("no ListPartsResult")) }
+        var parts: [UploadedPart] = []
+        for record in document.records["Part", default: []] {
+            guard let number = record["PartNumber"].flatMap({ Int($0) }), let size = record["Size"].flatMap({ Int64($0) }),
+                  let etag = record["ETag"], !etag.isEmpty
+            else { return .failure(notUnderstood("a part without its number, size or ETag")) }
+            parts.append(UploadedPart(number: number, size: size, etag: etag))
+        }
+        return .success(parts.sorted { $0.number < $1.number })
+    }
+
     /// AbortMultipartUpload: an upload already gone is as good as aborted.
     func aborted() -> Result<Void, ObjectStorageFailure> {
         switch failure {

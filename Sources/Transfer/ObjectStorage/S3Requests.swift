@@ -2,7 +2,7 @@ import Crypto
 
 /// The S3 operations the client performs, one request each.
 enum S3Operation: Sendable {
-    case createMultipartUpload, uploadPart, completeMultipartUpload, abortMultipartUpload, putObject, headObject
+    case createMultipartUpload, uploadPart, completeMultipartUpload, abortMultipartUpload, listParts, putObject, headObject
 }
 
 /// The engine request for each S3 operation: URL with its canonical query, the headers S3 needs
@@ -72,6 +72,16 @@ struct S3Requests: Sendable {
         try checkUploadID(uploadID)
         return try request(.delete, at, query: S3Query([("uploadId", uploadID)]), headers: [("x-amz-content-sha256", Self.emptySHA256)])
     }
+
+    /// The parts S3 holds of the upload, up to `maxListedParts` of them.
+    func listParts(_ at: ObjectLocation, uploadID: String) throws(ObjectStorageFailure) -> TransferRequest {
+        try checkUploadID(uploadID)
+        return try request(.get, at, query: S3Query([("max-parts", String(Self.maxListedParts)), ("uploadId", uploadID)]),
+                           headers: [("x-amz-content-sha256", Self.emptySHA256)])
+    }
+
+    /// The parts one ListParts answer lists at most (S3's own limit).
+    static let maxListedParts = 1000
 
     func putObject(_ at: ObjectLocation, body: TransferRequest.FileRange, sha256: String, ifNoneMatch: Bool,
                    contentType: String) throws(ObjectStorageFailure) -> TransferRequest {

@@ -2,12 +2,15 @@ import Foundation
 import FoundationXML
 
 /// An S3 answer's XML as far as the client reads it: the root element's name and the text of
-/// each of its child elements (`InitiateMultipartUploadResult/UploadId`, `Error/Code`, …).
+/// each of its child elements (`InitiateMultipartUploadResult/UploadId`, `Error/Code`, …), and
+/// the repeated records among them (`ListPartsResult/Part`).
 struct S3XMLDocument: Equatable {
     var root: String
     /// Text of the root's children by element name (the first of each name), trimmed of the
     /// white space around it, entities resolved.
     var fields: [String: String]
+    /// The root's children that hold elements, by name, in order: each one's children's text by name.
+    var records: [String: [[String: String]]] = [:]
 
     var isError: Bool { root == "Error" }
 
@@ -21,13 +24,16 @@ struct S3XMLDocument: Equatable {
         parser.shouldResolveExternalEntities = false
         parser.delegate = reader
         guard parser.parse(), !reader.failed, let root = reader.root else { return nil }
-        return S3XMLDocument(root: root, fields: reader.fields)
+        return S3XMLDocument(root: root, fields: reader.fields, records: reader.records)
     }
 
     /// XMLParser's delegate, used within one `parse` call.
     private final class Reader: NSObject, XMLParserDelegate {
         var root: String?
         var fields: [String: String] = [:]
+        var records: [String: [[String: String]]] = [:]
+        /// The children of the record being read (a child of the root that holds elements).
+        private var record: [String: String] = [:]
         /// Set on any error, even one the parser recovers from.
         var failed = false
         private var depth = 0
@@ -37,17 +43,23 @@ struct S3XMLDocument: Equatable {
                     qualifiedName: String?, attributes: [String: String] = [:]) {
             depth += 1
             if depth == 1 { root = Self.localName(elementName) }
-            if depth == 2 { text = "" }
+            if depth == 2 { record = [:] }
+            if depth == 2 || depth == 3 { text = "" }
         }
 
         func parser(_ parser: XMLParser, foundCharacters string: String) {
-            if depth == 2 { text += string }
+            if depth == 2 || depth == 3 { text += string }
         }
 
         func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
+            let name = Self.localName(elementName)
+            if depth == 3, record[name] == nil { record[name] = text.trimmingCharacters(in: .whitespacesAndNewlines) }
             if depth == 2 {
-                let name = Self.localName(elementName)
-                if fields[name] == nil { fields[name] = text.trimmingCharacters(in: .whitespacesAndNewlines) }
+                if record.isEmpty {
+                    if fields[name] == nil { fields[name] = text.trimmingCharacters(in: .whitespacesAndNewlines) }
+                } else {
+                    records[name, default: []].append(record)
+                }
             }
             depth -= 1
         }

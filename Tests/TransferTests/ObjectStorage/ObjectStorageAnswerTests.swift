@@ -46,6 +46,19 @@ import Testing
         #expect(read(S3Fixture.answer(200, moto), .completeMultipartUpload).storedObject() == .success(StoredObject(etag: "\"59c1-2\"")))
     }
 
+    @Test func theListedPartsAreReadInOrderBesideTheOtherRecords() {
+        // As moto answers (S3 names the root ListPartsResult).
+        let listed = #"<?xml version="1.0" encoding="utf-8"?><ListPartsResponse xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>b</Bucket><UploadId>u1</UploadId><IsTruncated>false</IsTruncated><Part><PartNumber>2</PartNumber><ETag>"e2"</ETag><Size>10</Size></Part><Part><PartNumber>1</PartNumber><LastModified>2026-12-05T05:30:20.000Z</LastModified><ETag>"e1"</ETag><Size>5242880</Size></Part><Owner><DisplayName>webfile</DisplayName><ID>75aa</ID></Owner></ListPartsResponse>"#
+        let document = S3XMLDocument.parse(Array(listed.utf8))
+        #expect(document?.fields["UploadId"] == "u1" && document?.records["Owner"] == [["DisplayName": "webfile", "ID": "75aa"]])
+        #expect(read(S3Fixture.answer(200, listed), .listParts).listedParts()
+                == .success([UploadedPart(number: 1, size: 5_242_880, etag: "\"e1\""), UploadedPart(number: 2, size: 10, etag: "\"e2\"")]))
+        let partless = #"<ListPartsResult><Part><PartNumber>1</PartNumber></Part></ListPartsResult>"#
+        #expect(read(S3Fixture.answer(200, partless), .listParts).listedParts()
+                == .failure(.unavailable("a part without its number, size or ETag in the answer (HTTP 200)")))
+        #expect(read(S3Fixture.answer(404, S3Fixture.error("NoSuchUpload", "gone")), .listParts).listedParts() == .failure(.noSuchUpload))
+    }
+
     @Test func aCompleteAnswered200WithAnErrorFails() {
         let internalError = S3Fixture.error("InternalError", "We encountered an internal error. Please try again.")
         // S3 may send white space ahead while it assembles the object.
