@@ -329,11 +329,14 @@ public struct RunningProgress: Sendable, Equatable {
     public var bytesReceived: Int64
     /// As the API shows it: the origin's size once known, else the client's hint.
     public var bytesExpected: Int64?
+    /// An upload's bytes are those sent.
+    public var direction: Direction
 
-    public init(id: String, session: String, bytesReceived: Int64, bytesExpected: Int64?) {
+    public init(id: String, session: String, bytesReceived: Int64, bytesExpected: Int64?, direction: Direction = .download) {
         self.id = id
         self.session = session
         self.bytesReceived = bytesReceived
         self.bytesExpected = bytesExpected
+        self.direction = direction
     }
 }

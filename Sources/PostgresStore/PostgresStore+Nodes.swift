@@ -69,10 +69,11 @@ extension PostgresStore {
     public func runningElsewhere() throws -> [RunningProgress] {
         try read { db in
             try db.query("""
-                SELECT id, session, bytes_received, COALESCE(bytes_expected, expected_bytes_to_receive) FROM downloads
+                SELECT id, session, bytes_received, COALESCE(bytes_expected, expected_bytes_to_receive), upload IS NOT NULL FROM downloads
                 WHERE state = 'running' AND lease_owner IS DISTINCT FROM $1
                 """, [.text(membership.id)]) {
-                RunningProgress(id: $0.string(0), session: $0.string(1), bytesReceived: $0.int64(2), bytesExpected: $0.optionalInt64(3))
+                RunningProgress(id: $0.string(0), session: $0.string(1), bytesReceived: $0.int64(2), bytesExpected: $0.optionalInt64(3),
+                                direction: $0.bool(4) ? .upload : .download)
             }
         }
     }

@@ -111,6 +111,8 @@ public struct TransferResult: Sendable {
     /// The SHA-256 of the request body read from a file, when it was asked for and all of it went
     /// (`TransferRequest.hashesBody`).
     public var bodySHA256: String? = nil
+    /// Bytes of the request body sent (`TransferRequest.bodyFile`), as far as curl sent them.
+    public var bytesSent: Int64 = 0
     public var responseBody: [UInt8]
     /// With `TransferRequest.keepsResponseHeaders`: the final response's fields, names in lower case.
     public var responseHeaders: [(name: String, value: String)] = []

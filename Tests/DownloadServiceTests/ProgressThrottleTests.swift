@@ -51,7 +51,7 @@ import Testing
         live["a"]?.bytesReceived = 2000
         live["b"]?.bytesReceived = 2000
         let text = String(decoding: frames.frames(live, now: at(2000)), as: UTF8.self)
-        #expect(text == "event: progress\ndata: {\"id\":\"a\",\"bytesReceived\":2000,\"bytesExpected\":10000,\"bytesPerSecond\":1000}\n\n")
+        #expect(text == "event: progress\ndata: {\"id\":\"a\",\"kind\":\"download\",\"bytesReceived\":2000,\"bytesExpected\":10000,\"bytesPerSecond\":1000}\n\n")
     }
 }
 

@@ -211,7 +211,8 @@ def test_progress_events_name_the_job_and_its_rate(fetchd, origin):
         fd.api.wait_state(job["id"], "completed")
         progress = [json.loads(d) for _, d in stream.of("progress")]
         assert {p["id"] for p in progress} == {job["id"]}
-        assert all(set(p) == {"id", "bytesReceived", "bytesExpected", "bytesPerSecond"} for p in progress)
+        assert all(set(p) == {"id", "kind", "bytesReceived", "bytesExpected", "bytesPerSecond"} and p["kind"] == "download"
+                   for p in progress)
         assert [p["bytesReceived"] for p in progress] == sorted(p["bytesReceived"] for p in progress)
         assert progress[-1]["bytesPerSecond"] > 0 and progress[-1]["bytesExpected"] == len(body)
     finally:

@@ -39,7 +39,7 @@ struct StatusAPI: Sendable {
     func prometheus() throws -> HTTPResponse {
         let (counts, depth, backlog) = (try store.counts(), try store.queueDepth(), try store.webhookBacklog())
         let now = clock.now()
-        var text = Self.gauge("fetchd_downloads", "Download jobs by state.",
+        var text = Self.gauge("fetchd_downloads", "Jobs by state, downloads and uploads together.",
                               DownloadState.allCases.map { (Metrics.labels(["state": $0.rawValue]), counts[$0, default: 0]) })
         text += Self.gauge("fetchd_queue_depth", "Queued jobs by why they wait; due jobs wait for a slot, their host, the discretionary rules or disk space.", [
             (Metrics.labels(["waiting_for": "earliestBeginDate"]), depth.earliestBeginDate),
@@ -62,6 +62,7 @@ struct StatusAPI: Sendable {
     static let help = [
         "fetchd_attempts_total": "Transfer attempts by how they ended.",
         "fetchd_downloaded_bytes_total": "Body bytes received from origins.",
+        "fetchd_uploaded_bytes_total": "Bytes of uploads' sources sent.",
         "fetchd_transfer_duration_seconds": "Duration of transfer attempts.",
         "fetchd_webhook_deliveries_total": "Webhook delivery attempts by outcome (delivered, retry, failed).",
         "fetchd_http_requests_total": "API requests by route, method and status.",

@@ -71,12 +71,13 @@ final class ClusterEventRelay: QueueConfined, @unchecked Sendable {  // `cursor`
         guard hub.hasSubscribers || elsewhere.isFollowed else { return }
         var running: [String: LiveProgress] = [:]
         for job in try store.runningElsewhere() {
-            running[job.id] = LiveProgress(session: job.session, bytesReceived: job.bytesReceived, bytesExpected: job.bytesExpected)
+            running[job.id] = LiveProgress(session: job.session, bytesReceived: job.bytesReceived,
+                                           bytesExpected: job.bytesExpected, direction: job.direction)
         }
         elsewhere.replace(with: running)
         let watched = Set(hub.subscribed(among: Array(running.keys)))
         for due in throttle.due(running.filter { watched.contains($0.key) }, now: .now) {
-            hub.publish(due.id, .progress(bytesReceived: due.progress.bytesReceived, bytesExpected: due.progress.bytesExpected))
+            hub.publish(due.id, .progress(due.progress))
         }
     }
 }

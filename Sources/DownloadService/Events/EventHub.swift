@@ -6,7 +6,7 @@ import Synchronization
 /// from the clock, so they keep increasing across restarts of fetchd too.
 final class EventHub: Sendable {
     enum Event: Sendable {
-        case progress(bytesReceived: Int64, bytesExpected: Int64?)
+        case progress(LiveProgress)
         case state(Download)
     }
 

@@ -69,11 +69,10 @@ struct EventsAPI: Sendable {
     private func frame(id: Int64, _ event: EventHub.Event) -> [UInt8] {
         var text: [UInt8]
         switch event {
-        case .progress(let received, let expected):
+        case .progress(let progress):
             var json = JSONWriter(capacity: 64)
             json.beginObject()
-            json.field("bytesReceived", received)
-            json.field("bytesExpected", expected)
+            progress.write(into: &json)
             json.endObject()
             text = Array("event: progress\nid: \(id)\ndata: ".utf8) + json.bytes
         case .state(let download):

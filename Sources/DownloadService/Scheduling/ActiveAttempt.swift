@@ -2,10 +2,20 @@ import DownloadCore
 import Transfer
 
 /// A running transfer's progress as last reported.
+/// For an upload, the bytes are those sent and the size of its source.
 struct LiveProgress: Sendable, Equatable {
     var session: String
     var bytesReceived: Int64
     var bytesExpected: Int64?
+    var direction: Direction = .download
+
+    /// As a progress event shows it: `kind`, then a download's `bytesReceived` and
+    /// `bytesExpected`, or an upload's `bytesSent` and `bytesTotal`.
+    func write(into json: inout JSONWriter) {
+        json.field("kind", direction.rawValue)
+        json.field(direction == .upload ? "bytesSent" : "bytesReceived", bytesReceived)
+        json.field(direction == .upload ? "bytesTotal" : "bytesExpected", bytesExpected)
+    }
 }
 
 /// Why an attempt was stopped on purpose: `requestChanged` is a client's new url, headers,

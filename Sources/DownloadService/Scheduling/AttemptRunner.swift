@@ -276,9 +276,10 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     }
 
     /// Publishes a running job's progress to the API's readers and event streams.
-    func report(_ id: String, session: String, bytes: Int64, expected: Int64?) {
-        live.withLock { $0[id] = LiveProgress(session: session, bytesReceived: bytes, bytesExpected: expected) }
-        hub.publish(id, .progress(bytesReceived: bytes, bytesExpected: expected))
+    func report(_ id: String, session: String, bytes: Int64, expected: Int64?, direction: Direction = .download) {
+        let progress = LiveProgress(session: session, bytesReceived: bytes, bytesExpected: expected, direction: direction)
+        live.withLock { $0[id] = progress }
+        hub.publish(id, .progress(progress))
     }
 
     /// An attempt's whole body is in: its slot goes to the next job now, and it settles (sync,

@@ -298,7 +298,11 @@ struct Settlement {
     func attempt(_ outcome: String, error: DownloadError? = nil) -> AttemptRecord {
         let metrics = context.metrics
         metrics.increment("fetchd_attempts_total", labels: Metrics.labels(["outcome": outcome]))
-        metrics.increment("fetchd_downloaded_bytes_total", by: Double(result.bytesThisAttempt))
+        if job.upload != nil {
+            metrics.increment("fetchd_uploaded_bytes_total", by: Double(result.bytesSent))
+        } else {
+            metrics.increment("fetchd_downloaded_bytes_total", by: Double(result.bytesThisAttempt))
+        }
         metrics.observe("fetchd_transfer_duration_seconds", seconds: Double(now - startedAt) / 1000, bounds: Metrics.transferBuckets)
         return AttemptRecord(number: job.attempts, startedAt: startedAt, endedAt: now, outcome: outcome, error: error,
                       httpStatus: result.httpStatus, bytesTransferred: result.bytesThisAttempt, bytesOnDisk: result.bytesOnDisk,

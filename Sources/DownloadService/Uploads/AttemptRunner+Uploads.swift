@@ -19,7 +19,7 @@ extension AttemptRunner {
     /// bytes received are.
     private func uploadProgressed(_ id: String, _ sent: Int64) {
         guard var attempt = active[id], attempt.stopReason == nil, let plan = attempt.download.upload else { return }
-        report(id, session: attempt.download.session, bytes: sent, expected: plan.pin.size)
+        report(id, session: attempt.download.session, bytes: sent, expected: plan.pin.size, direction: .upload)
         let now = clock.now()
         guard now - attempt.persistedAt >= Self.progressPersistInterval else { return }
         attempt.persistedAt = now

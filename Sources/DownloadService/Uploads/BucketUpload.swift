@@ -202,7 +202,7 @@ final class BucketUpload: QueueConfined, @unchecked Sendable {  // all mutable s
         ended = true
         var ending = result
         ending.bytesOnDisk = upload?.end ?? 0
-        ending.bytesThisAttempt = sentThisAttempt
+        ending.bytesSent = sentThisAttempt
         onComplete(ending)
     }
 }

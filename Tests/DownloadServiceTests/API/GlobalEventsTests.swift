@@ -93,7 +93,7 @@ extension API {
                 let progress = try #require(stream.frames.first { $0.event == "progress" })
                 #expect(progress.id == nil)
                 #expect(try progress.json() == .object([
-                    "id": .string(id), "bytesReceived": .integer(512), "bytesExpected": .integer(2048), "bytesPerSecond": .integer(0),
+                    "id": .string(id), "kind": .string("download"), "bytesReceived": .integer(512), "bytesExpected": .integer(2048), "bytesPerSecond": .integer(0),
                 ]))
             }
         }

@@ -52,7 +52,7 @@ extension API {
                 api.transfers.progress("a", TransferProgress(bytesOnDisk: 300, bytesExpected: 1000))
                 let progress = await stream.waitForEvents(2).last
                 #expect(progress?.event == "progress")
-                #expect(try progress?.json() == .object(["bytesReceived": .integer(300), "bytesExpected": .integer(1000)]))
+                #expect(try progress?.json() == .object(["kind": .string("download"), "bytesReceived": .integer(300), "bytesExpected": .integer(1000)]))
                 #expect(ids(stream.events).count == 2)
             }
         }

@@ -185,7 +185,7 @@ final class TusUpload: QueueConfined, @unchecked Sendable {  // all mutable stat
         ended = true
         var ending = result
         ending.bytesOnDisk = offset
-        ending.bytesThisAttempt = sentThisAttempt
+        ending.bytesSent = sentThisAttempt
         if let resource {
             ending.effectiveURL = resource
             // The Upload's reply shows where the upload lives.
