@@ -73,7 +73,8 @@ public final class DownloadService: Sendable {
             engine.setBandwidthLimit(bytesPerSecond: $0)
         }
         let ids = IDSource()
-        let watchChecks = WatchChecks(events: events, ids: ids)
+        let checkTimes = CheckTimes()
+        let watchChecks = WatchChecks(events: events, ids: ids, times: checkTimes)
         recovery = Recovery(store: store, files: files, partials: partials, events: events, logger: logger)
         let settlement = SettlementContext(
             files: files, partials: partials,
@@ -88,6 +89,7 @@ public final class DownloadService: Sendable {
                                   settlement: settlement, policy: SchedulingPolicy(capacity: configuration.capacity),
                                   disk: disk, objectStorage: objectStorage, uploadSources: sources, tusChunkSize: configuration.tusChunkSize, sweeper: sweeper, hub: hub, clock: clock, logger: logger)
         self.scheduler = scheduler
+        checkTimes.bind { scheduler.jobStored(runAt: $0) }
         watchKeeper = WatchKeeper(store: store, checks: watchChecks, clock: clock, logger: logger) { scheduler.jobStored(runAt: $0) }
         heartbeat = configuration.databaseURL == nil ? nil : NodeHeartbeat(
             store: store, scheduler: scheduler, dispatcher: dispatcher, recovery: recovery, clock: clock, logger: logger)

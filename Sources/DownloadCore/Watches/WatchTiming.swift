@@ -18,9 +18,10 @@ public enum WatchTiming: Sendable, Equatable {
         switch self {
         case .interval(let period):
             let offset = Int64(Double(period) * Self.spreadShare * spread)
-            // The smallest k with anchor + k·period + offset > now (floor division: now may be before the anchor).
+            // The smallest k ≥ 1 with anchor + k·period + offset > now (the check at the anchor
+            // itself, k = 0, is the one at creation).
             let elapsed = now - anchor - offset
-            let k = (elapsed >= 0 ? elapsed / period : -((-elapsed + period - 1) / period)) + 1
+            let k = max(1, (elapsed >= 0 ? elapsed / period : -((-elapsed + period - 1) / period)) + 1)
             return anchor + k * period + offset
         case .schedule(let cron):
             // A time whose offset carries it past `now` may be up to the largest spread before it.

@@ -6,6 +6,7 @@ import Persistence
 struct WatchChecks: Sendable {
     let events: WebhookEvents
     let ids: IDSource
+    let times: CheckTimes
 
     /// How a check ended, as its watch records it.
     struct Ending {
@@ -24,7 +25,7 @@ struct WatchChecks: Sendable {
     /// time; after a change or a failure the next check is a new job.
     func ended(_ job: Download, _ ending: Ending, now: Int64) -> StoreChange? {
         guard let link = job.watch else { return nil }
-        let (events, ids) = (events, ids)
+        let (events, ids, times) = (events, ids, times)
         return .watch(WatchChange(id: link.id, afterPrevious: true) { watch, _ in
             guard watch.checkID == job.id else { return nil }
             var next = watch
@@ -48,6 +49,7 @@ struct WatchChecks: Sendable {
                 break
             }
             guard let due = next.nextCheckAt else { return WatchWrite(watch: next, events: recorded, now: now) }
+            times.due(at: due)
             if ending.result == .unchanged {
                 return WatchWrite(watch: next, events: recorded, reschedule: (job.id, due), now: now)
             }
