@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_support import Origin, holds_for, parse_rfc3339, sha256_hex, wait_for
+from e2e_support import holds_for, parse_rfc3339, sha256_hex, wait_for
+from test_cluster import Cluster, database_schema, needs_postgres
 from tls_support import accepting, free_port
 
 FAST = {"FETCHD_WATCH_MIN_INTERVAL": "200ms"}
@@ -283,3 +284,22 @@ def test_a_check_missed_while_down_runs_once_at_start(fetchd, origin):
     due = parse_rfc3339(now["nextCheckAt"])
     assert due > parse_rfc3339(now["lastCheckedAt"])
     assert holds_for(lambda: len(origin.requests_for("/missed.bin")) == before + 1, due - time.time() - 0.3)
+
+
+@needs_postgres
+def test_three_nodes_on_postgresql_check_once_per_due_time(tmp_path, origin):
+    origin.add("/shared.bin", b"shared\n")
+    with database_schema() as url:
+        nodes = Cluster(tmp_path, url, env=FAST)
+        try:
+            fd = nodes.nodes[0]
+            watch = create(fd, {"url": origin.url("/shared.bin"), "destination": "shared.bin", "interval": "1s"})
+            now = checked(fd, watch["id"], 6)
+            # Every node's scheduler saw each due time; one of them claimed each check.
+            requests = origin.requests_for("/shared.bin")
+            assert abs(len(requests) - now["checks"]) <= 1  # a check may be under way as the watch is read
+            starts = sorted(r.time for r in requests)
+            assert all(later - earlier > 0.5 for earlier, later in zip(starts, starts[1:])), starts
+            assert nodes.nodes[2].api.get(f"/watches/{watch['id']}").json()["checks"] >= 6
+        finally:
+            nodes.close()
