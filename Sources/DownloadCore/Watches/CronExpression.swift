@@ -119,35 +119,12 @@ struct CivilTime {
         minute = secondsOfDay % 3600 / 60
         // 1970-01-01 was a Thursday.
         weekday = ((days % 7) + 11) % 7
-        (year, month, day) = Self.civil(fromDays: days)
-    }
-
-    /// Howard Hinnant's days-to-civil algorithm, for days since 1970-01-01.
-    static func civil(fromDays days: Int) -> (Int, Int, Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-
-    /// Days since 1970-01-01 of a civil date (the inverse of `civil`).
-    static func days(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
+        (year, month, day) = RFC3339.civilFromDays(days)
     }
 
     /// Midnight of the first day of the month after `date`, in milliseconds.
     static func startOfNextMonth(after date: CivilTime) -> Int64 {
         let (year, month) = date.month == 12 ? (date.year + 1, 1) : (date.year, date.month + 1)
-        return Int64(days(year: year, month: month, day: 1)) * 86_400_000
+        return Int64(RFC3339.daysFromCivil(year: year, month: month, day: 1)) * 86_400_000
     }
 }
