@@ -82,6 +82,8 @@ public struct Download: Sendable, Equatable {
     public var objectVersionID: String?
     /// What makes the job an upload (the file it sends, how, the reply); nil for a download.
     public var upload: UploadPlan?
+    /// The watch whose check this job is, with what the current file is; nil for any other job.
+    public var watch: WatchLink?
 
     public init(
         id: String,
@@ -133,7 +135,8 @@ public struct Download: Sendable, Equatable {
         objectUpload: ObjectUpload? = nil,
         objectETag: String? = nil,
         objectVersionID: String? = nil,
-        upload: UploadPlan? = nil
+        upload: UploadPlan? = nil,
+        watch: WatchLink? = nil
     ) {
         self.id = id
         self.url = url
@@ -185,6 +188,7 @@ public struct Download: Sendable, Equatable {
         self.objectETag = objectETag
         self.objectVersionID = objectVersionID
         self.upload = upload
+        self.watch = watch
     }
 
     /// Which way the job moves its file.

@@ -18,7 +18,7 @@ public struct JobPatch: Sendable, Equatable {
     public var mirrors: Change<[String]> = .keep
     public var maxBytesPerSecond: Change<Int64> = .keep
 
-    static let patchable: Set<String> = [
+    public static let patchable: Set<String> = [
         "url", "headers", "priority", "earliestBeginDate", "discretionary", "webhookURL", "metadata",
         "mirrors", "maxBytesPerSecond",
     ]

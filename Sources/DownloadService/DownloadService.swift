@@ -22,6 +22,7 @@ public final class DownloadService: Sendable {
     let server: HTTPServer
     let lock: DataDirectoryLock
     let housekeeper: Housekeeper
+    let watchKeeper: WatchKeeper
     let bandwidth: BandwidthPlan
     /// With a store shared by many nodes: this node's lease and the cluster's upkeep.
     let heartbeat: NodeHeartbeat?
@@ -71,6 +72,9 @@ public final class DownloadService: Sendable {
         bandwidth = BandwidthPlan(schedule: configuration.maxBandwidth, clock: clock, logger: logger) {
             engine.setBandwidthLimit(bytesPerSecond: $0)
         }
+        let ids = IDSource()
+        let checkTimes = CheckTimes()
+        let watchChecks = WatchChecks(events: events, ids: ids, times: checkTimes)
         recovery = Recovery(store: store, files: files, partials: partials, events: events, logger: logger)
         let settlement = SettlementContext(
             files: files, partials: partials,
@@ -80,11 +84,13 @@ public final class DownloadService: Sendable {
             urlRefreshTimeout: configuration.urlRefreshTimeout,
             events: events, metrics: metrics, logger: logger,
             publish: { hub.publish($0.id, .state($0)) }, eventsRecorded: { dispatcher.poke() },
-            read: { try store.download(id: $0) }, sources: sources)
+            read: { try store.download(id: $0) }, sources: sources, watches: watchChecks)
         let scheduler = Scheduler(store: store, transfers: engine, template: template,
                                   settlement: settlement, policy: SchedulingPolicy(capacity: configuration.capacity),
                                   disk: disk, objectStorage: objectStorage, uploadSources: sources, tusChunkSize: configuration.tusChunkSize, sweeper: sweeper, hub: hub, clock: clock, logger: logger)
         self.scheduler = scheduler
+        checkTimes.bind { scheduler.jobStored(runAt: $0) }
+        watchKeeper = WatchKeeper(store: store, checks: watchChecks, clock: clock, logger: logger) { scheduler.jobStored(runAt: $0) }
         heartbeat = configuration.databaseURL == nil ? nil : NodeHeartbeat(
             store: store, scheduler: scheduler, dispatcher: dispatcher, recovery: recovery, clock: clock, logger: logger)
         let eventRelay = configuration.databaseURL == nil ? nil : ClusterEventRelay(store: store, hub: hub, clock: clock, logger: logger)
@@ -97,13 +103,15 @@ public final class DownloadService: Sendable {
         http.maxBodyBytesByPath = ["/downloads/batch": max(configuration.maxRequestBody, DownloadsAPI.maxBatchBodyBytes)]
         http.maxConnections = configuration.maxConnections
         let downloads = DownloadsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
-                                     files: files, sources: sources, configuration: configuration, clock: clock, ids: IDSource(),
+                                     files: files, sources: sources, configuration: configuration, clock: clock, ids: ids,
                                      inserts: InsertBatcher(store: store, regather: configuration.databaseURL == nil ? nil : .milliseconds(2)),
                                      writes: WriteQueue())
         let sessions = SessionsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
                                    partials: partials, clock: clock, writes: WriteQueue())
+        let watches = WatchesAPI(store: store, downloads: downloads, scheduler: scheduler, configuration: configuration, clock: clock,
+                                 ids: ids, writes: WriteQueue())
         server = HTTPServer(configuration: http, router: Self.router(
-            downloads: downloads, sessions: sessions, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
+            downloads: downloads, sessions: sessions, watches: watches, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
             globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler, elsewhere: eventRelay?.elsewhere),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
             metrics: metrics, logger: logger, console: ConsoleAPI(),
@@ -151,6 +159,7 @@ public final class DownloadService: Sendable {
         scheduler.poke()
         dispatcher.poke()
         housekeeper.start()
+        watchKeeper.start()
         bandwidth.start()
         heartbeat?.start()
         eventRelay?.start()
@@ -166,6 +175,7 @@ public final class DownloadService: Sendable {
         heartbeat?.stop()
         eventRelay?.stop()
         housekeeper.stop()
+        watchKeeper.stop()
         bandwidth.stop()
         async let transfersStopped: Void = scheduler.shutdown(timeout: timeout)
         async let requestsDrained: Void = server.shutdown(timeout: timeout.inSeconds)
@@ -180,7 +190,7 @@ public final class DownloadService: Sendable {
     }
 
     /// One route per endpoint, each with the one function that handles it (README, Architecture).
-    static func router(downloads: DownloadsAPI, sessions: SessionsAPI, events: EventsAPI, globalEvents: GlobalEventsAPI,
+    static func router(downloads: DownloadsAPI, sessions: SessionsAPI, watches: WatchesAPI, events: EventsAPI, globalEvents: GlobalEventsAPI,
                        status: StatusAPI, authenticator: Authenticator, metrics: Metrics, logger: Logger,
                        console: ConsoleAPI, nodes: NodesAPI, hosts: HostCheck) -> Router {
         var router = Router()
@@ -243,6 +253,14 @@ public final class DownloadService: Sendable {
         route("PATCH", "/uploads/{id}") { request, p, _ in try await downloads.patch(p["id"] ?? "", request, kind: .upload) }
         route("POST", "/uploads/{id}/retry") { _, p, _ in try await downloads.retry(p["id"] ?? "", kind: .upload) }
         route("GET", "/uploads/{id}/attempts") { _, p, _ in try downloads.attempts(p["id"] ?? "", kind: .upload) }
+        route("POST", "/watches") { request, _, principal in try await watches.create(request, principal: principal) }
+        route("GET", "/watches") { request, _, _ in try watches.list(request) }
+        route("GET", "/watches/{id}") { _, p, _ in try watches.get(p["id"] ?? "") }
+        route("PATCH", "/watches/{id}") { request, p, _ in try await watches.patch(p["id"] ?? "", request) }
+        route("DELETE", "/watches/{id}") { _, p, _ in try await watches.delete(p["id"] ?? "") }
+        route("POST", "/watches/{id}/check") { _, p, _ in try await watches.checkNow(p["id"] ?? "") }
+        route("POST", "/watches/{id}/pause") { _, p, _ in try await watches.pause(p["id"] ?? "") }
+        route("POST", "/watches/{id}/resume") { _, p, _ in try await watches.resume(p["id"] ?? "") }
         route("GET", "/events") { request, _, _ in try globalEvents.stream(request) }
         route("GET", "/sessions/{session}") { _, p, _ in try status.session(p["session"] ?? "") }
         for action in SessionActionKind.allCases {

@@ -92,6 +92,7 @@ public enum DownloadTable {
         try visitor.column("object_etag", .state, &job.objectETag, OptionalTextColumn.self)
         try visitor.column("object_version_id", .state, &job.objectVersionID, OptionalTextColumn.self)
         try visitor.column("upload", .state, &job.upload, UploadPlanColumn.self)
+        try visitor.column("watch", .state, &job.watch, WatchLinkColumn.self)
     }
 
     /// Named once, here: `state(_:ofJob:)` reads the state alone, and `takingClientFields` leaves

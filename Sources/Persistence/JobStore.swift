@@ -8,7 +8,7 @@ import DownloadCore
 /// thrown error as "no such job".
 ///
 /// Times are milliseconds since the Unix epoch.
-public protocol JobStore: Sendable {
+public protocol JobStore: WatchStore, Sendable {
     // MARK: Intake
 
     /// Inserts new jobs in one transaction (group commit), each as it would be alone, in order: a

@@ -115,6 +115,17 @@ extension ParsedTextColumn {
     }
 }
 
+@usableFromInline enum WatchLinkColumn: ParsedTextColumn {
+    @usableFromInline typealias Field = WatchLink?
+
+    @usableFromInline static func text(_ link: WatchLink?) -> String? { link?.text }
+    @usableFromInline static func parse(_ text: String?) throws(ColumnProblem) -> WatchLink? {
+        guard let text else { return nil }
+        guard let link = WatchLink.parse(text) else { throw ColumnProblem(message: "holds \(quoted(text)), not a watch") }
+        return link
+    }
+}
+
 /// A job's error is two columns, read in order: the code makes the error, the message fills it in.
 @usableFromInline enum ErrorCodeColumn: ParsedTextColumn {
     @usableFromInline typealias Field = DownloadError?

@@ -166,6 +166,8 @@ public enum StoreChange {
     /// more), or nil once it is completed or aborted; written if the job is in one of `expecting`
     /// (a running job only by the node it runs on). Its result says whether it was.
     case objectUpload(id: String, upload: ObjectUpload?, expecting: Set<DownloadState>)
+    /// A watch read, changed and written back, with its check jobs' changes (`WatchChange`).
+    case watch(WatchChange)
 }
 
 /// The outcome of one delivery attempt.

@@ -295,6 +295,22 @@ enum PostgresMigrations {
         CREATE UNIQUE INDEX downloads_live_destination ON downloads (destination)
             WHERE state IN ('queued','running','paused') AND destination NOT LIKE '%/' AND upload IS NULL;
         """,
+        // 10: watches, as SQLite's version 23.
+        """
+        ALTER TABLE downloads ADD COLUMN watch text;
+        CREATE TABLE watches (
+            id text PRIMARY KEY,
+            destination text NOT NULL UNIQUE,
+            state text NOT NULL CHECK (state IN ('active','paused')),
+            check_id text,
+            body text NOT NULL,
+            revision bigint NOT NULL DEFAULT 1,
+            idempotency_principal text,
+            idempotency_key text,
+            body_sha256 text
+        );
+        CREATE UNIQUE INDEX watches_idempotency ON watches (idempotency_principal, idempotency_key) WHERE idempotency_key IS NOT NULL;
+        """,
     ]
 
     /// `job_counts_follow`, the function of the jobs table's statement triggers: adds each statement's

@@ -12,7 +12,12 @@ extension PostgresStore {
 
     /// A state change may queue a job or free a slot; progress alone does neither.
     static func changesState(_ changes: [StoreChange]) -> Bool {
-        changes.contains { if case .update = $0 { true } else { false } }
+        changes.contains {
+            switch $0 {
+            case .update, .watch: true
+            default: false
+            }
+        }
     }
 
     /// `apply`'s changes in the caller's transaction.
@@ -33,6 +38,10 @@ extension PostgresStore {
             results += try self.end(ending, db, settled: &settled)
             ending = []
             endingIDs = []
+            if case .watch(let watchChange) = change {
+                results.append(watchChange.afterPrevious && results.last != true ? false : try self.apply(watchChange, db))
+                continue
+            }
             results.append(try self.apply(change, db, settled: &settled))
         }
         results += try self.end(ending, db, settled: &settled)
@@ -75,6 +84,8 @@ extension PostgresStore {
                 UPDATE downloads SET object_upload = $2, revision = revision + 1
                 WHERE id = $1 AND state = ANY($3::text[]) AND (state <> 'running' OR lease_owner = $4)
                 """, [.text(id), .optional(upload?.text), .textArray(expecting.map(\.rawValue).sorted()), .text(membership.id)]) == 1
+        case .watch(let watchChange):
+            return try apply(watchChange, db)
         }
     }
 

@@ -296,6 +296,24 @@ enum Migrations {
         """,
         // 22: uploads: what an upload job sends, how, and the reply it keeps (NULL for a download).
         "ALTER TABLE downloads ADD COLUMN upload TEXT;",
+        // 23: watches. A check job names its watch (NULL for any other job); a watch is one row:
+        // its fields and state as one JSON text (`Watch.text`), beside the columns looked up —
+        // one watch per destination, the check it has, and the idempotency key that made it.
+        """
+        ALTER TABLE downloads ADD COLUMN watch TEXT;
+        CREATE TABLE watches (
+            id TEXT PRIMARY KEY NOT NULL,
+            destination TEXT NOT NULL UNIQUE,
+            state TEXT NOT NULL CHECK (state = 'active' OR state = 'paused'),
+            check_id TEXT,
+            body TEXT NOT NULL,
+            revision INTEGER NOT NULL DEFAULT 1,
+            idempotency_principal TEXT,
+            idempotency_key TEXT,
+            body_sha256 TEXT
+        ) WITHOUT ROWID;
+        CREATE UNIQUE INDEX watches_idempotency ON watches(idempotency_principal, idempotency_key) WHERE idempotency_key IS NOT NULL;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -17,12 +17,15 @@ extension SQLiteStore {
     /// log together after them (a row per run of one session's jobs, not one per job).
     func apply(_ changes: [StoreChange], _ db: SQLiteConnection) throws -> [Bool] {
         var logged: [Download] = []
-        let applied = try changes.map { try apply($0, db, logging: &logged) }
+        var applied: [Bool] = []
+        applied.reserveCapacity(changes.count)
+        for change in changes { applied.append(try apply(change, db, logging: &logged, previous: applied.last)) }
         if !logged.isEmpty { try stateLog.append(db, logged) }
         return applied
     }
 
-    private func apply(_ change: StoreChange, _ db: SQLiteConnection, logging logged: inout [Download]) throws -> Bool {
+    /// `previous`: whether the change before this one applied (nil for the first).
+    private func apply(_ change: StoreChange, _ db: SQLiteConnection, logging logged: inout [Download], previous: Bool?) throws -> Bool {
         switch change {
         case .update(let download, let expecting, let events, let attempt, let sessionFinished, let revision):
             let written = try update(db, download, expecting: expecting, unchangedSince: revision, events: events, attempt: attempt,
@@ -50,6 +53,8 @@ extension SQLiteStore {
             try db.prepare("UPDATE downloads SET object_upload = ?, revision = revision + 1 WHERE id = ? AND state IN (SELECT value FROM json_each(?))")
                 .run([upload.map { .text($0.text) } ?? .null, .text(id), .text(JSONString.array(expecting.map(\.rawValue).sorted()))])
             return db.changes == 1
+        case .watch(let watchChange):
+            return watchChange.afterPrevious && previous != true ? false : try apply(watchChange, db)
         }
     }
 

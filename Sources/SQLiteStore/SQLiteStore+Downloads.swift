@@ -30,7 +30,7 @@ extension SQLiteStore {
         }
     }
 
-    private func insert(_ jobs: [NewJob], into db: SQLiteConnection) throws -> [InsertOutcome] {
+    func insert(_ jobs: [NewJob], into db: SQLiteConnection) throws -> [InsertOutcome] {
         var tags = FairTags()
         // Looked up once per transaction, not per job (the cache hashes the statement's text).
         let insertDownload = try db.prepare(Self.insertDownloadSQL)

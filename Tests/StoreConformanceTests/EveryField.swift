@@ -32,7 +32,9 @@ func everyFieldSet(_ id: String, variant v: Int, state: DownloadState = .queued,
             contentType: "text/v\(v)", deleteSource: v % 2 == 1, replyDestination: Destination(stored: "replies/v\(v).json"),
             pin: SourcePin(size: 1_000 + n, modifiedAt: 1_764_900_000_000_000_000 + n),
             reply: UploadReply(status: 200 + v, contentType: "application/v\(v)", location: "https://up.example/\(v)",
-                               etag: "\"reply-\(v)\"", body: "reply \(v)")))
+                               etag: "\"reply-\(v)\"", body: "reply \(v)")),
+        watch: WatchLink(id: "watch-\(v)", etag: "\"feed-\(v)\"", lastModified: "Mon, 0\(v % 10) Mar 2026 10:00:00 GMT",
+                         sha256: String(repeating: "\(v % 10)", count: 64)))
 }
 
 /// Every column's value of `job`, in order.

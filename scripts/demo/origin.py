@@ -50,6 +50,11 @@ class Origin(BaseHTTPRequestHandler):
             return self.plain(404, "not found\n", body)
         stat = path.stat()
         size, etag = stat.st_size, f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
+        if etag in [tag.strip() for tag in self.headers.get("If-None-Match", "").split(",")]:
+            self.send_response(304)
+            self.send_header("ETag", etag)
+            self.end_headers()
+            return
         start, end, status = 0, size - 1, 200
         match = re.fullmatch(r"bytes=(\d*)-(\d*)", self.headers.get("Range", ""))
         if match and self.headers.get("If-Range", etag) == etag and match.group(1) + match.group(2):

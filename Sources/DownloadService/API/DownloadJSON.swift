@@ -65,6 +65,8 @@ enum DownloadJSON {
         json.field("maxBytesPerSecond", d.maxBytesPerSecond)
         json.field("objectETag", d.objectETag)
         json.field("objectVersionId", d.objectVersionID)
+        // Only a watch's check has one: every other job's body stays as it was.
+        if let watch = d.watch { json.field("watch", watch.id) }
         json.endObject()
         return waitingForAt
     }
@@ -86,9 +88,9 @@ enum DownloadJSON {
         json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
     }
 
-    /// `"error": {"code", "message"}` or `"error": null`.
-    static func writeError(_ error: DownloadError?, into json: inout JSONWriter) {
-        json.key("error")
+    /// `"error": {"code", "message"}` or `"error": null` (under another `name`, if given).
+    static func writeError(_ error: DownloadError?, as name: StaticString = "error", into json: inout JSONWriter) {
+        json.key(name)
         guard let error else { return json.value(nil as String?) }
         json.beginObject()
         json.field("code", error.code)

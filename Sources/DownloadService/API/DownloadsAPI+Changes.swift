@@ -8,24 +8,19 @@ extension DownloadsAPI {
     /// revision (re-read and re-applied if something else changed it meanwhile, unless `If-Match`
     /// pinned the revision: then `412`).
     func patch(_ id: String, _ request: HTTPRequest, kind: Direction = .download) async throws -> HTTPResponse {
-        let contentType = request.headers["Content-Type"]
-        guard Self.isJSON(contentType) || Self.isMediaType(contentType, "application/merge-patch+json") else {
-            throw APIProblem.unsupportedMediaType("send a JSON merge patch with Content-Type: application/merge-patch+json or application/json")
-        }
-        let body: JSONValue
-        do {
-            body = try JSONParser.parse(request.body)
-        } catch {
-            throw APIProblem(status: 400, title: "Bad Request", detail: "the body is not valid JSON: \(error)")
-        }
         let patch: JobPatch
-        switch JobPatch.parse(body) {
+        switch JobPatch.parse(try Self.mergePatch(request)) {
         case .success(let value): patch = value
         case .failure(let failure): throw APIProblem.invalid(failure.errors)
         }
         if case .set(let webhookURL) = patch.webhookURL { try checkWebhookAddress(webhookURL) }
         if case .set(let url) = patch.url { try checkHostKeyTrust(url.text, field: "url") }
-        let ifMatch = request.headers["If-Match"]
+        return tagged(200, try await change(id, by: patch, ifMatch: request.headers["If-Match"], kind: kind))
+    }
+
+    /// Applies a validated patch to a live job (a watch's check, too), as `patch` describes;
+    /// the job as stored after it.
+    func change(_ id: String, by patch: JobPatch, ifMatch: String?, kind: Direction = .download) async throws -> Download {
         for _ in 0..<10 {
             let current = try existing(id, kind: kind)
             if let ifMatch, !EntityTag.matches(ifMatch, current) {
@@ -46,9 +41,22 @@ extension DownloadsAPI {
             }
             scheduler.changed(stored, restart: patch.changesRequest && stored.state == .running)
             if stored.state == .queued { scheduler.jobStored(runAt: stored.runAt) }
-            return tagged(200, stored)
+            return stored
         }
         throw APIProblem.unavailable("the job kept changing; try again")
+    }
+
+    /// A request's JSON merge patch, parsed (`415` when it is not declared JSON, `400` when it is not JSON).
+    static func mergePatch(_ request: HTTPRequest) throws -> JSONValue {
+        let contentType = request.headers["Content-Type"]
+        guard isJSON(contentType) || isMediaType(contentType, "application/merge-patch+json") else {
+            throw APIProblem.unsupportedMediaType("send a JSON merge patch with Content-Type: application/merge-patch+json or application/json")
+        }
+        do {
+            return try JSONParser.parse(request.body)
+        } catch {
+            throw APIProblem(status: 400, title: "Bad Request", detail: "the body is not valid JSON: \(error)")
+        }
     }
 
     /// A failed job goes back to the queue with a fresh retry budget (`attempts` keeps counting),

@@ -93,15 +93,21 @@ struct DownloadsAPI: Sendable {
         case .success(let value): submission = value
         case .failure(let failure): throw APIProblem.invalid(failure.errors)
         }
+        submission.connections = submission.connections ?? configuration.connectionsPerDownload
+        try vet(submission)
+        return submission
+    }
+
+    /// What a valid submission must also pass here: its bucket needs object storage, its URLs
+    /// the egress policy, an `sftp://` URL known host keys.
+    func vet(_ submission: NewDownload) throws {
         if submission.destination.isObject, configuration.objectStorage == nil {
             throw APIProblem.invalid("destination", "names a bucket, but no object storage is configured (FETCHD_S3_ENDPOINT)")
         }
-        submission.connections = submission.connections ?? configuration.connectionsPerDownload
         try checkWebhookAddress(submission.webhookURL)
         try checkAddress(submission.checksumURL, field: "checksumURL")
         try checkHostKeyTrust(submission.url, field: "url")
         for mirror in submission.mirrors { try checkHostKeyTrust(mirror, field: "mirrors") }
-        return submission
     }
 
     /// An `sftp://` URL needs known host keys (FETCHD_SSH_KNOWN_HOSTS): fetchd never trusts a key

@@ -41,6 +41,9 @@ public struct Configuration: Sendable {
     public var urlRefreshTimeout: Duration
     public var diskReserve: Int64
     public var maxQueued: Int?
+    /// The shortest `interval` a watch takes.
+    public var watchMinInterval: Duration
+    public var maxWatches: Int
     public var maxRequestBody: Int
     public var maxConnections: Int
     public var shutdownTimeout: Duration
@@ -135,6 +138,11 @@ public struct Configuration: Sendable {
         urlRefreshTimeout = try reader.duration("url-refresh-timeout")
         diskReserve = try reader.size("disk-reserve", reader.text("disk-reserve"))
         maxQueued = try reader.optional("max-queued").map { _ throws(Invalid) in try reader.integer("max-queued", in: 0...Int(Int32.max)) }
+        watchMinInterval = try reader.duration("watch-min-interval")
+        guard watchMinInterval >= .milliseconds(100) else {
+            throw reader.invalid("watch-min-interval", try reader.text("watch-min-interval"), "expected at least 100ms")
+        }
+        maxWatches = try reader.integer("max-watches", in: 0...Int(Int32.max))
         maxRequestBody = Int(try reader.size("max-request-body", reader.text("max-request-body")))
         maxConnections = try reader.integer("max-connections", in: 1...1_000_000)
         shutdownTimeout = try reader.duration("shutdown-timeout")

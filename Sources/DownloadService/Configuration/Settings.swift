@@ -43,6 +43,8 @@ public struct Setting: Sendable {
         Setting("url-refresh-timeout", "24h", "how long a job with urlRefresh waits for a new URL before it fails with url_expired"),
         Setting("disk-reserve", "1GiB", "free space kept under the download root"),
         Setting("max-queued", nil, "queued jobs cap; beyond it POST /downloads is 429"),
+        Setting("watch-min-interval", "1m", "the shortest interval a watch may check at"),
+        Setting("max-watches", "100000", "watches cap; beyond it POST /watches is 429"),
         Setting("max-request-body", "1MiB", "largest accepted request body (413 beyond)"),
         Setting("max-connections", "1024", "open client connections (503 beyond)"),
         Setting("shutdown-timeout", "10s", "how long SIGTERM waits for in-flight work"),

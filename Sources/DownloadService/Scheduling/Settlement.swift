@@ -34,6 +34,8 @@ struct SettlementContext: Sendable {
     let read: @Sendable (String) throws -> Download?
     /// Where uploads' sources are, for `deleteSource`; nil where the service takes no uploads.
     var sources: UploadSources? = nil
+    /// What a watch's check tells its watch; nil where the service keeps no watches.
+    var watches: WatchChecks? = nil
 }
 
 /// Settles one finished transfer attempt: completes, retries or fails the job, each as a
@@ -59,6 +61,7 @@ struct Settlement {
     private var partialPath: String { context.partials.path(job.id) }
 
     func settle() -> JobWrite {
+        if let write = settleNotModified() { return write }
         if result.failure == nil, let digest = result.sha256 {
             return complete(digest: digest)
         }
@@ -188,6 +191,8 @@ struct Settlement {
             ? job.destination.file(named: FileName.choose(contentDisposition: result.contentDisposition, finalURL: result.effectiveURL ?? job.currentURL))
             : job.destination
         if let problem = verify(digest, fileName: target.fileName) { return fail(problem) }
+        // A watch's check that got the very file it has: nothing to place.
+        if let current = job.watch?.sha256, current == digest { return unchangedCheck() }
         switch context.files.place(partial: partialPath, destination: target, jobID: job.id, overwrite: job.overwrite,
                                    renameOnConflict: job.renameOnConflict) {
         case .failure(.exists):
@@ -286,7 +291,8 @@ struct Settlement {
         logger.info("download failed", metadata: ["download.id": "\(job.id)", "error.code": "\(error.code)", "http.status": "\(result.httpStatus ?? 0)"])
         // Data a retry can go on from is kept (until the retry, or until retention prunes the job);
         // other data is of no use now, and removing it first frees the space a full disk needs for the commit.
-        if !error.isResumable(httpStatus: failed.httpStatus) {
+        // (A watch's failed check is not retried: the next check is a job of its own.)
+        if !error.isResumable(httpStatus: failed.httpStatus) || job.watch != nil {
             context.partials.remove(job.id)
             failed.bytesReceived = 0
             failed.ranges = []
@@ -347,6 +353,7 @@ struct Settlement {
     /// A terminal transition with its webhook event (and `session.finished` if it was the session's
     /// last live job); `then` learns whether it was committed.
     func terminal(_ download: Download, attempt: AttemptRecord, then: @escaping (Bool) -> Void = { _ in }) -> JobWrite {
+        if download.watch != nil { return checkEnded(download, attempt: attempt, then: then) }
         let (events, context, now) = (context.events, context, now)
         let change = StoreChange.update(download, expecting: [.running], events: [events.terminal(download, now: now)], attempt: attempt) {
             [events.sessionFinished($0, now: now)]

@@ -30,6 +30,12 @@ struct TransferTemplate: Sendable {
         var request = TransferRequest(url: job.currentURL, sink: sink)
         request.maxSpeedBytesPerSecond = job.maxBytesPerSecond
         request.headers = job.headers.map { ($0.name, $0.value) }
+        if let watch = job.watch {
+            // A watch's check asks only for a file other than the current one, and keeps the
+            // validators of the answer for the next check.
+            request.headers += watch.conditionalHeaders.map { ($0.name, $0.value) }
+            request.keepsResponseHeaders = true
+        }
         request.maxBytes = maxBytes
         request.stallTimeout = stallTimeout.inSeconds
         request.addressPolicy = addressPolicy

@@ -46,7 +46,7 @@ struct WebhookEvents: Sendable {
         }
     }
 
-    private func envelope(type: String, urls: [String], session: String, now: Int64, data: (inout JSONWriter) -> Void) -> WebhookEvent {
+    func envelope(type: String, urls: [String], session: String, now: Int64, data: (inout JSONWriter) -> Void) -> WebhookEvent {
         var json = JSONWriter()
         json.beginObject()
         json.field("type", type)

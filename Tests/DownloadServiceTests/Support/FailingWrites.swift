@@ -50,6 +50,13 @@ final class FailingWrites: JobStore {
     }
 
     func insert(_ jobs: [NewJob]) throws -> [InsertOutcome] { try store.insert(jobs) }
+    func insertWatch(_ watch: Watch, firstCheck: Download, idempotency: IdempotencyRecord?) throws -> WatchInsertOutcome {
+        try store.insertWatch(watch, firstCheck: firstCheck, idempotency: idempotency)
+    }
+    func watch(id: String) throws -> Watch? { try store.watch(id: id) }
+    func watches(limit: Int, cursor: String?) throws -> WatchPage { try store.watches(limit: limit, cursor: cursor) }
+    func watchCount() throws -> Int { try store.watchCount() }
+    func watchesWithoutLiveCheck(limit: Int) throws -> [String] { try store.watchesWithoutLiveCheck(limit: limit) }
     func download(id: String) throws -> Download? { try store.download(id: id) }
     func list(kind: Direction, state: DownloadState?, session: String?, limit: Int, cursor: String?) throws -> DownloadPage {
         try store.list(kind: kind, state: state, session: session, limit: limit, cursor: cursor)

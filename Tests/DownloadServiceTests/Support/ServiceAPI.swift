@@ -31,8 +31,10 @@ final class ServiceAPI: Sendable {
                                      inserts: InsertBatcher(store: store), writes: WriteQueue())
         let sessions = SessionsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: fixture.events,
                                    partials: fixture.partials, clock: clock, writes: WriteQueue())
+        let watches = WatchesAPI(store: store, downloads: downloads, scheduler: scheduler, configuration: configuration, clock: clock,
+                                 ids: IDSource(), writes: WriteQueue())
         router = DownloadService.router(
-            downloads: downloads, sessions: sessions,
+            downloads: downloads, sessions: sessions, watches: watches,
             events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
             globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler, elsewhere: nil),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: fixture.metrics, clock: clock),

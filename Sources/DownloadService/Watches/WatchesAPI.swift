@@ -1,0 +1,206 @@
+import DownloadCore
+import HTTPServer
+import Persistence
+
+/// The `/watches` endpoints. A watch's check is a job of `/downloads`: pausing, resuming or
+/// deleting a watch does the same to its live check, through the download endpoints' own code.
+struct WatchesAPI: Sendable {
+    let store: any JobStore
+    let downloads: DownloadsAPI
+    let scheduler: Scheduler
+    let configuration: Configuration
+    let clock: Clock
+    let ids: IDSource
+    let writes: WriteQueue
+
+    func create(_ request: HTTPRequest, principal: String) async throws -> HTTPResponse {
+        let spec = try judge(try DownloadsAPI.jsonBody(request, what: "the watch"))
+        try downloads.checkDestination(spec.download, with: DestinationFiles.Checker(downloads.files))
+        let idempotency = try DownloadsAPI.idempotency(request, principal: principal)
+        // Fails closed, as the queue's cap does: a count that cannot be read is a 503.
+        if try store.watchCount() >= configuration.maxWatches {
+            throw APIProblem.tooManyRequests("fetchd keeps its maximum of \(configuration.maxWatches) watches (FETCHD_MAX_WATCHES)",
+                                             retryAfterSeconds: 60)
+        }
+        let now = clock.now()
+        var watch = Watch(id: ids.next(now: now), spec: spec.fields, destination: spec.download.destination, createdAt: now)
+        watch.nextCheckAt = now
+        watch.revision = 1
+        guard let firstCheck = WatchChecks.check(of: watch, id: ids.next(now: now), runAt: now, now: now) else {
+            throw APIProblem.invalid("", "the watch's fields do not make a download")
+        }
+        watch.checkID = firstCheck.id
+        let (store, stored) = (store, watch)
+        switch try await writes.perform({ try store.insertWatch(stored, firstCheck: firstCheck, idempotency: idempotency) }) {
+        case .created:
+            scheduler.jobStored(runAt: now)
+            return tagged(201, watch, location: true)
+        case .replayed(let original):
+            return tagged(201, original, location: true)
+        case .keyMismatch:
+            throw APIProblem.keyMismatch
+        case .destinationBusy:
+            throw APIProblem.conflict("another watch or a live job already writes to this destination")
+        }
+    }
+
+    /// A watch's fields judged on their own, and as a download's would be.
+    private func judge(_ body: JSONValue) throws -> WatchSpec {
+        switch WatchSpec.validate(body, minInterval: configuration.watchMinInterval.wholeMilliseconds) {
+        case .success(let spec):
+            try downloads.vet(spec.download)
+            return spec
+        case .failure(let failure):
+            throw APIProblem.invalid(failure.errors)
+        }
+    }
+
+    func get(_ id: String) throws -> HTTPResponse {
+        tagged(200, try existing(id))
+    }
+
+    func list(_ request: HTTPRequest) throws -> HTTPResponse {
+        var limit = 100
+        if let text = request.query["limit"] {
+            guard let value = Int(text), (1...1000).contains(value) else { throw APIProblem.invalid("limit", "must be a whole number from 1 to 1000") }
+            limit = value
+        }
+        let cursor = request.query["cursor"]
+        if let cursor, cursor.isEmpty || cursor.utf8.count > 64 || !cursor.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+            throw APIProblem.invalid("cursor", "is not a cursor this server issued")
+        }
+        let page = try store.watches(limit: limit, cursor: cursor)
+        var json = JSONWriter(capacity: 800 * page.items.count + 64)
+        json.beginObject()
+        json.key("items")
+        json.beginArray()
+        for watch in page.items { WatchJSON.write(watch, into: &json) }
+        json.endArray()
+        json.field("nextCursor", page.nextCursor)
+        json.endObject()
+        return .json(200, json.bytes)
+    }
+
+    /// A JSON merge patch of any field but `destination`; the live check takes the download
+    /// fields a job can change at once (the others, `checksumURL` and `session`, from the next check on).
+    func patch(_ id: String, _ request: HTTPRequest) async throws -> HTTPResponse {
+        guard case .object(let patch) = try DownloadsAPI.mergePatch(request) else {
+            throw APIProblem.invalid("", "the body must be a JSON object (a merge patch)")
+        }
+        if let fixed = patch.keys.first(where: WatchSpec.fixedFields.contains) {
+            throw APIProblem.invalid(fixed, "cannot be changed after the watch is created")
+        }
+        let ifMatch = request.headers["If-Match"]
+        let watch = try await steer(id, ifMatch: ifMatch) { current, now in
+            let spec = try judge(.object(WatchSpec.patched(current.spec, with: patch)))
+            return { watch in
+                let timingChanged = watch.validSpec?.timing != spec.timing
+                watch.spec = spec.fields
+                if timingChanged { watch.nextCheckAt = watch.nextCheck(after: watch.lastCheckedAt ?? now).map { max($0, now) } }
+                return timingChanged ? watch.nextCheckAt : nil
+            }
+        }
+        let jobFields = patch.filter { JobPatch.patchable.contains($0.key) }
+        if !jobFields.isEmpty, let checkID = watch.checkID, case .success(let jobPatch) = JobPatch.parse(.object(jobFields)) {
+            do {
+                _ = try await downloads.change(checkID, by: jobPatch, ifMatch: nil)
+            } catch let problem as APIProblem where problem.status == 409 || problem.status == 404 {
+                // The check ended meanwhile: the next one is made from the watch's new fields.
+            }
+        }
+        return tagged(200, try existing(id))
+    }
+
+    /// `POST /watches/{id}/check`: the queued check runs now (a running one goes on).
+    func checkNow(_ id: String) async throws -> HTTPResponse {
+        let watch = try await steer(id) { current, now in
+            guard current.state == .active else { throw APIProblem.conflict("the watch is paused; resume it first") }
+            return { watch in
+                watch.nextCheckAt = now
+                return now
+            }
+        }
+        if let due = watch.nextCheckAt { scheduler.jobStored(runAt: due) }
+        return tagged(200, watch)
+    }
+
+    func pause(_ id: String) async throws -> HTTPResponse {
+        let watch = try await steer(id) { _, _ in { watch in
+            watch.state = .paused
+            return nil
+        } }
+        try await onCheck(of: watch) { try await downloads.pause($0) }
+        return tagged(200, try existing(id))
+    }
+
+    /// Resumed, the watch checks at its next time, or at once if that passed while it was paused.
+    func resume(_ id: String) async throws -> HTTPResponse {
+        let watch = try await steer(id) { _, now in { watch in
+            watch.state = .active
+            watch.nextCheckAt = max(now, watch.nextCheckAt ?? now)
+            return nil
+        } }
+        try await onCheck(of: watch) { try await downloads.resume($0) }
+        return tagged(200, try existing(id))
+    }
+
+    /// Stops the watch and cancels its live check; the file stays.
+    func delete(_ id: String) async throws -> HTTPResponse {
+        let current = try existing(id)
+        let now = clock.now()
+        let store = store
+        let deleted = try await writes.perform { try store.apply([.watch(WatchChange(id: id) { _, _ in WatchWrite(watch: nil, now: now) })]) }
+        guard deleted.first == true else { throw APIProblem.notFound("no watch with this id") }
+        try await onCheck(of: current) { try await downloads.cancel($0) }
+        return tagged(200, current)
+    }
+
+    /// Does to the watch's check what the watch just had done; a check that ended meanwhile
+    /// (or was already so) is left alone.
+    private func onCheck(of watch: Watch, _ action: (String) async throws -> HTTPResponse) async throws {
+        guard let checkID = watch.checkID else { return }
+        do {
+            _ = try await action(checkID)
+        } catch let problem as APIProblem where problem.status == 409 || problem.status == 404 {
+            // Nothing live to change: the next check is made as the watch now is.
+        }
+    }
+
+    /// Reads the watch, lets `prepare` judge it (throwing what a client gets) and give the change
+    /// to make, and writes it as compare-and-set on the revision read (`If-Match`, when given,
+    /// must name it). The change returns a new due time for a queued check, if it moves one.
+    private func steer(_ id: String, ifMatch: String? = nil,
+                       _ prepare: (Watch, Int64) throws -> @Sendable (inout Watch) -> Int64?) async throws -> Watch {
+        for _ in 0..<10 {
+            let current = try existing(id)
+            if let ifMatch, !EntityTag.matches(ifMatch, revision: current.revision) {
+                throw APIProblem(status: 412, title: "Precondition Failed",
+                                 detail: "the watch changed since the ETag in If-Match; read it again (its ETag is now \(EntityTag.of(revision: current.revision)))")
+            }
+            let now = clock.now()
+            let change = try prepare(current, now)
+            let (store, revision) = (store, current.revision)
+            let written = try await writes.perform {
+                try store.apply([.watch(WatchChange(id: id) { watch, _ in
+                    guard watch.revision == revision else { return nil }
+                    var next = watch
+                    let due = change(&next)
+                    return WatchWrite(watch: next, reschedule: due.flatMap { at in next.checkID.map { ($0, at) } }, now: now)
+                })])
+            }
+            if written.first == true { return try existing(id) }
+        }
+        throw APIProblem.unavailable("the watch kept changing; try again")
+    }
+
+    private func existing(_ id: String) throws -> Watch {
+        guard let watch = try store.watch(id: id) else { throw APIProblem.notFound("no watch with this id") }
+        return watch
+    }
+
+    private func tagged(_ status: Int, _ watch: Watch, location: Bool = false) -> HTTPResponse {
+        var headers = HTTPHeaders([("ETag", EntityTag.of(revision: watch.revision))])
+        if location { headers.set("Location", "/watches/\(watch.id)") }
+        return .json(status, WatchJSON.encode(watch), headers: headers)
+    }
+}
