@@ -9,6 +9,8 @@ public struct NewUpload: SubmittedJob, Sendable, Equatable {
     public var uploadProtocol: UploadProtocol = .plain
     public var contentType = "application/octet-stream"
     public var deleteSource = false
+    /// Where the server's answer is saved under the download root (an upload-reply).
+    public var replyDestination: Destination?
     public var session = "default"
     public var earliestBeginDate: Int64?
     public var discretionary = false
@@ -40,6 +42,6 @@ public struct NewUpload: SubmittedJob, Sendable, Equatable {
             runAt: max(now, earliestBeginDate ?? now), nextAttemptAt: nil, hostKey: parsedURL.hostKey,
             metadata: metadata, urlRefresh: urlRefresh, resourceTimeout: resourceTimeout, maxBytesPerSecond: maxBytesPerSecond,
             upload: UploadPlan(source: source, method: method, uploadProtocol: uploadProtocol, contentType: contentType,
-                               deleteSource: deleteSource, pin: pin))
+                               deleteSource: deleteSource, replyDestination: replyDestination, pin: pin))
     }
 }

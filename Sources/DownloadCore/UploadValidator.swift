@@ -2,7 +2,7 @@
 /// fields every job takes follow the downloads' rules (`SubmissionValidator.validateJobFields`).
 public enum UploadValidator {
     static let knownFields: Set<String> = [
-        "url", "source", "method", "protocol", "contentType", "deleteSource",
+        "url", "source", "method", "protocol", "contentType", "deleteSource", "replyDestination",
         "session", "earliestBeginDate", "discretionary", "priority", "expectedBytesToSend", "expectedBytesToReceive",
         "webhookURL", "headers", "metadata", "urlRefresh", "resourceTimeout", "maxBytesPerSecond",
     ]
@@ -80,12 +80,26 @@ public enum UploadValidator {
                 fail("contentType", "must be a media type of 1–\(maxContentTypeBytes) printable ASCII characters")
             }
         }
+        switch fields.take("replyDestination") {
+        case nil, .null?: break
+        case .string(let text)?:
+            switch Destination.parse(text) {
+            case .success(let parsed) where parsed.isDirectory || parsed.isObject:
+                fail("replyDestination", "must name a file under the download root")
+            case .success(let parsed): result.replyDestination = parsed
+            case .failure(let problem): fail("replyDestination", problem.message)
+            }
+        case let other?: fail("replyDestination", "must be a string, not \(other.typeName)")
+        }
         if let value = fields.take("deleteSource") {
             if case .bool(let flag) = value { result.deleteSource = flag } else { fail("deleteSource", "must be a boolean") }
         }
         SubmissionValidator.validateJobFields(&fields, into: &result, fail: fail)
         if let header = result.headers.first(where: { forbiddenHeaders.contains($0.name.lowercased()) }) {
             fail("headers", "'\(header.name)' may not be set: give contentType")
+        }
+        if result.replyDestination != nil, target != nil || result.uploadProtocol != .plain {
+            fail("replyDestination", "takes the answer of a plain upload to an http(s) URL only")
         }
         if target != nil {
             if result.method != .put { fail("method", "must be PUT for an s3:// URL") }

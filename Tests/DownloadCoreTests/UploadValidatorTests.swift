@@ -26,14 +26,19 @@ import Testing
 
     @Test func everyFieldIsTaken() throws {
         let upload = try validate("""
-            {"url":"http://up.example/in","source":"a/b.bin","method":"POST","protocol":"tus","contentType":"text/csv",
-             "deleteSource":true,"session":"nightly","priority":0.9,"earliestBeginDate":"2030-01-01T00:00:00Z",
+            {"url":"http://up.example/in","source":"a/b.bin","method":"POST","protocol":"plain","contentType":"text/csv",
+             "deleteSource":true,"replyDestination":"receipts/b.json","session":"nightly","priority":0.9,"earliestBeginDate":"2030-01-01T00:00:00Z",
              "headers":{"Authorization":"Bearer t"},"maxBytesPerSecond":65536,"resourceTimeout":"2h","metadata":{"k":1}}
             """).get()
-        #expect(upload.method == .post && upload.uploadProtocol == .tus && upload.contentType == "text/csv" && upload.deleteSource)
+        #expect(upload.method == .post && upload.contentType == "text/csv" && upload.deleteSource)
+        #expect(upload.replyDestination?.path == "receipts/b.json")
         #expect(upload.session == "nightly" && upload.priority == 0.9 && upload.earliestBeginDate == 1_893_456_000_000)
         #expect(upload.headers == [OriginHeader(name: "Authorization", value: "Bearer t")])
         #expect(upload.maxBytesPerSecond == 65536 && upload.resourceTimeout == "2h" && upload.metadata == #"{"k":1}"#)
+    }
+
+    @Test func tusIsTaken() throws {
+        #expect(try validate(#"{"url":"https://up.example/files/","source":"a","protocol":"tus"}"#).get().uploadProtocol == .tus)
     }
 
     @Test func anS3URLNamesTheObjectTheUploadBecomes() throws {
@@ -60,6 +65,9 @@ import Testing
         (#"{"url":"s3://bucket/in/","source":"a"}"#, "url: must name an object: s3://bucket/key, not a prefix"),
         (#"{"url":"s3://bucket/a","source":"a","method":"POST"}"#, "method: must be PUT for an s3:// URL"),
         (#"{"url":"s3://bucket/a","source":"a","headers":{"X-A":"1"}}"#, "headers: are not sent to the object storage"),
+        (#"{"url":"http://x/a","source":"a","replyDestination":"in/"}"#, "replyDestination: must name a file under the download root"),
+        (#"{"url":"http://x/a","source":"a","protocol":"tus","replyDestination":"r.json"}"#,
+         "replyDestination: takes the answer of a plain upload to an http(s) URL only"),
         (#"{"url":"http://x/a","source":"dir/"}"#, "source: must name a file under the upload root"),
         (#"{"url":"http://x/a","source":"s3://bucket/key"}"#, "source: must name a file under the upload root"),
         (#"{"url":"http://x/a","source":"../etc/passwd"}"#, "source: must not contain '.' or '..' segments"),

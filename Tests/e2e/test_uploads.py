@@ -28,6 +28,7 @@ http {{
         location /in/ {{ dav_methods PUT; create_full_put_path on; }}
         location = /moved/report.csv {{ return 307 /in/moved/report.csv; }}
         location = /refuses {{ return 403; }}
+        location = /receipt {{ default_type application/json; return 200 '{{"receipt":"r-42"}}'; }}
     }}
 }}
 """
@@ -95,6 +96,35 @@ def test_an_upload_puts_the_source_on_the_server_with_its_digest(fetchd, dav, re
     [delivery] = receiver.wait_event("upload.completed", upload["id"])
     assert delivery.verified and delivery.payload["data"]["kind"] == "upload"
     assert delivery.payload["data"]["sha256"] == hashlib.sha256(body).hexdigest()
+
+
+def test_a_64_mib_put_lands_byte_exact_and_the_reply_is_kept(fetchd, dav):
+    fd = fetchd()
+    body = os.urandom(64 * 1024 * 1024)
+    source(fd, "backup.tar", body)
+    upload = fd.api.post("/uploads", {"url": dav.url("/in/backup.tar"), "source": "backup.tar"}).json()
+    done = wait_for(lambda: (u := fd.api.get(f"/uploads/{upload['id']}").json())["state"] == "completed" and u,
+                    timeout=60, message="the upload to complete")
+    assert (dav.root / "in" / "backup.tar").read_bytes() == body
+    assert done["sha256"] == hashlib.sha256(body).hexdigest()
+    assert done["reply"]["status"] == 201 and done["reply"]["location"].endswith("/in/backup.tar")
+    assert [r[:3] for r in dav.requests()] == [["PUT", "/in/backup.tar", "201"]]
+
+
+def test_a_reply_destination_keeps_the_servers_answer_as_a_file(fetchd, dav):
+    fd = fetchd()
+    source(fd, "report.csv", b"id,total\n1,42\n")
+    upload = fd.api.post("/uploads", {"url": dav.url("/receipt"), "source": "report.csv",
+                                      "replyDestination": "receipts/report.json"}).json()
+    assert upload["replyDestination"] == "receipts/report.json"
+    done = wait_for(lambda: (u := fd.api.get(f"/uploads/{upload['id']}").json())["state"] == "completed" and u,
+                    timeout=20, message="the upload to complete")
+    assert (fd.root / "receipts" / "report.json").read_bytes() == b'{"receipt":"r-42"}'
+    assert done["reply"]["status"] == 200 and done["reply"]["body"] is None
+    # A reply destination that holds a file already is refused, as a download's would be.
+    resp = fd.api.post("/uploads", {"url": dav.url("/receipt"), "source": "report.csv",
+                                    "replyDestination": "receipts/report.json"})
+    assert resp.status == 409
 
 
 def test_a_307_is_followed_with_the_body_again(fetchd, dav):

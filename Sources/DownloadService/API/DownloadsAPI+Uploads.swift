@@ -16,6 +16,7 @@ extension DownloadsAPI {
             throw APIProblem.invalid("url", "names a bucket, but no object storage is configured (FETCHD_S3_ENDPOINT)")
         }
         try checkWebhookAddress(submission.webhookURL)
+        if let reply = submission.replyDestination { try checkReplyDestination(reply) }
         return try await insertNew(request, principal: principal) { id, now in
             switch sources.pin(submission.source) {
             case .success(let pin): return submission.makeDownload(id: id, now: now, pin: pin)
@@ -23,6 +24,18 @@ extension DownloadsAPI {
             case .failure(.invalid(let message)): throw APIProblem.invalid("source", message)
             case .failure(.changed), .failure(.io): throw APIProblem.invalid("source", "cannot be read")
             }
+        }
+    }
+
+    /// An upload-reply's destination follows a download's with `onConflict: fail`.
+    private func checkReplyDestination(_ destination: Destination) throws {
+        switch files.check(destination) {
+        case .failure(.invalid(let message)): throw APIProblem.invalid("replyDestination", message)
+        case .failure(let problem):
+            throw APIProblem(status: 400, title: "Bad Request", detail: "the reply destination cannot be used: \(problem)",
+                             errors: [FieldError(field: "replyDestination", message: "cannot be used")])
+        case .success(true): throw APIProblem.conflict("a file already exists at the reply destination")
+        case .success(false): break
         }
     }
 }

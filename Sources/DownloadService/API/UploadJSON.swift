@@ -26,6 +26,7 @@ enum UploadJSON {
         json.field("sha256", d.sha256)
         json.rawField("reply", plan.reply?.json.jsonText)
         json.field("deleteSource", plan.deleteSource)
+        json.field("replyDestination", plan.replyDestination?.path)
         DownloadJSON.writeScheduling(d, into: &json)
         json.field("webhookURL", d.webhookURL)
         json.field("headers", d.headers.map(\.name))

@@ -29,7 +29,7 @@ final class Scheduler: Sendable {
         }
         let uploads = uploadSources.map {
             UploadAttempts(sources: $0, template: template, transfers: transfers, queue: queue, completer: completer,
-                           tusChunkSize: tusChunkSize, storage: objectStorage, clock: clock, logger: logger)
+                           tusChunkSize: tusChunkSize, partials: settlement.partials, storage: objectStorage, clock: clock, logger: logger)
         }
         attempts = AttemptRunner(queue: queue, ledger: ledger, completer: completer, transfers: transfers, template: template,
                                  settlement: settlement, objects: objects, uploads: uploads,

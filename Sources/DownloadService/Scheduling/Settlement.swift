@@ -193,17 +193,10 @@ struct Settlement {
         if let problem = verify(digest, fileName: target.fileName) { return fail(problem) }
         // A watch's check that got the very file it has: nothing to place.
         if let current = job.watch?.sha256, current == digest { return unchangedCheck() }
-        switch context.files.place(partial: partialPath, destination: target, jobID: job.id, overwrite: job.overwrite,
-                                   renameOnConflict: job.renameOnConflict) {
-        case .failure(.exists):
-            return fail(DownloadError(code: ErrorCode.destinationExists, message: "a file appeared at the destination before completion"))
-        case .failure(.invalid(let message)):
-            return fail(DownloadError(code: ErrorCode.invalidDestination, message: "the destination \(message)"))
-        case .failure(.diskFull):
-            return fail(DownloadError(code: ErrorCode.diskFull, message: "no space left to place the file"))
-        case .failure(.io(let message)):
-            return fail(DownloadError(code: ErrorCode.fileError, message: message))
-        case .success((let directory, let name)):
+        switch place(target, overwrite: job.overwrite, renameOnConflict: job.renameOnConflict) {
+        case .failed(let error):
+            return fail(error)
+        case .placed(let directory, let name):
             let placed = Destination(stored: target.pathInDirectory(named: name))
             var done = attemptRecorded()
             done.state = .completed
@@ -233,6 +226,23 @@ struct Settlement {
 
     /// The file's digests against every digest the job expects: `sha256`, `checksum`, and the
     /// digest file's line for `fileName` (or its only line). Nil when all match.
+    enum Placement {
+        case placed(directory: PlacedDirectory, name: String)
+        case failed(DownloadError)
+    }
+
+    /// Links the partial file in at `target` (see `DestinationFiles.place`), or says why it cannot be.
+    func place(_ target: Destination, overwrite: Bool, renameOnConflict: Bool = false) -> Placement {
+        switch context.files.place(partial: partialPath, destination: target, jobID: job.id, overwrite: overwrite,
+                                   renameOnConflict: renameOnConflict) {
+        case .success((let directory, let name)): .placed(directory: directory, name: name)
+        case .failure(.exists): .failed(DownloadError(code: ErrorCode.destinationExists, message: "a file appeared at the destination before completion"))
+        case .failure(.invalid(let message)): .failed(DownloadError(code: ErrorCode.invalidDestination, message: "the destination \(message)"))
+        case .failure(.diskFull): .failed(DownloadError(code: ErrorCode.diskFull, message: "no space left to place the file"))
+        case .failure(.io(let message)): .failed(DownloadError(code: ErrorCode.fileError, message: message))
+        }
+    }
+
     func verify(_ sha256: String, fileName: String) -> DownloadError? {
         var expected = [job.expectedSHA256.map { Checksum(algorithm: .sha256, hex: $0) }, job.checksum].compactMap { $0 }
         if job.checksumURL != nil {

@@ -9,7 +9,7 @@ extension Settlement {
     func settleUpload(sourceUnchanged: Bool) -> JobWrite {
         guard let plan = job.upload else { return settle() }
         let replied = with { job, _ in
-            if let reply = UploadReply(result, bodyInMemory: true) { job.upload?.reply = reply }
+            if let reply = UploadReply(result, bodyInMemory: plan.replyDestination == nil) { job.upload?.reply = reply }
         }
         guard sourceUnchanged else {
             return replied.failing(DownloadError(code: ErrorCode.sourceChanged, message: "the source changed while it was sent"))
@@ -43,13 +43,27 @@ extension Settlement {
         // The multipart upload or tus resource is the server's object or file now: nothing is left
         // to resume, abort or terminate.
         done.objectUpload = nil
-        let (id, logger, sources) = (job.id, context.logger, context.sources)
-        return terminal(done, attempt: attempt("completed")) { committed in
+        // An upload-reply: the server's answer goes to its destination as a download's file does.
+        var placed: (directory: PlacedDirectory, destination: Destination)?
+        if let replyDestination = plan.replyDestination {
+            switch place(replyDestination, overwrite: false) {
+            case .failed(let error): return fail(error)
+            case .placed(let directory, let name): placed = (directory, Destination(stored: replyDestination.pathInDirectory(named: name)))
+            }
+            done.path = placed?.destination.path
+        }
+        let (id, logger, sources, context, partialPath) = (job.id, context.logger, context.sources, context, context.partials.path(job.id))
+        var write = terminal(done, attempt: attempt("completed")) { committed in
+            if let placed {
+                if committed { context.partials.remove(id) } else { context.files.unplace(partial: partialPath, destination: placed.destination) }
+            }
             guard committed else { return }
             logger.info("upload completed", metadata: ["download.id": "\(id)", "bytes": "\(size)"])
             if plan.deleteSource, sources?.remove(plan.source, pinned: plan.pin) != true {
                 logger.warning("the source was not removed: it changed or is gone", metadata: ["download.id": "\(id)"])
             }
         }
+        write.placedIn = placed?.directory
+        return write
     }
 }

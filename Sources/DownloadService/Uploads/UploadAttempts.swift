@@ -17,6 +17,8 @@ struct UploadAttempts: Sendable {
     let queue: DispatchQueue
     let completer: Completer
     let tusChunkSize: Int64
+    /// Where an upload-reply's body is written until it is placed at its `replyDestination`.
+    let partials: PartialFiles
     /// Where `s3://` URLs go; nil when no object storage is configured.
     let storage: ObjectStorage?
     let clock: Clock
@@ -68,7 +70,8 @@ struct UploadAttempts: Sendable {
         var job = attempt.download
         job.url = url
         job.mirrorIndex = 0
-        let request = template.uploadRequest(for: job, plan: plan, source: source, replyPath: nil, now: now)
+        let replyPath = plan.replyDestination.map { _ in partials.path(job.id) }
+        let request = template.uploadRequest(for: job, plan: plan, source: source, replyPath: replyPath, now: now)
         logger.info("upload started", metadata: ["download.id": "\(job.id)", "attempt": "\(job.attempts)", "bytes": "\(plan.pin.size)"])
         attempt.transferID = transfers.start(request, onProgress: onProgress, onComplete: onComplete)
         return nil
