@@ -9,6 +9,8 @@ public struct NewUpload: SubmittedJob, Sendable, Equatable {
     public var uploadProtocol: UploadProtocol = .plain
     public var contentType = "application/octet-stream"
     public var deleteSource = false
+    /// What the source must match before anything is sent.
+    public var checksum: Checksum?
     /// Where the server's answer is saved under the download root (an upload-reply).
     public var replyDestination: Destination?
     public var session = "default"
@@ -40,8 +42,8 @@ public struct NewUpload: SubmittedJob, Sendable, Equatable {
             sha256: nil, expectedSHA256: nil, webhookURL: webhookURL, headers: headers, overwrite: false,
             validator: nil, createdAt: now, startedAt: nil, finishedAt: nil,
             runAt: max(now, earliestBeginDate ?? now), nextAttemptAt: nil, hostKey: parsedURL.hostKey,
-            metadata: metadata, urlRefresh: urlRefresh, resourceTimeout: resourceTimeout, maxBytesPerSecond: maxBytesPerSecond,
-            upload: UploadPlan(source: source, method: method, uploadProtocol: uploadProtocol, contentType: contentType,
+            metadata: metadata, urlRefresh: urlRefresh, checksum: checksum, resourceTimeout: resourceTimeout,
+            maxBytesPerSecond: maxBytesPerSecond, upload: UploadPlan(source: source, method: method, uploadProtocol: uploadProtocol, contentType: contentType,
                                deleteSource: deleteSource, replyDestination: replyDestination, pin: pin))
     }
 }

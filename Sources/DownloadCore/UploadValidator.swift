@@ -2,7 +2,7 @@
 /// fields every job takes follow the downloads' rules (`SubmissionValidator.validateJobFields`).
 public enum UploadValidator {
     static let knownFields: Set<String> = [
-        "url", "source", "method", "protocol", "contentType", "deleteSource", "replyDestination",
+        "url", "source", "method", "protocol", "contentType", "deleteSource", "replyDestination", "checksum",
         "session", "earliestBeginDate", "discretionary", "priority", "expectedBytesToSend", "expectedBytesToReceive",
         "webhookURL", "headers", "metadata", "urlRefresh", "resourceTimeout", "maxBytesPerSecond",
     ]
@@ -90,6 +90,12 @@ public enum UploadValidator {
             case .failure(let problem): fail("replyDestination", problem.message)
             }
         case let other?: fail("replyDestination", "must be a string, not \(other.typeName)")
+        }
+        if let value = fields.take("checksum"), value != .null {
+            switch SubmissionValidator.checksum(value) {
+            case .success(let checksum): result.checksum = checksum
+            case .failure(let problem): fail("checksum", problem.message)
+            }
         }
         if let value = fields.take("deleteSource") {
             if case .bool(let flag) = value { result.deleteSource = flag } else { fail("deleteSource", "must be a boolean") }

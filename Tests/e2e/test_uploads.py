@@ -163,6 +163,22 @@ def test_a_source_changed_after_submit_is_not_sent(fetchd, dav):
     assert not (dav.root / "in" / "grows.log").exists() and dav.requests() == []
 
 
+def test_a_source_that_does_not_match_its_checksum_is_not_sent(fetchd, dav):
+    fd = fetchd()
+    body = b"ledger 2026-12\n" * 1000
+    source(fd, "ledger.txt", body)
+    wrong = fd.api.post("/uploads", {"url": dav.url("/in/ledger.txt"), "source": "ledger.txt",
+                                     "checksum": "sha256:" + "0" * 64}).json()
+    failed = wait_for(lambda: (u := fd.api.get(f"/uploads/{wrong['id']}").json())["state"] == "failed" and u,
+                      timeout=20, message="the upload to fail")
+    assert failed["error"]["code"] == "checksum_mismatch" and dav.requests() == []
+    right = fd.api.post("/uploads", {"url": dav.url("/in/ledger.txt"), "source": "ledger.txt",
+                                     "checksum": "md5:" + hashlib.md5(body).hexdigest()}).json()
+    wait_for(lambda: fd.api.get(f"/uploads/{right['id']}").json()["state"] == "completed", timeout=20,
+             message="the upload to complete")
+    assert (dav.root / "in" / "ledger.txt").read_bytes() == body
+
+
 def test_a_source_outside_the_upload_root_is_refused(fetchd):
     fd = fetchd()
     fd.uploads.mkdir(parents=True, exist_ok=True)

@@ -48,6 +48,9 @@ struct ActiveAttempt {
     var object: ObjectTransfer?
     /// The attempt of an upload made of several requests (tus, object storage).
     var sending: (any UploadSending)?
+    /// An upload's source is being checked against its `checksum`, and whether it passed.
+    var verifyingSource = false
+    var sourceVerified = false
     /// An upload's source, open and checked against its pin, until the attempt settles.
     var source: SourceFile?
     /// An upload's 307s and 308s followed so far, and the URL the last one pointed to.
@@ -62,5 +65,5 @@ struct ActiveAttempt {
     var slotFreed = false
 
     /// Whether an attempt runs that a stop must cancel.
-    var isAttempting: Bool { transferID != nil || ranges != nil || object != nil || sending != nil }
+    var isAttempting: Bool { transferID != nil || ranges != nil || object != nil || sending != nil || verifyingSource }
 }

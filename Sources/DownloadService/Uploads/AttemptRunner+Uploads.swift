@@ -7,12 +7,33 @@ extension AttemptRunner {
     func startUpload(_ id: String, plan: UploadPlan, to url: String) {
         guard var attempt = active[id] else { return }
         guard let uploads else { return refuseUpload(id, .sourceUnreadable("this node takes no uploads")) }
+        if let checksum = attempt.download.checksum, !attempt.sourceVerified {
+            attempt.verifyingSource = true
+            let refusal = uploads.verify(&attempt, plan: plan, checksum: checksum) { refusal in
+                self.queue.async { self.sourceChecked(id, plan: plan, url: url, refusal: refusal) }
+            }
+            active[id] = attempt
+            if let refusal { refuseUpload(id, refusal) }
+            return
+        }
         let refusal = uploads.start(
             &attempt, plan: plan, url: url, now: clock.now(), resourceChanged: { self.active[id]?.download.objectUpload = $0 },
             onProgress: { progress in self.queue.async { self.uploadProgressed(id, progress.bytesSent) } },
             onComplete: { result in self.queue.async { self.finished(id, result) } })
         active[id] = attempt
         if let refusal { refuseUpload(id, refusal) }
+    }
+
+    /// The source was checked against the job's checksum: sent if it matched and the attempt was
+    /// not stopped meanwhile.
+    private func sourceChecked(_ id: String, plan: UploadPlan, url: String, refusal: UploadAttempts.Refusal?) {
+        guard var attempt = active[id] else { return }
+        attempt.verifyingSource = false
+        attempt.sourceVerified = refusal == nil
+        active[id] = attempt
+        if attempt.stopReason != nil { return finished(id, TransferResult(failure: .cancelled)) }
+        if let refusal { return refuseUpload(id, refusal) }
+        startUpload(id, plan: plan, to: url)
     }
 
     /// An upload's bytes sent, shown live (`bytesSent`) and saved now and then as a download's

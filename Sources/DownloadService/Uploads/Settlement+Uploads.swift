@@ -28,6 +28,7 @@ extension Settlement {
         switch refusal {
         case .sourceChanged(let message): failing(DownloadError(code: ErrorCode.sourceChanged, message: message))
         case .sourceUnreadable(let message): failing(DownloadError(code: ErrorCode.fileError, message: message))
+        case .checksumMismatch(let message): failing(DownloadError(code: ErrorCode.checksumMismatch, message: message))
         }
     }
 

@@ -10,15 +10,17 @@ import Transfer
 final class SourceHasher: QueueConfined, @unchecked Sendable {  // `digest`, `hashedTo`, `unreadable` only on `queue` (assertOnQueue)
     let queue = DispatchQueue(label: "fetchd.uploads.hash", qos: .utility)
     private let source: SourceFile
-    private var digest = ResumableDigest(extra: nil)
+    private var digest: ResumableDigest
     private var hashedTo: Int64 = 0
     private var unreadable = false
 
     /// Bytes read at once.
     static let blockSize = 1 << 20
 
-    init(source: SourceFile) {
+    /// `extra`: an algorithm to compute beside SHA-256 (a `checksum`'s).
+    init(source: SourceFile, extra: DigestAlgorithm? = nil) {
         self.source = source
+        digest = ResumableDigest(extra: extra)
     }
 
     /// Hashes the source up to `end` (from where the last call ended), behind the calls before.
@@ -43,9 +45,14 @@ final class SourceHasher: QueueConfined, @unchecked Sendable {  // `digest`, `ha
     /// The digest of the source up to `end`, once every stretch before is hashed; nil when the
     /// source could not be read or was hashed to elsewhere.
     func finish(at end: Int64, _ then: @escaping @Sendable (String?) -> Void) {
+        digests(at: end) { then($0?.sha256) }
+    }
+
+    /// `finish`'s, with the `extra` algorithm's digest beside it.
+    func digests(at end: Int64, _ then: @escaping @Sendable ((sha256: String, extra: String?)?) -> Void) {
         queue.async {
             if end > self.hashedTo, !self.unreadable { self.read(upTo: end) }
-            then(self.unreadable || self.hashedTo != end ? nil : self.digest.finalize().sha256)
+            then(self.unreadable || self.hashedTo != end ? nil : self.digest.finalize())
         }
     }
 

@@ -28,9 +28,40 @@ struct UploadAttempts: Sendable {
     static let maxRedirects = 10
 
     /// Why an upload cannot be sent now, before a byte goes.
-    enum Refusal: Equatable {
+    enum Refusal: Error, Equatable {
         case sourceChanged(String)
         case sourceUnreadable(String)
+        case checksumMismatch(String)
+    }
+
+    /// Checks the source against the job's `checksum` before anything is sent: `then` gets nil
+    /// when it matches, or why it does not, on any thread. The source stays open in the attempt.
+    func verify(_ attempt: inout ActiveAttempt, plan: UploadPlan, checksum: Checksum,
+                then: @escaping @Sendable (Refusal?) -> Void) -> Refusal? {
+        let source: SourceFile
+        switch open(&attempt, plan: plan) {
+        case .success(let file): source = file
+        case .failure(let refusal): return refusal
+        }
+        let extra = checksum.algorithm == .sha256 ? nil : checksum.algorithm
+        SourceHasher(source: source, extra: extra).digests(at: plan.pin.size) { digests in
+            guard let digests else { return then(.sourceUnreadable("the source could not be read to check its checksum")) }
+            let actual = extra == nil ? digests.sha256 : digests.extra
+            then(actual == checksum.hex ? nil : .checksumMismatch("the source's \(checksum.algorithm.rawValue) is \(actual ?? "unknown"), not \(checksum.hex)"))
+        }
+        return nil
+    }
+
+    /// The attempt's source, opened and checked against its pin once per attempt.
+    private func open(_ attempt: inout ActiveAttempt, plan: UploadPlan) -> Result<SourceFile, Refusal> {
+        if let open = attempt.source { return .success(open) }
+        switch sources.open(plan.source, pinned: plan.pin) {
+        case .success(let file):
+            attempt.source = file
+            return .success(file)
+        case .failure(let problem):
+            return .failure(Self.refusal(problem))
+        }
     }
 
     /// Sends the attempt's source to `url` (the job's current URL, or where a redirect pointed);
@@ -41,14 +72,9 @@ struct UploadAttempts: Sendable {
                onProgress: @escaping @Sendable (TransferProgress) -> Void,
                onComplete: @escaping @Sendable (TransferResult) -> Void) -> Refusal? {
         let source: SourceFile
-        if let open = attempt.source {
-            source = open
-        } else {
-            switch sources.open(plan.source, pinned: plan.pin) {
-            case .success(let file): source = file
-            case .failure(let problem): return Self.refusal(problem)
-            }
-            attempt.source = source
+        switch open(&attempt, plan: plan) {
+        case .success(let file): source = file
+        case .failure(let refusal): return refusal
         }
         if let bucket = attempt.download.destination.bucket {
             guard let storage else { return .sourceUnreadable("no object storage is configured (FETCHD_S3_ENDPOINT)") }
