@@ -24,6 +24,7 @@ public final class DownloadService: Sendable {
     let housekeeper: Housekeeper
     let watchKeeper: WatchKeeper
     let bandwidth: BandwidthPlan
+    let uploadBandwidth: BandwidthPlan
     /// With a store shared by many nodes: this node's lease and the cluster's upkeep.
     let heartbeat: NodeHeartbeat?
     let eventRelay: ClusterEventRelay?
@@ -71,6 +72,10 @@ public final class DownloadService: Sendable {
                                   beforePruning: { sweeper.sweep() })
         bandwidth = BandwidthPlan(schedule: configuration.maxBandwidth, clock: clock, logger: logger) {
             engine.setBandwidthLimit(bytesPerSecond: $0)
+        }
+        uploadBandwidth = BandwidthPlan(schedule: configuration.maxUploadBandwidth, name: "upload bandwidth cap", clock: clock,
+                                        logger: logger) {
+            engine.setUploadBandwidthLimit(bytesPerSecond: $0)
         }
         let ids = IDSource()
         let checkTimes = CheckTimes()
@@ -161,6 +166,7 @@ public final class DownloadService: Sendable {
         housekeeper.start()
         watchKeeper.start()
         bandwidth.start()
+        uploadBandwidth.start()
         heartbeat?.start()
         eventRelay?.start()
         return try server.start()
@@ -177,6 +183,7 @@ public final class DownloadService: Sendable {
         housekeeper.stop()
         watchKeeper.stop()
         bandwidth.stop()
+        uploadBandwidth.stop()
         async let transfersStopped: Void = scheduler.shutdown(timeout: timeout)
         async let requestsDrained: Void = server.shutdown(timeout: timeout.inSeconds)
         _ = await (transfersStopped, requestsDrained)

@@ -314,6 +314,20 @@ enum Migrations {
         ) WITHOUT ROWID;
         CREATE UNIQUE INDEX watches_idempotency ON watches(idempotency_principal, idempotency_key) WHERE idempotency_key IS NOT NULL;
         """,
+        // 24: an upload holds no destination (`DownloadColumns.liveDestination`), so the net of 18
+        // must not give it one when a claim makes it running: a second upload then collided with
+        // the first on the empty destination.
+        """
+        UPDATE downloads SET live_destination = NULL WHERE upload IS NOT NULL;
+        DROP TRIGGER downloads_live_destination_follows;
+        CREATE TRIGGER downloads_live_destination_follows AFTER UPDATE OF state ON downloads
+            WHEN (NEW.live_destination IS NULL)
+                = ((NEW.state = 'queued' OR NEW.state = 'running' OR NEW.state = 'paused') AND NEW.destination NOT LIKE '%/'
+                   AND NEW.upload IS NULL)
+        BEGIN
+            UPDATE downloads SET live_destination = CASE WHEN NEW.live_destination IS NULL THEN NEW.destination END WHERE id = NEW.id;
+        END;
+        """,
     ]
 
     static func run(on connection: SQLiteConnection) throws {

@@ -116,7 +116,7 @@ private struct SessionChange {
                 "state": "'queued'", "due": "0", "run_at": "MAX(?1, COALESCE(earliest_begin_at, ?1))", "error_code": "NULL",
                 "error_message": "NULL", "finished_at": "NULL", "next_attempt_at": "NULL", "sha256": "NULL",
                 "attempts_before_retry": "attempts", "outage_attempts": "0", "disk_full_since": "NULL", "progress_at": "NULL",
-                "live_destination": "CASE WHEN destination NOT LIKE '%/' THEN destination END",
+                "live_destination": "CASE WHEN destination NOT LIKE '%/' AND upload IS NULL THEN destination END",
             ]
         case .cancel:
             assignments = ["state": "'cancelled'", "finished_at": "?1", "next_attempt_at": "NULL", "live_destination": "NULL"]

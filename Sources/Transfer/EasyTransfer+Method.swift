@@ -56,9 +56,8 @@ extension EasyTransfer {
         try set(CURLOPT_READDATA, pointer: me)
         try check(fetchd_easy_setopt_read(handle, CURLOPT_READFUNCTION) { buffer, size, count, userdata in
             guard let userdata, let buffer else { return Int(CURL_READFUNC_ABORT) }
-            let reader = Unmanaged<EasyTransfer>.fromOpaque(userdata).takeUnretainedValue().bodyReader
-            return reader?.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
-                ?? Int(CURL_READFUNC_ABORT)
+            return Unmanaged<EasyTransfer>.fromOpaque(userdata).takeUnretainedValue()
+                .sendBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
         }, CURLOPT_READFUNCTION)
         try set(CURLOPT_SEEKDATA, pointer: me)
         try check(fetchd_easy_setopt_seek(handle, CURLOPT_SEEKFUNCTION) { userdata, offset, origin in

@@ -18,6 +18,9 @@ final class EasyTransfer {
     let handle: UnsafeMutableRawPointer
     /// The transfer's share of the engine's bandwidth budget; file downloads only.
     let throttle: TransferThrottle?
+    /// Its share of the engine's upload budget; requests with a `bodyFile` only (their own cap is
+    /// CURLOPT_MAX_SEND_SPEED_LARGE).
+    let sendThrottle: TransferThrottle?
     let request: TransferRequest
     /// A PUT or POST body read from a file (`TransferRequest.bodyFile`).
     var bodyReader: FileBodyReader?
@@ -53,7 +56,7 @@ final class EasyTransfer {
     /// The stall clock runs only once connected; before that the connect timeout applies.
     private var isConnected = false
     /// curl holds the body back because the file's writer is behind or the bandwidth allowance ran
-    /// out (CURL_WRITEFUNC_PAUSE): the stall clock stops until `resumeReceiving`.
+    /// out (CURL_WRITEFUNC_PAUSE): the stall clock stops until `resumeTransfer`.
     private var isPaused = false
     private var uploaded: curl_off_t = 0
     private var lastProgressReport: UInt64 = 0
@@ -62,7 +65,7 @@ final class EasyTransfer {
     private static let progressInterval: UInt64 = 250_000_000
 
     /// `onWritable` runs (on some other queue) when the file can take bytes again after the transfer
-    /// paused for it: call `resumeReceiving` then. `receiveBufferSize` is curl's receive buffer
+    /// paused for it: call `resumeTransfer` then. `receiveBufferSize` is curl's receive buffer
     /// (CURLOPT_BUFFERSIZE), at most `bufferSize(throttledTo:)` of the request.
     init(id: TransferID, request: TransferRequest, network: NetworkSettings, sockets: SocketRegistry, staging: WriteStaging,
          receiveBufferSize: Int, logger: Logger,
@@ -100,6 +103,7 @@ final class EasyTransfer {
         self.id = id
         self.handle = handle
         throttle = file == nil ? nil : TransferThrottle(ownLimit: request.maxSpeedBytesPerSecond)
+        sendThrottle = request.bodyFile == nil ? nil : TransferThrottle(ownLimit: nil)
         self.request = request
         remoteScheme = RemoteFile.Scheme(url: request.url)
         self.network = network
@@ -300,9 +304,20 @@ final class EasyTransfer {
         return receiver.receiveBody(body) ? body.count : Int(CURL_WRITEFUNC_ERROR)
     }
 
+    /// CURLOPT_READFUNCTION: the next bytes of the request body, unless the upload budget holds
+    /// the transfer back (it is paused, and resumed as a held-back download is).
+    func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let bodyReader else { return Int(CURL_READFUNC_ABORT) }
+        if sendThrottle?.mayTake(buffer.count) == false {
+            isPaused = true
+            return Int(CURL_READFUNC_PAUSE)
+        }
+        return bodyReader.read(into: buffer) ?? Int(CURL_READFUNC_ABORT)
+    }
+
     /// Takes the body again after a pause (curl may hand over what it held back right away).
     /// Not a callback: on the engine queue, outside curl.
-    func resumeReceiving() -> CURLcode {
+    func resumeTransfer() -> CURLcode {
         guard isPaused else { return CURLE_OK }
         isPaused = false
         lastActivity = DispatchTime.now().uptimeNanoseconds

@@ -25,6 +25,8 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
     private let network: NetworkSettings
     private var transfers: [TransferID: EasyTransfer] = [:]
     private var governor: BandwidthGovernor?
+    /// The budget of what uploads send, apart from the downloads'.
+    private var uploadGovernor: BandwidthGovernor?
     /// Transfers whose next hop is being judged off the queue (a proxy is configured).
     private var routing: [TransferID: EasyTransfer] = [:]
     private var isShutDown = false
@@ -64,7 +66,8 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
         // The caller limits concurrency; curl must not queue transfers behind a connection cap.
         fetchd_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0)
 
-        governor = BandwidthGovernor(queue: queue) { [weak self] id in self?.resumeReceiving(id) }
+        governor = BandwidthGovernor(queue: queue) { [weak self] id in self?.resumeTransfer(id) }
+        uploadGovernor = BandwidthGovernor(queue: queue) { [weak self] id in self?.resumeTransfer(id) }
         timer = CurlTimer(queue: queue) { [weak self] in self?.socketAction(CURL_SOCKET_TIMEOUT, 0) }
         flushTimer.setEventHandler { [weak self] in
             guard let self else { return }
@@ -97,7 +100,7 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
                 receiveBufferSize: receiveBufferSize, logger: logger,
                 onWritable: { [weak self] in
                     guard let self else { return }
-                    queue.async { self.resumeReceiving(id) }
+                    queue.async { self.resumeTransfer(id) }
                 },
                 onProgress: onProgress, onComplete: onComplete)
         } catch {
@@ -155,6 +158,7 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
         }
         transfers[transfer.id] = transfer
         if let throttle = transfer.throttle { governor?.add(transfer.id, throttle) }
+        if let throttle = transfer.sendThrottle { uploadGovernor?.add(transfer.id, throttle) }
         logger.debug("transfer started", metadata: ["transfer.id": "\(transfer.id)"])
     }
 
@@ -170,6 +174,12 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
         governor?.setLimit(bytesPerSecond)
     }
 
+    /// The cap on what all uploads send together, bytes per second (nil: none); on the queue.
+    func setUploadBandwidthLimit(_ bytesPerSecond: Int64?) {
+        assertOnQueue()
+        uploadGovernor?.setLimit(bytesPerSecond)
+    }
+
     private func end(_ id: TransferID, _ outcome: EasyTransfer.Outcome) {
         if let transfer = routing.removeValue(forKey: id) {
             transfer.finish(outcome, queue: queue, work: pendingWork)
@@ -177,15 +187,16 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
         }
         guard let transfer = transfers.removeValue(forKey: id) else { return }
         governor?.remove(id)
+        uploadGovernor?.remove(id)
         curl_multi_remove_handle(multi, transfer.handle)
         transfer.finish(outcome, queue: queue, work: pendingWork)
     }
 
     /// A transfer paused for its file's writer may go on.
-    private func resumeReceiving(_ id: TransferID) {
+    private func resumeTransfer(_ id: TransferID) {
         assertOnQueue()
         guard !isShutDown, let transfer = transfers[id] else { return }
-        let code = transfer.resumeReceiving()
+        let code = transfer.resumeTransfer()
         flushSoon()
         if code != CURLE_OK { end(id, .curl(code)) }
     }
@@ -203,6 +214,8 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
         flushTimer.cancel()
         governor?.stop()
         governor = nil
+        uploadGovernor?.stop()
+        uploadGovernor = nil
         sockets?.shutdown()
         sockets = nil
     }
@@ -248,6 +261,7 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
             guard let transfer = EasyTransfer.owning(handle), transfers.removeValue(forKey: transfer.id) != nil
             else { continue }
             governor?.remove(transfer.id)
+            uploadGovernor?.remove(transfer.id)
             curl_multi_remove_handle(multi, handle)
             // With a proxy fetchd follows redirects itself, judging every hop.
             if network.proxy != nil, let next = transfer.redirectTarget(after: code) {

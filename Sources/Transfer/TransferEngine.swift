@@ -49,6 +49,13 @@ public final class TransferEngine: Sendable {
         driver.queue.async { driver.setBandwidthLimit(bytesPerSecond) }
     }
 
+    /// The cap on what every upload (a request with a `bodyFile`) sends together, apart from the
+    /// downloads' budget; nil lifts it. The service sets it from `FETCHD_MAX_UPLOAD_BANDWIDTH`.
+    public func setUploadBandwidthLimit(bytesPerSecond: Int64?) {
+        let driver = driver
+        driver.queue.async { driver.setUploadBandwidthLimit(bytesPerSecond) }
+    }
+
     /// Stops the transfer, which completes with `.cancelled`; its file is left as it is.
     /// Does nothing for a transfer that already completed.
     public func cancel(_ id: TransferID) {

@@ -24,4 +24,16 @@ import Testing
         #expect(uploads.items.map(\.id) == ["01C"])
         #expect(try db.store.list(kind: .upload, state: .queued, session: nil, limit: 1, cursor: uploads.nextCursor).items.map(\.id) == ["01B"])
     }
+
+    @Test(arguments: StoreBackend.all) func uploadsRunSideBySide(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        var first = try upload("01B"), second = try upload("01C")
+        #expect(try db.store.insert(first, idempotency: nil) == .created)
+        #expect(try db.store.insert(second, idempotency: nil) == .created)
+        first.state = .running
+        second.state = .running
+        #expect(try db.claim(first))
+        #expect(try db.claim(second))
+        #expect(try db.store.download(id: "01C")?.state == .running)
+    }
 }

@@ -3,6 +3,7 @@
 import hashlib
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,24 @@ def test_a_source_that_does_not_match_its_checksum_is_not_sent(fetchd, dav):
     wait_for(lambda: fd.api.get(f"/uploads/{right['id']}").json()["state"] == "completed", timeout=20,
              message="the upload to complete")
     assert (dav.root / "in" / "ledger.txt").read_bytes() == body
+
+
+def test_uploads_share_their_own_bandwidth_cap(fetchd, dav):
+    # A correctness bound, not a speed target: under the cap the bytes cannot go sooner than size / cap.
+    fd = fetchd(env={"FETCHD_MAX_UPLOAD_BANDWIDTH": "1MiB"})
+    bodies = {f"capped{i}.bin": os.urandom(1024 * 1024) for i in range(3)}
+    for name, body in bodies.items():
+        source(fd, name, body)
+    started = time.monotonic()
+    jobs = {name: fd.api.post("/uploads", {"url": dav.url(f"/in/{name}"), "source": name}).json() for name in bodies}
+    for name, job in jobs.items():
+        wait_for(lambda: fd.api.get(f"/uploads/{job['id']}").json()["state"] == "completed", timeout=30,
+                 message="the uploads to complete")
+    elapsed = time.monotonic() - started
+    for name, body in bodies.items():
+        assert (dav.root / "in" / name).read_bytes() == body
+    # 3 MiB at 1 MiB/s; the first refill may let a tenth of a second through at once.
+    assert elapsed >= 3 * 0.9, f"3 MiB under a 1 MiB/s upload cap went in {elapsed:.2f} s"
 
 
 def test_a_source_outside_the_upload_root_is_refused(fetchd):

@@ -53,6 +53,8 @@ public struct Configuration: Sendable {
     public var network: NetworkSettings
     /// The cap on all transfers together, by time of day.
     public var maxBandwidth: BandwidthSchedule
+    /// The cap on all uploads together, apart from `maxBandwidth`.
+    public var maxUploadBandwidth: BandwidthSchedule
     public var hostMinInterval: Duration
     public var retryMaxDelay: Duration
     public var noProgressTimeout: Duration
@@ -154,12 +156,8 @@ public struct Configuration: Sendable {
         retryMaxDelay = try reader.duration("retry-max-delay")
         noProgressTimeout = try reader.duration("no-progress-timeout")
         diskWait = try reader.duration("disk-wait")
-        maxBandwidth = try reader.optional("max-bandwidth").map { text throws(Invalid) in
-            switch BandwidthSchedule.parse(text) {
-            case .success(let schedule): return schedule
-            case .failure(let problem): throw reader.invalid("max-bandwidth", text, problem.message)
-            }
-        } ?? .unlimited
+        maxBandwidth = try reader.bandwidth("max-bandwidth")
+        maxUploadBandwidth = try reader.bandwidth("max-upload-bandwidth")
         connectionsPerDownload = try reader.integer("connections-per-download", in: SubmissionValidator.connectionsRange)
         objectStorage = try ObjectStorageConfiguration.read(reader)
     }
@@ -286,6 +284,15 @@ struct SettingReader {
         let value = try text(flag)
         guard let duration = Units.duration(value) else { throw invalid(flag, value, "expected a duration like 200ms, 5s, 10m, 24h or 7d") }
         return duration
+    }
+
+    /// A rate cap or a UTC schedule of them; none when the setting is not given.
+    func bandwidth(_ flag: String) throws(Configuration.Invalid) -> BandwidthSchedule {
+        guard let text = optional(flag) else { return .unlimited }
+        switch BandwidthSchedule.parse(text) {
+        case .success(let schedule): return schedule
+        case .failure(let problem): throw invalid(flag, text, problem.message)
+        }
     }
 
     func size(_ flag: String, _ value: String) throws(Configuration.Invalid) -> Int64 {

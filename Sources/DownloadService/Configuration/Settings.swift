@@ -63,6 +63,7 @@ public struct Setting: Sendable {
         Setting("disk-wait", "24h", "how long a job whose disk filled waits for space before it fails with disk_full"),
         Setting("host-min-interval", "0", "least time between request starts to one host:port"),
         Setting("max-bandwidth", nil, "total rate cap of all transfers (20MiB = per second) or a UTC schedule, e.g. 08:00-18:00=2MiB,18:00-08:00=off"),
+        Setting("max-upload-bandwidth", nil, "total rate cap of what all uploads send, or a UTC schedule, as max-bandwidth"),
         Setting("connections-per-download", "1", "default connections of a job (1–16): byte ranges fetched at once when the origin honours Range"),
         Setting("s3-endpoint", nil, "S3-compatible object storage for s3://bucket/key destinations, e.g. https://s3.eu-west-1.amazonaws.com or http://10.0.0.5:9000"),
         Setting("s3-region", "us-east-1", "the region requests to the object storage are signed for"),

@@ -23,7 +23,7 @@ final class TransferThrottle {
     }
 
     /// From the write callback: whether `count` bytes may be taken now. False means pause; the
-    /// governor calls the transfer's `resumeReceiving` once there is allowance again.
+    /// governor calls the transfer's `resumeTransfer` once there is allowance again.
     func mayTake(_ count: Int) -> Bool {
         guard isMetered else { return true }
         guard allowance >= Int64(count) else {
