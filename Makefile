@@ -94,11 +94,12 @@ $(FUZZ_PARSERS:%=fuzz-%): fuzz-%:
 .PHONY: bench bench-quick bench-deps
 BENCH_APT := nginx-light aria2 wrk curl openssl rclone
 ## the objects scenario runs moto as the end-to-end tests do (Tests/e2e/s3_support.py, which imports
-## e2e_support.py and so standardwebhooks) and checks each object with boto3
-BENCH_PY  := 'moto[server]==5.2.1' boto3 standardwebhooks
+## e2e_support.py and so standardwebhooks) and checks each object with boto3; the uploads scenario sends
+## to aiohttp-tus (Tests/e2e/tus_server.py) beside tuspy
+BENCH_PY  := 'moto[server]==5.2.1' boto3 standardwebhooks aiohttp-tus==1.1.0 tuspy==1.1.0
 bench-deps:
 	@$(MAKE) --no-print-directory deps APT_DEPS="$(BENCH_APT)"
-	@python3 -c 'import moto.server, boto3, standardwebhooks' 2>/dev/null || python3 -m pip install -q $(BENCH_PY)
+	@python3 -c 'import moto.server, boto3, standardwebhooks, aiohttp_tus, tusclient' 2>/dev/null || python3 -m pip install -q $(BENCH_PY)
 
 bench: release bench-deps
 	python3 Benchmarks/run.py --fetchd .build/release/fetchd $(BENCH_ARGS)

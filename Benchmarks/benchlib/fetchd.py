@@ -60,15 +60,21 @@ class Api:
         with ThreadPoolExecutor(threads) as pool:
             return list(pool.map(self.submit, jobs, chunksize=16))
 
-    def wait_terminal(self, job_id: str) -> dict:
+    def wait_terminal(self, job_id: str, kind: str = "download") -> dict:
         """Follows the job's event stream, which ends right after its terminal state; returns the job."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
         try:
-            conn.request("GET", f"/downloads/{job_id}/events")
+            conn.request("GET", f"/{kind}s/{job_id}/events")
             conn.getresponse().read()
         finally:
             conn.close()
-        return self.get(f"/downloads/{job_id}")
+        return self.get(f"/{kind}s/{job_id}")
+
+    def upload(self, job: dict) -> dict:
+        status, body = self.request("POST", "/uploads", job)
+        if status != 201:
+            raise RuntimeError(f"POST /uploads: {status} {body!r:.300}")
+        return body
 
     def session_counts(self, session: str) -> dict:
         return self.get(f"/sessions/{session}")["counts"]

@@ -1,6 +1,7 @@
 """The origin every tool downloads from: nginx on loopback serving generated files.
 
-`/files/...` is served at full speed, `/slow/...` the same files at `limit_rate` per connection.
+`/files/...` is served at full speed, `/slow/...` the same files at `limit_rate` per connection;
+`/in/...` takes uploads (`PUT`, nginx's WebDAV module) into `<prefix>/dav/in/`.
 """
 import os
 import socket
@@ -28,6 +29,7 @@ http {{
         {listen}
         location /files/ {{ alias {root}/; }}
         location /slow/ {{ alias {root}/; limit_rate {limit_rate}; }}
+        location /in/ {{ root {prefix}/dav; dav_methods PUT; create_full_put_path on; client_max_body_size 0; }}
     }}
 }}
 """
@@ -111,6 +113,13 @@ class Origin:
         if self.proc.poll() is not None:
             raise RuntimeError("nginx exited: " + self.proc.stderr.read().decode(errors="replace"))
         return all(accepting(port) for port in self.ports)
+
+    def upload_url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/in/{name}"
+
+    def uploaded(self, name: str) -> str:
+        """Where an upload to `upload_url(name)` lands."""
+        return os.path.join(self.prefix, "dav", "in", name)
 
     def url(self, name: str, slow: bool = False) -> str:
         return f"http://127.0.0.1:{self.port}/{'slow' if slow else 'files'}/{name}"

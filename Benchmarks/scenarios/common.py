@@ -1,4 +1,5 @@
 """Pieces several scenarios share."""
+import hashlib
 import os
 import shutil
 
@@ -108,3 +109,11 @@ def fetch_once(fetchd, label: str, job: dict) -> str:
 def start_pair(ctx, name: str, files_root: str, limit_rate="100k", **settings) -> tuple[Origin, Fetchd]:
     origin = Origin(ctx.fresh(name + "-origin"), files_root, limit_rate)
     return origin, Fetchd(ctx.fetchd_bin, ctx.fresh(name + "-fetchd"), **settings)
+
+
+def sha256_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

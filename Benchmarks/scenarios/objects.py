@@ -34,7 +34,7 @@ from pathlib import Path
 from benchlib import procs
 from benchlib.origin import make_file
 from benchlib.table import Row
-from .common import round_label, start_pair, with_warm_up
+from .common import round_label, sha256_file, start_pair, with_warm_up
 
 MIB = 1 << 20
 PART = 16 * MIB          # fetchd's default FETCHD_S3_PART_SIZE, and rclone's --s3-chunk-size here
@@ -200,11 +200,3 @@ def data_bytes(path: str) -> int:
             total += offset - start
     finally:
         os.close(fd)
-
-
-def sha256_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(MIB), b""):
-            digest.update(chunk)
-    return digest.hexdigest()

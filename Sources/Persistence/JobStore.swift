@@ -35,6 +35,8 @@ public protocol JobStore: WatchStore, Sendable {
     func idempotentDownload(principal: String, key: String) throws -> (bodySHA256: String, download: Download)?
     /// Jobs by state, every state present: of one session, or of all.
     func counts(session: String?) throws -> [DownloadState: Int]
+    /// Upload jobs by state, every state present (`counts` has them among all jobs).
+    func uploadCounts() throws -> [DownloadState: Int]
     func queueDepth() throws -> QueueDepth
     func webhookBacklog() throws -> WebhookBacklog
 

@@ -311,6 +311,8 @@ enum PostgresMigrations {
         );
         CREATE UNIQUE INDEX watches_idempotency ON watches (idempotency_principal, idempotency_key) WHERE idempotency_key IS NOT NULL;
         """,
+        // 11: uploads by state for /metrics, as SQLite's version 25.
+        "CREATE INDEX downloads_upload_state ON downloads (state) WHERE upload IS NOT NULL;",
     ]
 
     /// `job_counts_follow`, the function of the jobs table's statement triggers: adds each statement's

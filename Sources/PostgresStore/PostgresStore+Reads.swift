@@ -69,6 +69,15 @@ extension PostgresStore {
         }
     }
 
+    /// From an index of the uploads alone.
+    public func uploadCounts() throws -> [DownloadState: Int] {
+        try read { db in
+            Self.countsByState(try db.query("SELECT state, COUNT(*) FROM downloads WHERE upload IS NOT NULL GROUP BY state") {
+                ($0.string(0), $0.int(1))
+            })
+        }
+    }
+
     /// From session_counts, which the jobs table's triggers keep: counting the jobs would read every
     /// job the session ever had, each time one of its runs finishes.
     static func counts(_ db: PostgresConnection, session: String) throws -> [DownloadState: Int] {

@@ -331,6 +331,14 @@ extension SQLiteStore {
         }
     }
 
+    /// From an index of the uploads alone.
+    public func uploadCounts() throws -> [DownloadState: Int] {
+        try withReader { db in
+            Self.countsByState(try db.prepare("SELECT state, COUNT(*) FROM downloads WHERE upload IS NOT NULL GROUP BY state")
+                .query { ($0.string(0), $0.int(1)) })
+        }
+    }
+
     static func countsByState(_ rows: [(String, Int)]) -> [DownloadState: Int] {
         var counts = Dictionary(uniqueKeysWithValues: DownloadState.allCases.map { ($0, 0) })
         for (state, count) in rows { if let state = DownloadState(rawValue: state) { counts[state] = count } }

@@ -36,4 +36,17 @@ import Testing
         #expect(try db.claim(second))
         #expect(try db.store.download(id: "01C")?.state == .running)
     }
+
+    @Test(arguments: StoreBackend.all) func uploadsAreCountedByStateApart(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        #expect(try db.store.insert(makeDownload("01A"), idempotency: nil) == .created)
+        #expect(try db.store.insert(try upload("01B"), idempotency: nil) == .created)
+        var running = try upload("01C")
+        #expect(try db.store.insert(running, idempotency: nil) == .created)
+        running.state = .running
+        #expect(try db.claim(running))
+        let counts = try db.store.uploadCounts()
+        #expect(counts[.queued] == 1 && counts[.running] == 1 && counts[.completed] == 0 && counts.count == DownloadState.allCases.count)
+        #expect(try db.store.counts(session: nil)[.queued] == 2)
+    }
 }

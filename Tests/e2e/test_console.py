@@ -20,6 +20,7 @@ import pytest
 from console_support import (click_job_button, fresh, job_element, job_state, job_text, raw_request, require_endpoint,
                              start_browser, status_of)
 from e2e_support import Fault, FetchdFactory, rfc3339, wait_for
+from test_uploads import DavServer
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = "fetchd.test"
@@ -309,3 +310,31 @@ def test_a_job_stored_in_a_bucket_shows_its_key_and_etag(browser, fetchd, origin
 
     etag = s3.head_object("shown/stored.bin")["ETag"]
     assert f"stored as shown/stored.bin · ETag {etag}" in job_text(browser, job["id"])
+
+
+def test_an_upload_shows_beside_downloads_with_its_progress_and_controls(browser, console, tmp_path):
+    dav = DavServer(tmp_path)
+    try:
+        body = os.urandom(2 << 20)
+        (console.uploads / "reports").mkdir(parents=True, exist_ok=True)
+        (console.uploads / "reports" / "q4.bin").write_bytes(body)
+        resp = console.api.post("/uploads", {"url": dav.url("/in/q4.bin"), "source": "reports/q4.bin",
+                                             "maxBytesPerSecond": 256 * 1024})
+        assert resp.status == 201, resp
+        job = resp.json()
+        open_console(browser, console)
+        wait_page_state(browser, job["id"], "running")
+        assert "upload reports/q4.bin" in job_text(browser, job["id"])
+        shown = lambda: fresh(lambda: float(job_element(browser, job["id"]).find_element("tag name", "progress")
+                                            .get_attribute("value") or 0)) or 0
+        first = wait_for(lambda: shown() or None, message="the upload's progress shown")
+        wait_for(lambda: shown() > first, message="the upload's progress bar to grow")
+        click_job_button(browser, job["id"], "Pause")
+        wait_for(lambda: console.api.get(f"/uploads/{job['id']}").json()["state"] == "paused", message="paused")
+        wait_page_state(browser, job["id"], "paused")
+        assert console.api.request("PATCH", f"/uploads/{job['id']}", {"maxBytesPerSecond": None}).status == 200
+        click_job_button(browser, job["id"], "Resume")
+        wait_page_state(browser, job["id"], "completed")
+        assert (dav.root / "in" / "q4.bin").read_bytes() == body
+    finally:
+        dav.stop()

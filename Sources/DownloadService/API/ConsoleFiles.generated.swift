@@ -121,9 +121,16 @@ function duration(seconds) {
   return (seconds / 3600).toFixed(1) + " h";
 }
 
+// An upload's bytes are those sent, of its source's size; a download's those received.
+function moved(item) { return item.kind === "upload" ? item.bytesSent : item.bytesReceived; }
+function total(item) { return item.kind === "upload" ? item.bytesTotal : item.bytesExpected; }
+
+// What a job is called in the list: a download by its destination, an upload by its source.
+function title(job) { return job.kind === "upload" ? "upload " + job.source : job.destination; }
+
 function progressText(job, event) {
-  const received = event ? event.bytesReceived : job.bytesReceived;
-  const expected = event ? event.bytesExpected : job.bytesExpected;
+  const received = moved(event || job);
+  const expected = total(event || job);
   const parts = [bytes(received) + (expected != null ? " of " + bytes(expected) : "")];
   if (job.state === "running") {
     const rate = event ? event.bytesPerSecond : 0;
@@ -146,12 +153,13 @@ function renderJob(job) {
   const item = el("li", "job");
   item.dataset.jobId = job.id;
   item.dataset.state = job.state;
-  item.append(el("span", "dest", job.destination));
+  item.dataset.kind = job.kind;
+  item.append(el("span", "dest", title(job)));
   const actions = el("div", "actions");
   for (const action of ACTIONS[job.state] || []) {
     const button = el("button", "", action);
     button.type = "button";
-    button.setAttribute("aria-label", action + " " + job.destination);
+    button.setAttribute("aria-label", action + " " + title(job));
     button.addEventListener("click", () => act(job, action));
     actions.append(button);
   }
@@ -163,11 +171,11 @@ function renderJob(job) {
   item.append(el("span", "url", job.url));
   if (job.state === "running" || job.state === "paused") {
     const bar = el("progress");
-    updateBar(bar, job.bytesReceived, job.bytesExpected);
-    bar.setAttribute("aria-label", "progress of " + job.destination);
+    updateBar(bar, moved(job), total(job));
+    bar.setAttribute("aria-label", "progress of " + title(job));
     item.append(bar);
   }
-  const started = job.bytesReceived > 0 || job.bytesExpected != null;
+  const started = moved(job) > 0 || total(job) != null;
   if (job.state === "running" || (started && job.state !== "cancelled")) {
     item.append(el("span", "detail", progressText(job, live.get(job.id))));
   }
@@ -256,7 +264,7 @@ function progress(event) {
   if (!job || !item || job.state !== "running") return;
   live.set(event.id, event);
   const bar = item.querySelector("progress");
-  if (bar) updateBar(bar, event.bytesReceived, event.bytesExpected);
+  if (bar) updateBar(bar, moved(event), total(event));
   const detail = item.querySelector(".detail");
   if (detail) detail.textContent = progressText(job, event);
 }
@@ -278,7 +286,9 @@ async function relist() {
 async function list() {
   pendingEvents = [];
   try {
-    const page = await api("GET", "/downloads?limit=100");
+    // The newest hundred of each kind, newest first as one list (ids sort by creation).
+    const pages = await Promise.all(["/downloads", "/uploads"].map((path) => api("GET", path + "?limit=100")));
+    const page = { items: pages.flatMap((p) => p.items).sort((a, b) => (a.id < b.id ? 1 : -1)) };
     jobs.clear();
     sessions.clear();
     for (const list of document.querySelectorAll(".jobs, #sessions")) list.replaceChildren();
@@ -383,23 +393,24 @@ function setLive(open) {
 
 // --- actions
 
+// Each kind's job at its own path: /downloads/{id} or /uploads/{id}.
 const JOB_REQUEST = {
-  Pause: (id) => ["POST", "/downloads/" + id + "/pause"],
-  Resume: (id) => ["POST", "/downloads/" + id + "/resume"],
-  Cancel: (id) => ["DELETE", "/downloads/" + id],
-  Retry: (id) => ["POST", "/downloads/" + id + "/retry"],
+  Pause: (job) => ["POST", job + "/pause"],
+  Resume: (job) => ["POST", job + "/resume"],
+  Cancel: (job) => ["DELETE", job],
+  Retry: (job) => ["POST", job + "/retry"],
 };
 
 async function act(job, action) {
   try {
-    const [method, path] = JOB_REQUEST[action](encodeURIComponent(job.id));
+    const [method, path] = JOB_REQUEST[action]("/" + (job.kind === "upload" ? "uploads" : "downloads") + "/" + encodeURIComponent(job.id));
     const changed = await api(method, path);
     // While the stream is open it brings this change, in order with the ones after it (an
     // answer applied late could undo a newer event).
     if (!streamOpen) apply(changed);
     $("notice").textContent = "";
   } catch (error) {
-    report(error, action + " " + job.destination);
+    report(error, action + " " + title(job));
   }
 }
 

@@ -39,8 +39,11 @@ struct StatusAPI: Sendable {
     func prometheus() throws -> HTTPResponse {
         let (counts, depth, backlog) = (try store.counts(), try store.queueDepth(), try store.webhookBacklog())
         let now = clock.now()
+        let uploads = try store.uploadCounts()
         var text = Self.gauge("fetchd_downloads", "Jobs by state, downloads and uploads together.",
                               DownloadState.allCases.map { (Metrics.labels(["state": $0.rawValue]), counts[$0, default: 0]) })
+        text += Self.gauge("fetchd_uploads", "Upload jobs by state.",
+                           DownloadState.allCases.map { (Metrics.labels(["state": $0.rawValue]), uploads[$0, default: 0]) })
         text += Self.gauge("fetchd_queue_depth", "Queued jobs by why they wait; due jobs wait for a slot, their host, the discretionary rules or disk space.", [
             (Metrics.labels(["waiting_for": "earliestBeginDate"]), depth.earliestBeginDate),
             (Metrics.labels(["waiting_for": "retry"]), depth.retry),

@@ -66,6 +66,7 @@ final class FailingWrites: JobStore {
         try store.idempotentDownload(principal: principal, key: key)
     }
     func counts(session: String?) throws -> [DownloadState: Int] { try store.counts(session: session) }
+    func uploadCounts() throws -> [DownloadState: Int] { try store.uploadCounts() }
     func queueDepth() throws -> QueueDepth { try store.queueDepth() }
     func webhookBacklog() throws -> WebhookBacklog { try store.webhookBacklog() }
     func apply(_ changes: [StoreChange]) throws -> [Bool] {
