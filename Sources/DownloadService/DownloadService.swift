@@ -260,6 +260,9 @@ public final class DownloadService: Sendable {
         route("PATCH", "/uploads/{id}") { request, p, _ in try await downloads.patch(p["id"] ?? "", request, kind: .upload) }
         route("POST", "/uploads/{id}/retry") { _, p, _ in try await downloads.retry(p["id"] ?? "", kind: .upload) }
         route("GET", "/uploads/{id}/attempts") { _, p, _ in try downloads.attempts(p["id"] ?? "", kind: .upload) }
+        route("GET", "/uploads/{id}/events") { request, p, _ in
+            try events.stream(p["id"] ?? "", lastEventID: request.headers["Last-Event-ID"], kind: .upload)
+        }
         route("POST", "/watches") { request, _, principal in try await watches.create(request, principal: principal) }
         route("GET", "/watches") { request, _, _ in try watches.list(request) }
         route("GET", "/watches/{id}") { _, p, _ in try watches.get(p["id"] ?? "") }

@@ -1,6 +1,7 @@
 """Uploads beside downloads: one set of scheduling rules (earliestBeginDate, priorities, the
 per-host limit), one session, one event stream, one URL refresh — checked with both kinds of job
 at once against nginx (WebDAV PUT, and GET of what it holds) and the test origin."""
+import http.client
 import json
 import os
 
@@ -89,3 +90,21 @@ def test_begin_dates_priorities_and_the_host_limit_hold_across_kinds(fetchd, dav
     order = [r[1] for r in dav.requests()]
     assert order == ["/in/slow.bin", "/in/high.bin", "/in/low.bin", "/in/served.bin"]
     assert state(fd, "upload", later["id"])["state"] == "queued"
+
+
+def test_an_uploads_own_stream_shows_bytes_sent_and_ends_at_completion(fetchd, dav):
+    fd = fetchd()
+    body = os.urandom(MiB)
+    source(fd, "own.bin", body)
+    job = upload(fd, url=dav.url("/in/own.bin"), source="own.bin", maxBytesPerSecond=512 * 1024)
+    conn = http.client.HTTPConnection("127.0.0.1", fd.port, timeout=30)
+    conn.request("GET", f"/uploads/{job['id']}/events")
+    text = conn.getresponse().read().decode()  # the stream ends after the terminal state
+    conn.close()
+    events = [block for block in text.split("\n\n") if block.startswith("event:")]
+    progress = [json.loads(b.split("data: ", 1)[1]) for b in events if b.startswith("event: progress")]
+    states = [json.loads(b.split("data: ", 1)[1]) for b in events if b.startswith("event: state")]
+    assert progress and all(p["kind"] == "upload" and p["bytesTotal"] == MiB and "bytesReceived" not in p for p in progress)
+    assert states[-1]["state"] == "completed" and states[-1]["kind"] == "upload"
+    assert fd.api.get(f"/downloads/{job['id']}/events").status == 404
+

@@ -2,7 +2,7 @@ import DownloadCore
 import HTTPServer
 import Persistence
 
-/// `GET /downloads/{id}/events`: Server-Sent Events. The stream opens with the job's current
+/// `GET /downloads/{id}/events` (an upload's at `/uploads/{id}/events`): Server-Sent Events. The stream opens with the job's current
 /// state, then carries `progress` and `state` events, and ends right after the terminal state
 /// event (at once for a finished job). A `Last-Event-ID` at or past a finished job's last event
 /// ends the stream without repeating it. Comments keep idle connections alive.
@@ -13,8 +13,8 @@ struct EventsAPI: Sendable {
 
     static let keepAliveInterval: Duration = .seconds(15)
 
-    func stream(_ id: String, lastEventID: String?) throws -> HTTPResponse {
-        guard let first = try store.download(id: id) else { throw APIProblem.notFound() }
+    func stream(_ id: String, lastEventID: String?, kind: Direction = .download) throws -> HTTPResponse {
+        guard let first = try store.download(id: id), first.direction == kind else { throw APIProblem.notFound() }
         let (body, output) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(512))
         output.yield(Array("retry: 2000\n\n".utf8))
         if first.state.isTerminal {
