@@ -308,11 +308,13 @@ final class EasyTransfer {
     /// the transfer back (it is paused, and resumed as a held-back download is).
     func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard let bodyReader else { return Int(CURL_READFUNC_ABORT) }
-        if sendThrottle?.mayTake(buffer.count) == false {
+        // Under the upload budget a read is cut to the allowance, down to 16 KiB.
+        let granted = sendThrottle?.grant(upTo: buffer.count, minimum: 16 << 10) ?? buffer.count
+        if granted == 0 {
             isPaused = true
             return Int(CURL_READFUNC_PAUSE)
         }
-        return bodyReader.read(into: buffer) ?? Int(CURL_READFUNC_ABORT)
+        return bodyReader.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(granted))) ?? Int(CURL_READFUNC_ABORT)
     }
 
     /// Takes the body again after a pause (curl may hand over what it held back right away).

@@ -122,4 +122,18 @@ import Testing
         #expect(BandwidthShares.divide(300, wants: [10, 20], ceilings: [15, unlimited]) == [15, 155])
         #expect(BandwidthShares.divide(300, wants: [], ceilings: []) == [])
     }
+
+    @Test func anUploadsReadIsCutToItsAllowanceButNotBelowTheMinimum() {
+        let throttle = TransferThrottle(ownLimit: nil)
+        #expect(throttle.grant(upTo: 1 << 20, minimum: 16 << 10) == 1 << 20)  // not metered: all of it
+        throttle.isMetered = true
+        throttle.refill(40 << 10)
+        #expect(throttle.grant(upTo: 1 << 20, minimum: 16 << 10) == 40 << 10)
+        #expect(throttle.grant(upTo: 1 << 20, minimum: 16 << 10) == 0)  // held back until 16 KiB are there
+        throttle.refill(10 << 10)
+        #expect(!throttle.release())
+        throttle.refill(10 << 10)
+        #expect(throttle.release())
+        #expect(throttle.grant(upTo: 8 << 10, minimum: 16 << 10) == 8 << 10)  // a short read needs only itself
+    }
 }

@@ -25,18 +25,27 @@ final class TransferThrottle {
     /// From the write callback: whether `count` bytes may be taken now. False means pause; the
     /// governor calls the transfer's `resumeTransfer` once there is allowance again.
     func mayTake(_ count: Int) -> Bool {
-        guard isMetered else { return true }
-        guard allowance >= Int64(count) else {
+        grant(upTo: count, minimum: count) == count
+    }
+
+    /// From the read callback of an upload, which may send less than curl asks for: how many of
+    /// `count` bytes may go now, at least `minimum` of them (or `count`, if less); 0 means pause,
+    /// and the governor calls the transfer's `resumeTransfer` once there is allowance again.
+    func grant(upTo count: Int, minimum: Int) -> Int {
+        guard isMetered else { return count }
+        let least = Int64(min(count, minimum))
+        guard allowance >= least else {
             isHolding = true
             heldThisTick = true
-            waitingFor = Int64(count)
-            return false
+            waitingFor = least
+            return 0
         }
-        allowance -= Int64(count)
-        takenThisTick += Int64(count)
+        let granted = min(Int64(count), allowance)
+        allowance -= granted
+        takenThisTick += granted
         isHolding = false
         waitingFor = 0
-        return true
+        return Int(granted)
     }
 
     /// Adds this tick's share. A transfer that is not held back saves nothing beyond it (an idle
