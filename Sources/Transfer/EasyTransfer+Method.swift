@@ -8,8 +8,8 @@ extension EasyTransfer {
             break
         case .head:
             try set(CURLOPT_NOBODY, 1)
-        case .delete:
-            try set(CURLOPT_CUSTOMREQUEST, "DELETE")
+        case .delete, .options:
+            try set(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
         case .post:
             if let range = request.bodyFile {
                 try setBody(from: FileBodyReader(range, hashing: request.hashesBody), method: .post)

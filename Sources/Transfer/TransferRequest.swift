@@ -7,6 +7,8 @@ public struct TransferRequest: Sendable {
         /// With `bodyFile` (tus sends each chunk of an upload so).
         case patch = "PATCH"
         case delete = "DELETE"
+        /// Without a body (tus asks a server's extensions so).
+        case options = "OPTIONS"
         /// The response's head only (CURLOPT_NOBODY).
         case head = "HEAD"
     }

@@ -56,11 +56,12 @@ def test_a_tus_upload_assembles_the_source_on_the_server(fetchd, tus):
     done = wait_upload(fd, job["id"], "completed")
     assert (tus.uploads / "db.dump").read_bytes() == body
     assert done["sha256"] == hashlib.sha256(body).hexdigest() and done["bytesSent"] == len(body)
-    # One creation, then the file in chunks of 1 MiB, each at the offset the last one reached.
+    # What the server takes, one creation, then the file in chunks of 1 MiB, each at the offset
+    # the last one reached (aiohttp-tus offers no checksums: none sent).
     requests = tus.requests()
-    assert requests[0][0] == "POST" and requests[0][3] == 201
-    assert [(m, n, s) for m, _, n, s in requests[1:]] == [("PATCH", MiB, 204)] * 3 + [("PATCH", 5, 204)]
-    resource = requests[1][1]
+    assert [(m, s) for m, _, _, s in requests[:2]] == [("OPTIONS", 204), ("POST", 201)]
+    assert [(m, n, s) for m, _, n, s in requests[2:]] == [("PATCH", MiB, 204)] * 3 + [("PATCH", 5, 204)]
+    resource = requests[2][1]
     assert done["reply"]["status"] == 204 and done["reply"]["location"].endswith(resource)
     assert tus.open_resources() == []
 
@@ -124,3 +125,19 @@ def test_a_paused_upload_goes_on_with_its_resource(fetchd, tus):
     wait_upload(fd, job["id"], "completed")
     assert (tus.uploads / "photos.tar").read_bytes() == body
     assert [m for m, _, _, _ in tus.requests()].count("POST") == 1
+
+
+def test_a_server_with_the_checksum_extension_gets_each_chunks_checksum(fetchd, tmp_path):
+    tus = TusServer(tmp_path, ("--checksum", "--refuse-first-checksum"))
+    try:
+        fd = fetchd(env={"FETCHD_TUS_CHUNK_SIZE": "1MiB"})
+        body = os.urandom(2 * MiB + 1)
+        source(fd, "ledger.db", body)
+        done = wait_upload(fd, upload(fd, tus, "ledger.db")["id"], "completed")
+        assert (tus.uploads / "ledger.db").read_bytes() == body and done["sha256"] == hashlib.sha256(body).hexdigest()
+        # The first chunk was refused as damaged (460): after the offset was asked again it went again.
+        patches = [(length, status) for method, _, length, status in tus.requests() if method == "PATCH"]
+        assert patches == [(MiB, 460), (MiB, 204), (MiB, 204), (1, 204)]
+    finally:
+        tus.stop()
+

@@ -11,12 +11,14 @@ class TusServer:
     """aiohttp-tus on a loopback port: its creation endpoint is `endpoint`, finished uploads land
     in `uploads` under the file name the client announced, and `requests()` lists what it answered."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, options: tuple[str, ...] = ()):
+        """`options`: tus_server.py's, e.g. ("--checksum",)."""
         self.uploads, self.log = workdir / "tus-uploads", workdir / "tus-requests.log"
         self.uploads.mkdir(parents=True)
         self.port = free_port()
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "tus_server.py"), str(self.port),
-                                      str(self.uploads), str(self.log)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                      str(self.uploads), str(self.log), *options],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wait_for(lambda: accepting("127.0.0.1", self.port), timeout=20, message="the tus server to listen")
 
     @property

@@ -17,10 +17,12 @@ final class SourceHasher: QueueConfined, @unchecked Sendable {  // `digest`, `ha
     /// Bytes read at once.
     static let blockSize = 1 << 20
 
-    /// `extra`: an algorithm to compute beside SHA-256 (a `checksum`'s).
-    init(source: SourceFile, extra: DigestAlgorithm? = nil) {
+    /// `extra`: an algorithm to compute beside SHA-256 (a `checksum`'s); `start`: where hashing
+    /// begins (a stretch of the source on its own: a tus chunk's `Upload-Checksum`).
+    init(source: SourceFile, extra: DigestAlgorithm? = nil, from start: Int64 = 0) {
         self.source = source
         digest = ResumableDigest(extra: extra)
+        hashedTo = start
     }
 
     /// Hashes the source up to `end` (from where the last call ended), behind the calls before.

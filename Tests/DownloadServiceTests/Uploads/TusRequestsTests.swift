@@ -74,6 +74,23 @@ import Transfer
         #expect(!TusAnswer.resourceGone(answer(403, [])) && !TusAnswer.resourceGone(TransferResult(failure: .timeout("t"))))
     }
 
+    @Test func chunksAreCheckedWithTheFirstAlgorithmBothSidesKnow() throws {
+        #expect(TusAnswer.checksumAlgorithm(answer(204, [("tus-extension", "creation, checksum"), ("tus-checksum-algorithm", "md5,SHA1")])) == .sha1)
+        #expect(TusAnswer.checksumAlgorithm(answer(204, [("tus-extension", "checksum"), ("tus-checksum-algorithm", "sha1,sha256")])) == .sha256)
+        #expect(TusAnswer.checksumAlgorithm(answer(204, [("tus-extension", "creation"), ("tus-checksum-algorithm", "sha1")])) == nil)
+        #expect(TusAnswer.checksumAlgorithm(answer(204, [("tus-extension", "checksum"), ("tus-checksum-algorithm", "crc32")])) == nil)
+        #expect(TusAnswer.checksumAlgorithm(answer(404, [("tus-extension", "checksum"), ("tus-checksum-algorithm", "sha1")])) == nil)
+        // sha1("abc"), as the extension sends it: the algorithm, a space, the digest in base64.
+        #expect(TusAnswer.checksumHeader(.sha1, hex: "a9993e364706816aba3e25717850c26c9cd0d89d") == "sha1 qZk+NkcGgWq6PiVxeFDCbJzQ2J0=")
+        #expect(TusAnswer.checksumHeader(.sha1, hex: "a9z") == nil)
+        let job = try upload()
+        let chunk = try template().tusChunk(to: "https://up.example/files/r1", for: job, plan: try #require(job.upload),
+                                            source: SourceFile(fd: open("/dev/null", O_RDONLY)), offset: 0, length: 3,
+                                            checksum: "sha1 qZk+NkcGgWq6PiVxeFDCbJzQ2J0=", now: 0)
+        #expect(headers(chunk).last == "Upload-Checksum: sha1 qZk+NkcGgWq6PiVxeFDCbJzQ2J0=")
+        #expect(try template().tusOptions(for: job, now: 0).method == .options)
+    }
+
     @Test func aTusResourceIsKeptAsTheJobsUpload() {
         let kept = ObjectUpload.tus(resource: "https://up.example/files/r1")
         #expect(ObjectUpload.parse(kept.text) == kept && kept.tusResource == "https://up.example/files/r1")

@@ -16,6 +16,14 @@ extension TransferTemplate {
         return request
     }
 
+    /// What the server takes: an `OPTIONS` of the creation endpoint, answered with `Tus-Extension`
+    /// (and `Tus-Checksum-Algorithm` when it checks chunks).
+    func tusOptions(for job: Download, now: Int64) -> TransferRequest {
+        var request = tusRequest(for: job, to: job.currentURL, now: now)
+        request.method = .options
+        return request
+    }
+
     /// How much of the resource the server holds: a `HEAD`, answered with `Upload-Offset`.
     func tusOffset(of resource: String, for job: Download, now: Int64) -> TransferRequest {
         var request = tusRequest(for: job, to: resource, now: now)
@@ -23,12 +31,14 @@ extension TransferTemplate {
         return request
     }
 
-    /// One chunk: `length` bytes of the source from `offset`, as a `PATCH` at that offset.
+    /// One chunk: `length` bytes of the source from `offset`, as a `PATCH` at that offset, with the
+    /// chunk's `Upload-Checksum` (`<algorithm> <base64 digest>`) when the server checks them.
     func tusChunk(to resource: String, for job: Download, plan: UploadPlan, source: SourceFile, offset: Int64, length: Int64,
-                  now: Int64) -> TransferRequest {
+                  checksum: String? = nil, now: Int64) -> TransferRequest {
         var request = tusRequest(for: job, to: resource, now: now)
         request.method = .patch
         request.headers += [("Upload-Offset", "\(offset)"), ("Content-Type", "application/offset+octet-stream")]
+        if let checksum { request.headers.append(("Upload-Checksum", checksum)) }
         request.bodyFile = TransferRequest.FileRange(path: plan.source.path, offset: offset, length: length, descriptor: source.fd)
         return request
     }
@@ -76,6 +86,31 @@ enum TusAnswer {
               offset >= 0
         else { return nil }
         return offset
+    }
+
+    /// The algorithm chunks are checked with: the first of fetchd's preferences the server lists in
+    /// `Tus-Checksum-Algorithm`, when `Tus-Extension` names `checksum`; nil for none.
+    static func checksumAlgorithm(_ result: TransferResult) -> DigestAlgorithm? {
+        guard result.failure == nil, let status = result.httpStatus, (200..<300).contains(status),
+              let extensions = result.responseHeader("tus-extension"), names(extensions).contains("checksum"),
+              let offered = result.responseHeader("tus-checksum-algorithm")
+        else { return nil }
+        let algorithms = names(offered)
+        return [DigestAlgorithm.sha256, .sha1, .md5].first { algorithms.contains($0.rawValue) }
+    }
+
+    /// The `Upload-Checksum` of a chunk whose digest is `hex`.
+    static func checksumHeader(_ algorithm: DigestAlgorithm, hex: String) -> String? {
+        [UInt8](hex: hex).map { "\(algorithm.rawValue) \(Data($0).base64EncodedString())" }
+    }
+
+    /// The server refused a chunk whose checksum did not match what it received (460).
+    static func checksumRefused(_ result: TransferResult) -> Bool {
+        result.failure == nil && result.httpStatus == 460
+    }
+
+    private static func names(_ list: String) -> Set<String> {
+        Set(list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
     }
 
     /// The resource is gone (expired, terminated, never there): a new one must be created.

@@ -4,11 +4,13 @@ import DownloadCore
 import Logging
 import Transfer
 
-/// One attempt of a tus upload. Without a resource yet, one is created and committed to the store
-/// before a byte goes, so that whatever happens next — a fault, a crash, another node — goes on
-/// with it; with one, the server is asked how much it holds (`HEAD`). Then the rest of the source
-/// goes in chunks of `chunkSize` (`PATCH`): a server that keeps only whole requests loses at most
-/// one chunk to a fault. The source is checked against its pin before each chunk.
+/// One attempt of a tus upload. First the server is asked what it takes (`OPTIONS`): a server
+/// with the checksum extension gets each chunk's `Upload-Checksum`. Without a resource yet, one is
+/// created and committed to the store before a byte goes, so that whatever happens next — a
+/// fault, a crash, another node — goes on with it; with one, the server is asked how much it holds
+/// (`HEAD`). Then the rest of the source goes in chunks of `chunkSize` (`PATCH`): a server that
+/// keeps only whole requests loses at most one chunk to a fault. The source is checked against
+/// its pin before each chunk.
 ///
 /// It ends like a transfer, with one `TransferResult`: the last answer, `bytesOnDisk` the offset
 /// the server confirmed, and — once the server holds the whole source — `bodySHA256`, the digest
@@ -33,6 +35,8 @@ final class TusUpload: QueueConfined, @unchecked Sendable {  // all mutable stat
     private let hasher: SourceHasher
 
     private var resource: String?
+    /// What chunks are checked with, when the server offers the checksum extension.
+    private var checksum: DigestAlgorithm?
     /// What the server confirmed it holds.
     private var offset: Int64 = 0
     private var sentThisAttempt: Int64 = 0
@@ -68,7 +72,11 @@ final class TusUpload: QueueConfined, @unchecked Sendable {  // all mutable stat
 
     func start() {
         assertOnQueue()
-        if let resource { askOffset(of: resource) } else { create() }
+        run(template.tusOptions(for: job, now: clock.now())) { result in
+            // A server that does not answer OPTIONS still takes the core protocol.
+            self.checksum = TusAnswer.checksumAlgorithm(result)
+            if let resource = self.resource { self.askOffset(of: resource) } else { self.create() }
+        }
     }
 
     /// Stops the attempt: the request under way ends as cancelled, and the attempt with it.
@@ -119,11 +127,26 @@ final class TusUpload: QueueConfined, @unchecked Sendable {  // all mutable stat
         guard source.pin == plan.pin else { return end(TransferResult(failure: .fileError("the source changed"), bytesOnDisk: offset)) }
         let start = offset
         let length = min(chunkSize, plan.pin.size - start)
-        let request = template.tusChunk(to: resource, for: job, plan: plan, source: source, offset: start, length: length, now: clock.now())
+        guard let checksum else { return send(to: resource, from: start, length: length, checksum: nil) }
+        // The chunk's digest, read apart from the source's own, which follows what the server confirmed.
+        SourceHasher(source: source, extra: checksum, from: start).digests(at: start + length) { digests in
+            self.queue.async {
+                guard let hex = checksum == .sha256 ? digests?.sha256 : digests?.extra,
+                      let header = TusAnswer.checksumHeader(checksum, hex: hex)
+                else { return self.end(TransferResult(failure: .fileError("the source could not be read to check a chunk"))) }
+                self.send(to: resource, from: start, length: length, checksum: header)
+            }
+        }
+    }
+
+    private func send(to resource: String, from start: Int64, length: Int64, checksum: String?) {
+        let request = template.tusChunk(to: resource, for: job, plan: plan, source: source, offset: start, length: length,
+                                        checksum: checksum, now: clock.now())
         run(request, sentBefore: start) { result in
             self.sentThisAttempt += min(length, max(0, (TusAnswer.offset(result) ?? start) - start))
             if TusAnswer.resourceGone(result) { return self.createAgain(after: result) }
-            if result.failure == nil, result.httpStatus == 409, self.conflicts < Self.maxConflicts {
+            // A conflicting offset is asked for again; a chunk that arrived other than it was sent is sent again.
+            if result.failure == nil, result.httpStatus == 409 || TusAnswer.checksumRefused(result), self.conflicts < Self.maxConflicts {
                 self.conflicts += 1
                 return self.askOffset(of: resource)
             }
