@@ -12,13 +12,13 @@ extension EasyTransfer {
             try set(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
         case .post:
             if let range = request.bodyFile {
-                try setBody(from: FileBodyReader(range, hashing: request.hashesBody), method: .post)
+                try setBody(from: FileBodyReader(range), method: .post)
             } else {
                 try setBodyFromMemory()
             }
         case .put, .patch:
             if let range = request.bodyFile {
-                try setBody(from: FileBodyReader(range, hashing: request.hashesBody), method: .put)
+                try setBody(from: FileBodyReader(range), method: .put)
             } else {
                 try setBodyFromMemory()
             }

@@ -438,7 +438,6 @@ final class EasyTransfer {
         }
         result.effectiveURL = effectiveURL
         result.failure = failure(for: outcome)
-        result.bodySHA256 = bodyReader?.digest
         if bodyReader != nil { result.bytesSent = Int64(uploaded) }
         release()
 

@@ -79,9 +79,6 @@ public struct TransferRequest: Sendable {
     /// PUT or POST: the body is this part of a file instead, read while it is sent (and read again
     /// from its start if curl must send it again: on a new connection, after a 307 or 308).
     public var bodyFile: FileRange? = nil
-    /// With `bodyFile`: the SHA-256 of the body as sent (`TransferResult.bodySHA256`), computed as
-    /// it is read, anew each time it is sent again.
-    public var hashesBody = false
     public var signing: AWSSigning? = nil
     /// Memory sink: the final response's header fields are kept (`TransferResult.responseHeaders`).
     public var keepsResponseHeaders = false

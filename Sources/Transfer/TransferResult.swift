@@ -107,12 +107,12 @@ public struct TransferResult: Sendable {
     public var contentDisposition: String?
     /// Seconds from now, from Retry-After (delta-seconds or HTTP-date).
     public var retryAfter: Double?
-    /// Memory sink: the body, truncated to the sink's limit.
-    /// The SHA-256 of the request body read from a file, when it was asked for and all of it went
-    /// (`TransferRequest.hashesBody`).
+    /// An upload's: the SHA-256 of its source, once the whole of it went. The engine does not
+    /// hash request bodies: an upload's attempt reads its source beside the sending.
     public var bodySHA256: String? = nil
     /// Bytes of the request body sent (`TransferRequest.bodyFile`), as far as curl sent them.
     public var bytesSent: Int64 = 0
+    /// Memory sink: the body, truncated to the sink's limit.
     public var responseBody: [UInt8]
     /// With `TransferRequest.keepsResponseHeaders`: the final response's fields, names in lower case.
     public var responseHeaders: [(name: String, value: String)] = []

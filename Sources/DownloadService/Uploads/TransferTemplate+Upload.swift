@@ -3,7 +3,8 @@ import Transfer
 
 extension TransferTemplate {
     /// One attempt of a plain upload: the whole source — read through the descriptor it was opened
-    /// and checked with — as the body of a PUT or POST to the job's URL, hashed as it goes. The
+    /// and checked with — as the body of a PUT or POST to the job's URL (its digest is the
+    /// attempt's to compute, apart from the sending: `UploadAttempts`). The
     /// reply's body is kept in memory (a little more than the Upload shows, to tell a longer one)
     /// or, for a `replyDestination`, written to `replyPath`. curl follows no redirect: the attempt
     /// sends the body again after a 307 or 308 itself, and takes any other as the answer.
@@ -13,7 +14,6 @@ extension TransferTemplate {
         request.method = plan.method == .post ? .post : .put
         request.headers.append(("Content-Type", plan.contentType))
         request.bodyFile = TransferRequest.FileRange(path: plan.source.path, offset: 0, length: plan.pin.size, descriptor: source.fd)
-        request.hashesBody = true
         request.keepsResponseHeaders = true
         request.followRedirects = false
         return request

@@ -99,7 +99,18 @@ struct UploadAttempts: Sendable {
         let replyPath = plan.replyDestination.map { _ in partials.path(job.id) }
         let request = template.uploadRequest(for: job, plan: plan, source: source, replyPath: replyPath, now: now)
         logger.info("upload started", metadata: ["download.id": "\(job.id)", "attempt": "\(job.attempts)", "bytes": "\(plan.pin.size)"])
-        attempt.transferID = transfers.start(request, onProgress: onProgress, onComplete: onComplete)
+        // The digest is read beside the sending, on a queue of its own, not in curl's read callback
+        // on the engine's one thread; it counts once the whole source went.
+        let (hasher, size) = (SourceHasher(source: source), plan.pin.size)
+        hasher.hash(upTo: size)
+        attempt.transferID = transfers.start(request, onProgress: onProgress, onComplete: { result in
+            guard result.bytesSent == size else { return onComplete(result) }
+            hasher.finish(at: size) { digest in
+                var hashed = result
+                hashed.bodySHA256 = digest
+                onComplete(hashed)
+            }
+        })
         return nil
     }
 
