@@ -9,11 +9,19 @@ const SECTION = { running: "running", queued: "queued", paused: "paused", failed
 // Which actions a job in each state takes (API.md: pause/resume/cancel/retry).
 const ACTIONS = { queued: ["Pause", "Cancel"], running: ["Pause", "Cancel"], paused: ["Resume", "Cancel"], failed: ["Retry"] };
 const FALLBACK_RELIST_MS = 5000;
+// Which actions a watch in each state takes (API.md, Watches: pause/resume/check).
+const WATCH_ACTIONS = { active: ["Pause", "Check now"], paused: ["Resume"] };
+const WATCH_REQUEST = { Pause: "pause", Resume: "resume", "Check now": "check" };
+// A watch's checks are jobs: their state events say that watches changed, and the watches are
+// listed again at most this often (10,000 watches checked each minute send 300 events a second).
+const WATCH_RELIST_MS = 1000;
 
 const $ = (id) => document.getElementById(id);
 const jobs = new Map();      // id → Download, as last seen
 const live = new Map();      // id → latest progress event of a running job
 const sessions = new Map();  // name → counts {state: n}
+const watches = new Map();   // id → Watch, as last listed
+let watchTimer = null;       // the watches' next listing, once a check changed state
 let lastEventId = null;
 let stream = null;           // AbortController of the /events request
 let streamOpen = false;      // /events answered and is being read
@@ -109,6 +117,7 @@ function renderJob(job) {
   let state = job.state;
   if (job.state === "queued" && job.waitingFor) state += " · waiting for " + job.waitingFor;
   if (job.session !== "default") state += " · session " + job.session;
+  if (job.watch) state += " · check of a watch";
   item.append(el("span", "state", state));
   item.append(el("span", "url", job.url));
   if (job.state === "running" || job.state === "paused") {
@@ -134,6 +143,79 @@ function renderJob(job) {
 function metadataText(metadata) {
   if (typeof metadata !== "object" || Array.isArray(metadata)) return "metadata " + JSON.stringify(metadata);
   return Object.entries(metadata).map(([key, value]) => key + ": " + (typeof value === "string" ? value : JSON.stringify(value))).join(" · ");
+}
+
+// A time as the reader's clock shows it, the API's value kept in <time datetime>.
+function timeElement(prefix, iso) {
+  const node = el("span", "detail", prefix);
+  const time = el("time", "", new Date(iso).toLocaleString());
+  time.dateTime = iso;
+  node.append(time);
+  return node;
+}
+
+function renderWatch(watch) {
+  const item = el("li", "job");
+  item.dataset.watchId = watch.id;
+  item.dataset.state = watch.state;
+  item.append(el("span", "dest", watch.destination));
+  const actions = el("div", "actions");
+  for (const action of WATCH_ACTIONS[watch.state] || []) {
+    const button = el("button", "", action);
+    button.type = "button";
+    button.setAttribute("aria-label", action + " watch " + watch.destination);
+    button.addEventListener("click", () => actOnWatch(watch, action));
+    actions.append(button);
+  }
+  item.append(actions);
+  const every = watch.interval ? "every " + watch.interval : "at " + watch.schedule + " UTC";
+  item.append(el("span", "state", watch.state + " · " + every + (watch.session !== "default" ? " · session " + watch.session : "")));
+  item.append(el("span", "url", watch.url));
+  item.append(watch.lastCheckedAt ? timeElement("last check " + watch.lastResult + " · ", watch.lastCheckedAt)
+                                  : el("span", "detail", "not checked yet"));
+  if (watch.nextCheckAt) item.append(timeElement("next check ", watch.nextCheckAt));
+  item.append(el("span", "checks", watch.checks + " checks, " + watch.changes + " changed the file"));
+  if (watch.lastResult === "failed" && watch.lastError) {
+    item.append(el("span", "error", watch.lastError.code + ": " + watch.lastError.message));
+  }
+  if (watch.metadata != null) item.append(el("span", "meta", metadataText(watch.metadata)));
+  return item;
+}
+
+// Redraws only the watches that changed, so a focused button keeps its focus while others are checked.
+function placeWatches(listed) {
+  const list = $("watches");
+  const shown = new Map([...list.children].map((item) => [item.dataset.watchId, item]));
+  const fresh = new Map(listed.map((watch) => [watch.id, watch]));
+  for (const [id, item] of shown) if (!fresh.has(id)) { item.remove(); watches.delete(id); }
+  let before = null;  // newest first, as GET /watches lists them (ids sort by creation)
+  for (const watch of [...fresh.values()].sort((a, b) => (a.id < b.id ? -1 : 1))) {
+    let item = shown.get(watch.id);
+    if (!item || JSON.stringify(watches.get(watch.id)) !== JSON.stringify(watch)) {
+      const drawn = renderWatch(watch);
+      if (item) item.replaceWith(drawn); else list.insertBefore(drawn, before);
+      item = drawn;
+    }
+    watches.set(watch.id, watch);
+    before = item;
+  }
+}
+
+function placeWatch(watch) {
+  placeWatches([...watches.values()].filter((other) => other.id !== watch.id).concat([watch]));
+}
+
+async function listWatches() {
+  const page = await api("GET", "/watches?limit=100");
+  placeWatches(page.items);
+}
+
+function watchesChanged() {
+  if (watchTimer) return;
+  watchTimer = setTimeout(() => {
+    watchTimer = null;
+    listWatches().catch(report);
+  }, WATCH_RELIST_MS);
 }
 
 function updateBar(bar, received, expected) {
@@ -229,7 +311,8 @@ async function list() {
   pendingEvents = [];
   try {
     // The newest hundred of each kind, newest first as one list (ids sort by creation).
-    const pages = await Promise.all(["/downloads", "/uploads"].map((path) => api("GET", path + "?limit=100")));
+    const [pages] = await Promise.all([
+      Promise.all(["/downloads", "/uploads"].map((path) => api("GET", path + "?limit=100"))), listWatches()]);
     const page = { items: pages.flatMap((p) => p.items).sort((a, b) => (a.id < b.id ? 1 : -1)) };
     jobs.clear();
     sessions.clear();
@@ -316,6 +399,7 @@ function dispatch(type, data) {
   try { payload = JSON.parse(data); } catch { return; }
   if (type === "state") {
     if (pendingEvents) pendingEvents.push(payload); else apply(payload);
+    if (payload.watch) watchesChanged();
   } else if (type === "progress") {
     progress(payload);
   }
@@ -368,6 +452,15 @@ async function actOnSession(name, action) {
   }
 }
 
+async function actOnWatch(watch, action) {
+  try {
+    placeWatch(await api("POST", "/watches/" + encodeURIComponent(watch.id) + "/" + WATCH_REQUEST[action]));
+    $("notice").textContent = "";
+  } catch (error) {
+    report(error, action + " watch " + watch.destination);
+  }
+}
+
 function report(error, what) {
   if (error instanceof Refused) return;
   show();
@@ -384,7 +477,8 @@ function refuse() {
   if (fallbackTimer) { clearInterval(fallbackTimer); fallbackTimer = null; }
   jobs.clear();
   sessions.clear();
-  for (const list of document.querySelectorAll(".jobs, #sessions")) list.replaceChildren();
+  watches.clear();
+  for (const list of document.querySelectorAll(".jobs, #sessions, #watches")) list.replaceChildren();
   $("console").hidden = true;
   $("token-form").hidden = false;
   $("live").textContent = "token needed";

@@ -35,8 +35,17 @@ def start_browser():
 
 def job_element(driver, job_id: str):
     """The page's element for the job, or None."""
+    return element_with(driver, "data-job-id", job_id)
+
+
+def watch_element(driver, watch_id: str):
+    """The page's element for the watch, or None."""
+    return element_with(driver, "data-watch-id", watch_id)
+
+
+def element_with(driver, attribute: str, value: str):
     from selenium.webdriver.common.by import By
-    found = driver.find_elements(By.CSS_SELECTOR, f'[data-job-id="{job_id}"]')
+    found = driver.find_elements(By.CSS_SELECTOR, f'[{attribute}="{value}"]')
     return found[0] if found else None
 
 
@@ -58,27 +67,35 @@ def job_text(driver, job_id: str) -> str:
     return fresh(lambda: (element := job_element(driver, job_id)) and element.text) or ""
 
 
-def job_button(driver, job_id: str, action: str):
-    """The job's button whose accessible name starts with `action`, or None."""
+def button_in(element_of, action: str):
+    """The button in `element_of()` whose accessible name starts with `action`, or None."""
     from selenium.webdriver.common.by import By
 
     def find():
-        element = job_element(driver, job_id)
+        element = element_of()
         buttons = element.find_elements(By.TAG_NAME, "button") if element else []
         return next((b for b in buttons if b.accessible_name.startswith(action)), None)
     return fresh(find)
 
 
-def click_job_button(driver, job_id: str, action: str) -> None:
-    """Clicks the job's `action` button once it is there. The console redraws a job's row on
-    every event of it, so a button found a moment ago may be gone by the click: then the
-    button of the redrawn row is clicked, as a user would."""
+def click_button_in(element_of, action: str) -> None:
+    """Clicks the `action` button in `element_of()` once it is there. The console redraws a
+    job's or a watch's row when it changes, so a button found a moment ago may be gone by the
+    click: then the button of the redrawn row is clicked, as a user would."""
     from e2e_support import wait_for
 
     def click() -> bool:
-        button = job_button(driver, job_id, action)
+        button = button_in(element_of, action)
         return button is not None and fresh(lambda: button.click() or True) is True
     wait_for(click, message=f"a {action} button to click")
+
+
+def click_job_button(driver, job_id: str, action: str) -> None:
+    click_button_in(lambda: job_element(driver, job_id), action)
+
+
+def click_watch_button(driver, watch_id: str, action: str) -> None:
+    click_button_in(lambda: watch_element(driver, watch_id), action)
 
 
 def raw_request(port: int, request: bytes) -> bytes:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from console_support import (click_job_button, fresh, job_element, job_state, job_text, raw_request, require_endpoint,
-                             start_browser, status_of)
+from console_support import (click_job_button, click_watch_button, fresh, job_element, job_state, job_text, raw_request,
+                             require_endpoint, start_browser, status_of, watch_element)
 from e2e_support import Fault, FetchdFactory, rfc3339, wait_for
 from test_uploads import DavServer
 
@@ -175,6 +175,56 @@ def test_the_form_adds_a_job(browser, console, origin):
     assert added["url"] == url
     console.api.wait_state(added["id"], "completed")
     wait_for(lambda: job_element(browser, added["id"]), message="the added job shown")
+
+
+def watch_shown(driver, watch_id: str) -> dict:
+    """What the page shows of the watch: its state, its text, and the times it names."""
+    def read():
+        element = watch_element(driver, watch_id)
+        if element is None:
+            return None
+        times = [t.get_attribute("datetime") for t in element.find_elements("tag name", "time")]
+        return {"state": element.get_attribute("data-state"), "text": element.text, "times": times}
+    return fresh(read) or {"state": None, "text": "", "times": []}
+
+
+def wait_watch_shown(driver, watch_id: str, what: str, predicate) -> dict:
+    return wait_for(lambda: (shown := watch_shown(driver, watch_id)) and predicate(shown) and shown,
+                    message=lambda: f"the watch shown {what}; shown {watch_shown(driver, watch_id)}")
+
+
+def test_watches_show_their_last_check_and_next_and_pause_resume_check_now(browser, console, origin):
+    url = origin.add("/watched.bin", b"watched\n" * 512)
+    response = console.api.post("/watches", {"url": url, "destination": "watched/feed.bin", "interval": "1h"})
+    assert response.status == 201, response.body
+    watch_id = response.json()["id"]
+    first = wait_for(lambda: (w := console.api.get(f"/watches/{watch_id}").json())["checks"] >= 1 and w,
+                     message="the watch's first check")
+    open_console(browser, console)
+    shown = wait_watch_shown(browser, watch_id, "with its first check", lambda s: "last check changed" in s["text"])
+    assert shown["state"] == "active" and url in shown["text"] and "every 1h" in shown["text"]
+    assert shown["times"] == [first["lastCheckedAt"], first["nextCheckAt"]]
+    assert "1 checks, 1 changed the file" in shown["text"]
+
+    # Check now: the origin sends the same bytes again, and the page follows the check's events.
+    click_watch_button(browser, watch_id, "Check now")
+    second = wait_for(lambda: (w := console.api.get(f"/watches/{watch_id}").json())["checks"] >= 2 and w,
+                      message="the check the button asked for")
+    assert second["lastResult"] == "unchanged"
+    shown = wait_watch_shown(browser, watch_id, "with its second check", lambda s: "last check unchanged" in s["text"])
+    assert "2 checks, 1 changed the file" in shown["text"]
+    assert len(origin.requests_for("/watched.bin")) == 2
+
+    click_watch_button(browser, watch_id, "Pause")
+    wait_for(lambda: console.api.get(f"/watches/{watch_id}").json()["state"] == "paused", message="the watch paused")
+    shown = wait_watch_shown(browser, watch_id, "paused", lambda s: s["state"] == "paused")
+    assert "next check" not in shown["text"]
+    click_watch_button(browser, watch_id, "Resume")
+    resumed = wait_for(lambda: (w := console.api.get(f"/watches/{watch_id}").json())["state"] == "active" and w,
+                       message="the watch resumed")
+    shown = wait_watch_shown(browser, watch_id, "active again", lambda s: s["state"] == "active")
+    assert shown["times"][-1] == resumed["nextCheckAt"]
+    assert console.dest("watched/feed.bin").read_bytes() == b"watched\n" * 512
 
 
 MARKUP = '<img src=x onerror="document.title=\'pwned\'">&amp;<script>document.title="pwned"</script>'
