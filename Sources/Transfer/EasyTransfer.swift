@@ -115,7 +115,8 @@ final class EasyTransfer {
         errorBuffer.initialize(to: 0)
         receiver = ResponseReceiver(
             file: file, memoryLimit: memoryLimit, resumeOffset: resume?.offset, segmentEnd: segmentEnd,
-            maxBytes: request.maxBytes, followRedirects: request.followRedirects, keepsHeaderFields: request.keepsResponseHeaders)
+            maxBytes: request.maxBytes, followRedirects: request.followRedirects, keepsHeaderFields: request.keepsResponseHeaders,
+            remoteFileHeld: request.remoteFileHeld)
         do {
             try configure(resume: resume, receiveBufferSize: receiveBufferSize)
         } catch {
@@ -431,6 +432,8 @@ final class EasyTransfer {
         var status = 0
         if fetchd_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK, status > 0, remoteScheme == nil {
             result.httpStatus = status
+        } else if remoteScheme != nil, receiver.head?.status == 304 {
+            result.httpStatus = 304
         }
         if remoteScheme != nil, case .curl(CURLE_OK) = outcome, receiver.plan == nil {
             // Nothing was left past the resume offset (or the file is empty): no body came.

@@ -21,6 +21,19 @@ struct RemoteFile: Equatable {
     /// What stands in for `If-Range`: the size and the modification time together.
     var validator: String { modified.map { "size=\(size); mtime=\($0)" } ?? "size=\(size)" }
 
+    /// Whether this is the file whose `validator` was `held`. Only with a modification time: a
+    /// size alone does not tell a file rewritten with as many bytes.
+    func isUnchanged(from held: String) -> Bool {
+        modified != nil && validator == held
+    }
+
+    /// The head of an HTTP origin's answer to `If-None-Match` with the file's own validator.
+    var notModifiedHead: ResponseHeaders? {
+        guard var head = ResponseHeaders(statusLine: "HTTP/1.1 304 304") else { return nil }
+        head.add(line: "ETag: \(validator)", keeping: true)
+        return head
+    }
+
     /// The head an HTTP origin would have answered a request from `resumeOffset` with `If-Range:
     /// expected`: the whole file (200), the rest of it (206), or nothing left to send (416 with
     /// the size). nil when the file changed since `expected` was taken: the server is already
@@ -43,7 +56,8 @@ struct RemoteFile: Equatable {
             fields.append("Content-Length: \(size)")
         }
         guard var head = ResponseHeaders(statusLine: "HTTP/1.1 \(status) \(status)") else { return nil }
-        for field in fields { head.add(line: field) }
+        // Kept: a watch takes the ETag for its next check.
+        for field in fields { head.add(line: field, keeping: true) }
         return head
     }
 }

@@ -22,6 +22,8 @@ final class ResponseReceiver {
     private let followRedirects: Bool
     /// Keep every field of each head (`ResponseHeaders.fields`).
     private let keepsHeaderFields: Bool
+    /// `TransferRequest.remoteFileHeld`.
+    private let remoteFileHeld: String?
 
     /// The head of the latest response: after the attempt, the final one's.
     private(set) var head: ResponseHeaders?
@@ -33,8 +35,9 @@ final class ResponseReceiver {
     private var bytesThisResponse: Int64 = 0
 
     init(file: FileSink?, memoryLimit: Int, resumeOffset: Int64?, segmentEnd: Int64? = nil, maxBytes: Int64?,
-         followRedirects: Bool, keepsHeaderFields: Bool = false) {
+         followRedirects: Bool, keepsHeaderFields: Bool = false, remoteFileHeld: String? = nil) {
         self.keepsHeaderFields = keepsHeaderFields
+        self.remoteFileHeld = remoteFileHeld
         self.file = file
         self.memoryLimit = memoryLimit
         self.resumeOffset = resumeOffset
@@ -84,8 +87,14 @@ final class ResponseReceiver {
 
     /// An FTP or SFTP file, described by its server before its first byte (or before the transfer
     /// ends, when there are none): decided as an HTTP head would be, the validator compared here
-    /// as an origin compares `If-Range`.
+    /// as an origin compares `If-Range`; a file that still is the one held is answered `304`, and
+    /// its bytes go no further.
     func receiveRemoteFile(_ remote: RemoteFile, expected validator: String?) -> Bool {
+        if resumeOffset == nil, let held = remoteFileHeld, remote.isUnchanged(from: held), let unchanged = remote.notModifiedHead {
+            head = unchanged
+            plan = ResponsePlan(action: .discard, bytesExpected: nil)
+            return stop(.bodyNotNeeded)
+        }
         guard let described = remote.head(resumeOffset: resumeOffset, expected: validator) else {
             let changed = TransferFailure.rangeMismatch("the remote file changed since the partial data was written")
             plan = ResponsePlan(action: .fail(changed, truncate: true), bytesExpected: remote.size)

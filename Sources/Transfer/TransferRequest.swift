@@ -82,6 +82,10 @@ public struct TransferRequest: Sendable {
     public var signing: AWSSigning? = nil
     /// Memory sink: the final response's header fields are kept (`TransferResult.responseHeaders`).
     public var keepsResponseHeaders = false
+    /// An `ftp`, `ftps` or `sftp` file's `ETag` (its size and modification time) as an earlier
+    /// transfer reported it: while the file still has them, it is not fetched, and the transfer
+    /// ends as an HTTP origin answers `If-None-Match`, with a `304`. Ignored for HTTP.
+    public var remoteFileHeld: String? = nil
     public var sink: Sink
     public var followRedirects = true
     /// CURLOPT_MAXREDIRS (libcurl 7.88 defaults to unlimited).

@@ -30,6 +30,27 @@ import Testing
         #expect(try plan(resumeOffset: 400, expected: "").action == .writeFile(startOver: false))
     }
 
+    @Test func theFileHeldIsNotFetchedAgainButAChangedOneIs() throws {
+        let held = file.validator
+        let unchanged = ResponseReceiver(file: nil, memoryLimit: 0, resumeOffset: nil, maxBytes: nil, followRedirects: false,
+                                         keepsHeaderFields: true, remoteFileHeld: held)
+        #expect(!unchanged.receiveRemoteFile(file, expected: nil))
+        #expect(unchanged.head?.status == 304 && unchanged.head?.etag == held)
+        #expect(unchanged.stopReason == .bodyNotNeeded)
+        for other in [RemoteFile(size: 1000, modified: 1_700_000_001), RemoteFile(size: 999, modified: 1_700_000_000)] {
+            let changed = ResponseReceiver(file: nil, memoryLimit: 0, resumeOffset: nil, maxBytes: nil, followRedirects: false,
+                                           keepsHeaderFields: true, remoteFileHeld: held)
+            #expect(changed.receiveRemoteFile(other, expected: nil))
+            #expect(changed.head?.status == 200 && changed.head?.etag == other.validator)
+        }
+    }
+
+    @Test func aSizeAloneDoesNotTellAFileUnchanged() {
+        let timeless = RemoteFile(size: 1000, modified: nil)
+        #expect(!timeless.isUnchanged(from: timeless.validator))
+        #expect(file.isUnchanged(from: file.validator))
+    }
+
     @Test func theSchemeIsTold() {
         #expect(RemoteFile.Scheme(url: "SFTP://h/f") == .sftp)
         #expect(RemoteFile.Scheme(url: "https://h/f") == nil)

@@ -298,3 +298,39 @@ def test_a_pasv_answer_naming_another_host_changes_nothing(fetchd):
         assert "PASV" in server.commands, server.commands
     finally:
         server.stop()
+
+
+def test_a_watch_fetches_an_unchanged_remote_file_once(fetchd, files, ftp, sftp):
+    """A watch's check of an ftp:// or sftp:// URL takes the remote size and modification time
+    for validators: while they stay, the file is not fetched again nor replaced; a new file is."""
+    fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts), "FETCHD_FTP_TLS": "never",
+                     "FETCHD_WATCH_MIN_INTERVAL": "200ms"})
+    for scheme, url_of in [("ftp", lambda n: ftp.url(n, password=PASSWORD)),
+                           ("sftp", lambda n: sftp.url(files.dir / n, password=PASSWORD))]:
+        name, first = put(files)
+        response = fd.api.post("/watches", {"url": url_of(name), "destination": f"watched-{name}", "interval": "300ms"})
+        assert response.status == 201, response.body
+        watch_id = response.json()["id"]
+
+        def watch(checks: int) -> dict:
+            return wait_for(lambda: (w := fd.api.get(f"/watches/{watch_id}").json())["checks"] >= checks and w,
+                            message=f"{checks} checks of the {scheme} watch")
+
+        placed = fd.dest(f"watched-{name}")
+        watch(1)
+        inode = placed.stat().st_ino
+        now = watch(4)
+        assert (now["lastResult"], now["changes"]) == ("unchanged", 1), (scheme, now)
+        assert now["etag"] == f"size={SIZE}; mtime={int(os.stat(files.dir / name).st_mtime)}", now
+        assert placed.stat().st_ino == inode and placed.read_bytes() == first
+        if scheme == "ftp":
+            # Each check asked the server; only the first took the file (see docs/watches.md
+            # for what an FTP server pushes before an unchanged check closes the connection).
+            log = (ftp.workdir / "transfers.log").read_text()
+            assert sum(f'/{name}", ' in line for line in log.splitlines()) >= 4, log
+
+        second = os.urandom(SIZE)  # the same size: the modification time tells
+        files.put(name, second, mtime=time.time() + 120)
+        wait_for(lambda: fd.api.get(f"/watches/{watch_id}").json()["changes"] == 2, message=f"the {scheme} change")
+        assert placed.read_bytes() == second
+        assert fd.api.delete(f"/watches/{watch_id}").status == 200

@@ -34,6 +34,8 @@ struct TransferTemplate: Sendable {
             // A watch's check asks only for a file other than the current one, and keeps the
             // validators of the answer for the next check.
             request.headers += watch.conditionalHeaders.map { ($0.name, $0.value) }
+            // For ftp, ftps and sftp, the ETag is the size and modification time fetchd took it from.
+            request.remoteFileHeld = watch.etag
             request.keepsResponseHeaders = true
         }
         request.maxBytes = maxBytes
