@@ -18,7 +18,7 @@ pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
 events {{ worker_connections 8192; }}
 http {{
-    access_log off;
+    {access_log}
     sendfile on;
     tcp_nopush on;
     keepalive_requests 1000000;
@@ -33,6 +33,9 @@ http {{
     }}
 }}
 """
+
+# Buffered: the timestamps are taken per request, the writes come a second late at most.
+ACCESS_LOG = "log_format stamped '$msec $status $request_uri'; access_log {path} stamped buffer=256k flush=1s;"
 
 
 def free_port() -> int:
@@ -96,15 +99,18 @@ def make_small_files(directory: str, count: int, size: int) -> list[str]:
 class Origin:
     """nginx on `ports` loopback ports (`port` is the first): more than one makes as many host:ports."""
 
-    def __init__(self, workdir: str, root: str, limit_rate: str = "100k", ports: int = 1):
+    def __init__(self, workdir: str, root: str, limit_rate: str = "100k", ports: int = 1, access_log: bool = False):
+        """`access_log`: log each request as `<$msec> <status> <request URI>` to `self.access_log`."""
         self.prefix = os.path.join(workdir, "nginx")
+        self.access_log = os.path.join(self.prefix, "access.log")
         os.makedirs(os.path.join(self.prefix, "tmp"), exist_ok=True)
         self.ports = free_ports(ports)
         self.port = self.ports[0]
         conf = os.path.join(self.prefix, "nginx.conf")
         listen = " ".join(f"listen 127.0.0.1:{port};" for port in self.ports)
         with open(conf, "w") as f:
-            f.write(CONFIG.format(prefix=self.prefix, listen=listen, root=root, limit_rate=limit_rate))
+            f.write(CONFIG.format(prefix=self.prefix, listen=listen, root=root, limit_rate=limit_rate,
+                                  access_log=ACCESS_LOG.format(path=self.access_log) if access_log else "access_log off;"))
         self.proc = procs.spawn(["nginx", "-p", self.prefix, "-c", conf, "-g", "daemon off;"],
                                 stderr=subprocess.PIPE)
         procs.wait_until(self._accepting, 10, what="nginx to listen")
