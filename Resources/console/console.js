@@ -174,7 +174,7 @@ function renderWatch(watch) {
   item.append(watch.lastCheckedAt ? timeElement("last check " + watch.lastResult + " · ", watch.lastCheckedAt)
                                   : el("span", "detail", "not checked yet"));
   if (watch.nextCheckAt) item.append(timeElement("next check ", watch.nextCheckAt));
-  item.append(el("span", "checks", watch.checks + " checks, " + watch.changes + " changed the file"));
+  item.append(el("span", "checks", watch.checks + (watch.checks === 1 ? " check, " : " checks, ") + watch.changes + " changed the file"));
   if (watch.lastResult === "failed" && watch.lastError) {
     item.append(el("span", "error", watch.lastError.code + ": " + watch.lastError.message));
   }

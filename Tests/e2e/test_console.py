@@ -202,9 +202,9 @@ def test_watches_show_their_last_check_and_next_and_pause_resume_check_now(brows
                      message="the watch's first check")
     open_console(browser, console)
     shown = wait_watch_shown(browser, watch_id, "with its first check", lambda s: "last check changed" in s["text"])
-    assert shown["state"] == "active" and url in shown["text"] and "every 1h" in shown["text"]
+    assert shown["state"] == "active" and url in shown["text"] and "every 1h" in shown["text"].lower()
     assert shown["times"] == [first["lastCheckedAt"], first["nextCheckAt"]]
-    assert "1 checks, 1 changed the file" in shown["text"]
+    assert "1 check, 1 changed the file" in shown["text"]
 
     # Check now: the origin sends the same bytes again, and the page follows the check's events.
     click_watch_button(browser, watch_id, "Check now")
