@@ -2,64 +2,30 @@
 (its WebDAV module), and the file on nginx's disk is the source, byte for byte."""
 import hashlib
 import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from e2e_support import wait_for
-from tls_support import accepting, free_port
+from nginx_support import LoopbackNginx
 
-NGINX_DAV = """
-{user}
-worker_processes 1;
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log warn;
-events {{ worker_connections 64; }}
-http {{
-    log_format put '$request_method $uri $status $request_length';
-    access_log {prefix}/access.log put;
-    client_body_temp_path {prefix}/tmp; proxy_temp_path {prefix}/tmp; fastcgi_temp_path {prefix}/tmp;
-    uwsgi_temp_path {prefix}/tmp; scgi_temp_path {prefix}/tmp;
-    client_max_body_size 0;
-    server {{
-        listen 127.0.0.1:{port};
-        root {root};
-        location /in/ {{ dav_methods PUT; create_full_put_path on; }}
-        location = /moved/report.csv {{ return 307 /in/moved/report.csv; }}
-        location = /refuses {{ return 403; }}
-        location = /receipt {{ default_type application/json; return 200 '{{"receipt":"r-42"}}'; }}
-    }}
-}}
-"""
+class DavServer(LoopbackNginx):
+    """nginx taking PUT under /in/ into `root`; /moved/report.csv answers 307 to /in/moved/, /refuses
+    403, and /receipt a JSON body."""
 
-
-class DavServer:
-    """nginx taking PUT under /in/ into `root`; /moved/report.csv answers 307 to /in/moved/."""
+    LOCATIONS = """
+        location /in/ { dav_methods PUT; create_full_put_path on; }
+        location = /moved/report.csv { return 307 /in/moved/report.csv; }
+        location = /refuses { return 403; }
+        location = /receipt { default_type application/json; return 200 '{"receipt":"r-42"}'; }"""
 
     def __init__(self, workdir: Path):
-        self.prefix, self.root = workdir / "dav", workdir / "dav-root"
-        (self.prefix / "tmp").mkdir(parents=True)
-        (self.root / "in").mkdir(parents=True)
-        self.port = free_port()
-        conf = self.prefix / "nginx.conf"
-        conf.write_text(NGINX_DAV.format(user="user root root;" if os.geteuid() == 0 else "", prefix=self.prefix,
-                                         port=self.port, root=self.root))
-        self.proc = subprocess.Popen(["nginx", "-p", str(self.prefix), "-e", str(self.prefix / "error.log"), "-c", str(conf),
-                                      "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_for(lambda: accepting("127.0.0.1", self.port), timeout=10, message="nginx to listen")
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        super().__init__(workdir, "dav", "$request_method $uri $status $request_length", self.LOCATIONS)
+        (self.root / "in").mkdir()
 
     def requests(self) -> list[list[str]]:
-        log = self.prefix / "access.log"
-        return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(10)
+        return self.log_lines()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ time. FETCHD_WATCH_MIN_INTERVAL is lowered so that checks come a second apart.""
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -17,44 +16,16 @@ from pathlib import Path
 import pytest
 
 from e2e_support import holds_for, parse_rfc3339, sha256_hex, wait_for
+from nginx_support import LoopbackNginx
 from test_cluster import Cluster, database_schema, needs_postgres
-from tls_support import accepting, free_port
 
 FAST = {"FETCHD_WATCH_MIN_INTERVAL": "200ms"}
 
-NGINX_STATIC = """
-{user}
-worker_processes 1;
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log warn;
-events {{ worker_connections 64; }}
-http {{
-    log_format checks '$request_method $uri $status';
-    access_log {prefix}/access.log checks;
-    client_body_temp_path {prefix}/tmp; proxy_temp_path {prefix}/tmp; fastcgi_temp_path {prefix}/tmp;
-    uwsgi_temp_path {prefix}/tmp; scgi_temp_path {prefix}/tmp;
-    server {{
-        listen 127.0.0.1:{port};
-        root {root};
-    }}
-}}
-"""
-
-
-class StaticServer:
+class StaticServer(LoopbackNginx):
     """nginx serving the files under `root`, logging each request's method, path and status."""
 
     def __init__(self, workdir: Path):
-        self.prefix, self.root = workdir / "nginx", workdir / "nginx-root"
-        (self.prefix / "tmp").mkdir(parents=True)
-        self.root.mkdir(parents=True)
-        self.port = free_port()
-        conf = self.prefix / "nginx.conf"
-        conf.write_text(NGINX_STATIC.format(user="user root root;" if os.geteuid() == 0 else "", prefix=self.prefix,
-                                            port=self.port, root=self.root))
-        self.proc = subprocess.Popen(["nginx", "-p", str(self.prefix), "-e", str(self.prefix / "error.log"), "-c", str(conf),
-                                      "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_for(lambda: accepting("127.0.0.1", self.port), timeout=10, message="nginx to listen")
+        super().__init__(workdir, "nginx", "$request_method $uri $status")
 
     def put(self, name: str, data: bytes, mtime: float) -> None:
         """Replaces the file at once (a rename), with a modification time of its own."""
@@ -64,16 +35,10 @@ class StaticServer:
         os.replace(staged, self.root / name)
 
     def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{name}"
+        return super().url("/" + name)
 
     def statuses(self, name: str) -> list[str]:
-        log = self.prefix / "access.log"
-        lines = log.read_text().splitlines() if log.exists() else []
-        return [fields[2] for fields in (line.split() for line in lines) if fields[1] == "/" + name]
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(10)
+        return [fields[2] for fields in self.log_lines() if fields[1] == "/" + name]
 
 
 @pytest.fixture
