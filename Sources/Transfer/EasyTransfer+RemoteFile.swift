@@ -6,8 +6,13 @@ extension EasyTransfer {
     /// Resume at `offset` (REST, or an SFTP read offset), the file's size and time asked for (SIZE
     /// and MDTM, or a stat), TLS and trust as configured.
     func configureRemote(_ scheme: RemoteFile.Scheme, resumeOffset offset: Int64?, settings: RemoteFileSettings) throws(TransferFailure) {
-        try set(CURLOPT_FILETIME, 1)
-        if let offset { try set(CURLOPT_RESUME_FROM_LARGE, offset: offset) }
+        if request.bodyFile == nil {
+            try set(CURLOPT_FILETIME, 1)
+            if let offset { try set(CURLOPT_RESUME_FROM_LARGE, offset: offset) }
+        } else if request.appendsAtServerSize {
+            // -1: the server's size (SIZE, or a stat), then APPE or an append-mode open.
+            try set(CURLOPT_RESUME_FROM_LARGE, offset: -1)
+        }
         // Through an HTTP proxy: a CONNECT tunnel, never the proxy's own FTP gateway.
         try set(CURLOPT_HTTPPROXYTUNNEL, 1)
         switch scheme {
@@ -26,6 +31,17 @@ extension EasyTransfer {
             }
             try set(CURLOPT_SSH_AUTH_TYPES, methods)
         }
+    }
+
+    /// Has curl run this transfer soon, though none of the sockets it watches is ready: a pause
+    /// and its end queue a run (curl_easy_pause offers the only public way). Not while the body
+    /// flows, or while paused for the file's writer or the bandwidth budget. On the engine queue,
+    /// outside curl.
+    func runSoon() -> CURLcode {
+        guard !isPaused, receiver.plan == nil, uploaded == 0 else { return CURLE_OK }
+        let code = curl_easy_pause(handle, CURLPAUSE_ALL)
+        guard code == CURLE_OK else { return code }
+        return curl_easy_pause(handle, CURLPAUSE_CONT)
     }
 
     private static func useSSL(_ mode: RemoteFileSettings.FTPTLS) -> Int {

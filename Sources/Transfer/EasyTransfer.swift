@@ -50,6 +50,8 @@ final class EasyTransfer {
     /// The server's last FTP reply line that refused something (4xx or 5xx): the `QUIT` that
     /// follows a refusal must not hide it.
     private var ftpReply: String?
+    /// FTP reply lines received so far (`MultiDriver` tells from it whether curl read a reply).
+    private(set) var repliesReceived = 0
 
     /// Uptime of the last sign of life (a header, body bytes, upload progress, a new connection).
     private var lastActivity = DispatchTime.now().uptimeNanoseconds
@@ -57,8 +59,8 @@ final class EasyTransfer {
     private var isConnected = false
     /// curl holds the body back because the file's writer is behind or the bandwidth allowance ran
     /// out (CURL_WRITEFUNC_PAUSE): the stall clock stops until `resumeTransfer`.
-    private var isPaused = false
-    private var uploaded: curl_off_t = 0
+    private(set) var isPaused = false
+    private(set) var uploaded: curl_off_t = 0
     private var lastProgressReport: UInt64 = 0
     private var lastProgress: TransferProgress?
 
@@ -135,7 +137,8 @@ final class EasyTransfer {
 
     /// What the socket registry must know of the current hop's connection.
     var connectionTraits: SocketRegistry.ConnectionTraits {
-        SocketRegistry.ConnectionTraits(isTLS: connectsOverTLS, idlesInCache: remoteScheme == nil)
+        SocketRegistry.ConnectionTraits(isTLS: connectsOverTLS, idlesInCache: remoteScheme == nil,
+                                        repliesWhileUnwatched: remoteScheme?.isFTP == true)
     }
 
     /// Whether the current hop's connection speaks TLS: to an https URL, or through an https proxy.
@@ -330,6 +333,7 @@ final class EasyTransfer {
     private func received(header: UnsafeRawBufferPointer) -> Int {
         lastActivity = DispatchTime.now().uptimeNanoseconds
         if remoteScheme != nil {
+            repliesReceived += 1
             let reply = Self.ftpReply(header)
             if let code = TransferFailure.ftpCode(reply), code >= 400 { ftpReply = reply }
             return header.count
@@ -376,7 +380,7 @@ final class EasyTransfer {
                 progress.contentDisposition = receiver.head?.contentDisposition
                 progress.effectiveURL = effectiveURL
             }
-            if bodyReader != nil { progress.bytesSent = Int64(uploaded) }
+            if bodyReader != nil { progress.bytesSent = bytesSent }
             if progress != lastProgress {
                 lastProgress = progress
                 onProgress(progress)
@@ -435,13 +439,14 @@ final class EasyTransfer {
         } else if remoteScheme != nil, receiver.head?.status == 304 {
             result.httpStatus = 304
         }
-        if remoteScheme != nil, case .curl(CURLE_OK) = outcome, receiver.plan == nil {
+        if remoteScheme != nil, request.bodyFile == nil, case .curl(CURLE_OK) = outcome, receiver.plan == nil {
             // Nothing was left past the resume offset (or the file is empty): no body came.
             _ = describeRemoteFile(sending: false)
         }
         result.effectiveURL = effectiveURL
         result.failure = failure(for: outcome)
         if bodyReader != nil { result.bytesSent = Int64(uploaded) }
+        if remoteScheme != nil, bodyReader != nil { result.bytesOnDisk = remoteUploadResult(result.failure) }
         release()
 
         result.validator = receiver.head?.validator
@@ -545,7 +550,7 @@ final class EasyTransfer {
             guard code != CURLE_OK else { return nil }
             let message = errorBuffer.pointee != 0
                 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
-            if let remoteScheme, let failure = TransferFailure(remote: remoteScheme, curlCode: code, message: message, reply: ftpReply) {
+            if let remoteScheme, let failure = TransferFailure(remote: remoteScheme, curlCode: code, message: message, reply: ftpReply, uploading: bodyReader != nil) {
                 // The file is shorter than the partial data: it changed, start over.
                 if code == CURLE_BAD_DOWNLOAD_RESUME { receiver.file?.startOver() }
                 return failure

@@ -42,9 +42,11 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
         self.staging = staging
         self.network = network
         flushTimer = DispatchSource.makeTimerSource(queue: queue)
-        sockets = SocketRegistry(queue: queue, logger: logger) { [weak self] socket, events in
+        sockets = SocketRegistry(queue: queue, logger: logger, onReady: { [weak self] socket, events in
             self?.socketAction(socket, events)
-        }
+        }, onUnwatchedReply: { [weak self] socket, id in
+            self?.replyArrived(on: socket, for: id)
+        })
         // Without it every transfer ends at once as cancelled; say why.
         if sockets == nil { logger.critical("cannot watch sockets for transfers", metadata: ["errno": "\(errno)"]) }
 
@@ -53,7 +55,7 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
         fetchd_multi_setopt_socketfn(multi, CURLMOPT_SOCKETFUNCTION) { easy, socket, what, userdata, _ in
             guard let userdata else { return -1 }
             Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().sockets?.update(socket, what: what) {
-                easy.flatMap(EasyTransfer.owning)?.connectionTraits ?? SocketRegistry.ConnectionTraits(isTLS: true, idlesInCache: true)
+                easy.flatMap(EasyTransfer.owning)
             }
             return 0
         }
@@ -199,6 +201,22 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
         let code = transfer.resumeTransfer()
         flushSoon()
         if code != CURLE_OK { end(id, .curl(code)) }
+    }
+
+    /// A reply on an FTP control connection curl does not watch (`SocketRegistry.ConnectionTraits
+    /// .repliesWhileUnwatched`): has curl run the transfer, and once curl took the reply, watch
+    /// for the next one.
+    private func replyArrived(on socket: curl_socket_t, for id: TransferID) {
+        assertOnQueue()
+        guard !isShutDown, let transfer = transfers[id] else { return }
+        let replies = transfer.repliesReceived
+        let code = transfer.runSoon()
+        if code != CURLE_OK { return end(id, .curl(code)) }
+        // Queued behind curl's run, which runSoon's zero timeout queued (`CurlTimer`).
+        queue.async { [weak self] in
+            guard let self, let transfer = transfers[id], transfer.repliesReceived != replies else { return }
+            sockets?.rearm(socket)
+        }
     }
 
     /// Cancels everything, frees the multi handle and closes the sockets; on the queue. Wait for

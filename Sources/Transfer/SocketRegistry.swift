@@ -15,6 +15,8 @@ import Logging
 /// - An event may come for a socket that was closed after the poller read it, whose number a new
 ///   socket may have by then: each watch has a generation, carried in its events' data, and an
 ///   event of another generation is dropped.
+/// - An FTP control connection curl stops watching while it still waits for a reply there is
+///   watched on its behalf (`ConnectionTraits.repliesWhileUnwatched`).
 ///
 /// Used only on the engine queue (the poller runs its handlers there too).
 final class SocketRegistry {
@@ -26,6 +28,13 @@ final class SocketRegistry {
         /// control connection also goes unwatched while curl waits on the data connection, and
         /// a reply arriving then is curl's, not a sign of a closed idle connection.
         var idlesInCache: Bool
+        /// An FTP control connection. While a TLS data connection's handshake runs, libcurl 7.88
+        /// watches only that connection, yet goes on with commands on this one and waits for
+        /// their replies. A server that answers the handshake only once the transfer command
+        /// came (vsftpd) then waits for fetchd, and fetchd for an event that never comes: curl
+        /// reads the replies only when something calls it. So a reply that arrives while curl
+        /// does not watch this socket goes to `onUnwatchedReply`, which calls curl for its transfer.
+        var repliesWhileUnwatched = false
     }
 
     private final class Watch {
@@ -41,6 +50,10 @@ final class SocketRegistry {
         /// curl no longer watches the socket (its connection waits in curl's cache), but it stays
         /// in the set for reading until the next transfer on it (`update`).
         var isIdle = false
+        /// An FTP control connection curl stopped watching, and the transfer it was last watched
+        /// for: until curl watches it again, a readable event goes to `onUnwatchedReply` once
+        /// (it leaves the set until `rearm`).
+        var unwatchedFor: TransferID?
 
         /// A dup of a descriptor curl opened and closes itself: ours to close.
         var isDuplicate: Bool { fd != socket }
@@ -57,6 +70,9 @@ final class SocketRegistry {
     private let logger: Logger
     /// Called on the queue when curl's socket is ready, with CURL_CSELECT_IN and/or CURL_CSELECT_OUT.
     private let onReady: (curl_socket_t, Int32) -> Void
+    /// Called on the queue when bytes arrive on an FTP control connection curl does not watch,
+    /// with the transfer it was last watched for.
+    private let onUnwatchedReply: (curl_socket_t, TransferID) -> Void
 
     /// By curl's socket number.
     private var watches: [curl_socket_t: Watch] = [:]
@@ -65,9 +81,11 @@ final class SocketRegistry {
     private var opened: Set<Int32> = []
 
     /// Nil, with `errno`, when the poller cannot start.
-    init?(queue: DispatchQueue, logger: Logger, onReady: @escaping (curl_socket_t, Int32) -> Void) {
+    init?(queue: DispatchQueue, logger: Logger, onReady: @escaping (curl_socket_t, Int32) -> Void,
+          onUnwatchedReply: @escaping (curl_socket_t, TransferID) -> Void) {
         self.logger = logger
         self.onReady = onReady
+        self.onUnwatchedReply = onUnwatchedReply
         weak var registry: SocketRegistry?
         guard let poller = SocketPoller(queue: queue, onEvent: { events, data in registry?.ready(events, data) }) else {
             return nil
@@ -81,17 +99,20 @@ final class SocketRegistry {
         poller.stop()
     }
 
-    /// CURLMOPT_SOCKETFUNCTION: watch `socket` for what curl wants (CURL_POLL_*). `traits` tell,
-    /// when the socket is new, what its connection is.
+    /// CURLMOPT_SOCKETFUNCTION: watch `socket` for what curl wants (CURL_POLL_*) for `transfer`
+    /// (nil when curl names none), which tells, when the socket is new, what its connection is.
     ///
     /// A connection curl keeps for reuse stays in the set for reading while idle: a small file's
     /// transfer on a kept connection then costs no `epoll_ctl` to add and remove it. Whatever makes
     /// an idle socket readable (the server closing the connection) takes it out; curl checks a
     /// cached connection before it reuses it.
-    func update(_ socket: curl_socket_t, what: Int32, traits: () -> ConnectionTraits) {
+    func update(_ socket: curl_socket_t, what: Int32, transfer: () -> EasyTransfer?) {
         if what == CURL_POLL_REMOVE {
             guard let watch = watches[socket] else { return }
-            if watch.isDuplicate || !watch.traits.idlesInCache || watch.events & Epoll.readable == 0 {
+            if watch.traits.repliesWhileUnwatched, let owner = transfer()?.id {
+                watch.unwatchedFor = owner
+                set(watch, Epoll.readable)
+            } else if watch.isDuplicate || !watch.traits.idlesInCache || watch.events & Epoll.readable == 0 {
                 watches[socket] = nil
                 stop(watch)
             } else {
@@ -100,8 +121,11 @@ final class SocketRegistry {
             }
             return
         }
-        guard let watch = watches[socket] ?? makeWatch(for: socket, traits: traits()) else { return }
+        guard let watch = watches[socket]
+            ?? makeWatch(for: socket, traits: transfer()?.connectionTraits ?? ConnectionTraits(isTLS: true, idlesInCache: true))
+        else { return }
         watch.isIdle = false
+        watch.unwatchedFor = nil
         let wantsRead = what == CURL_POLL_IN || what == CURL_POLL_INOUT
         let wantsWrite = what == CURL_POLL_OUT || what == CURL_POLL_INOUT
         set(watch, (wantsRead ? Epoll.readable : 0) | (wantsWrite ? Epoll.writable : 0))
@@ -132,8 +156,23 @@ final class SocketRegistry {
             stop(watch)
             return
         }
+        if let owner = watch.unwatchedFor {
+            guard readable else { return }
+            // Out of the set until curl took the reply: it may not want it yet (it reads the last
+            // one only after the data), and a level-triggered readable socket would spin.
+            set(watch, 0)
+            onUnwatchedReply(socket, owner)
+            return
+        }
         let select = (readable ? CURL_CSELECT_IN : 0) | (writable ? CURL_CSELECT_OUT : 0)
         if select != 0 { onReady(socket, select) }
+    }
+
+    /// Watches an FTP control connection curl does not watch for its next reply again (after
+    /// `onUnwatchedReply`, once curl took the last one).
+    func rearm(_ socket: curl_socket_t) {
+        guard let watch = watches[socket], watch.unwatchedFor != nil else { return }
+        set(watch, Epoll.readable)
     }
 
     /// Whether curl still watches `socket` for reading and bytes are waiting on it right now

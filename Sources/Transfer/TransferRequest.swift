@@ -79,6 +79,11 @@ public struct TransferRequest: Sendable {
     /// PUT or POST: the body is this part of a file instead, read while it is sent (and read again
     /// from its start if curl must send it again: on a new connection, after a 307 or 308).
     public var bodyFile: FileRange? = nil
+    /// With `bodyFile` and an `ftp://`, `ftps://` or `sftp://` URL: go on from the size of the
+    /// server's file (SIZE, or a stat) by appending the rest of `bodyFile` to it; a file the
+    /// server does not have starts at byte 0. Otherwise the file is sent whole, replacing the
+    /// server's. The result's `bytesOnDisk` is then what the server holds.
+    public var appendsAtServerSize = false
     public var signing: AWSSigning? = nil
     /// Memory sink: the final response's header fields are kept (`TransferResult.responseHeaders`).
     public var keepsResponseHeaders = false
