@@ -4,7 +4,7 @@ public enum UploadValidator {
     static let knownFields: Set<String> = [
         "url", "source", "method", "protocol", "contentType", "deleteSource", "replyDestination", "checksum",
         "session", "earliestBeginDate", "discretionary", "priority", "expectedBytesToSend", "expectedBytesToReceive",
-        "webhookURL", "headers", "metadata", "urlRefresh", "resourceTimeout", "maxBytesPerSecond",
+        "webhookURL", "headers", "metadata", "urlRefresh", "resourceTimeout", "maxBytesPerSecond", "auth",
     ]
 
     public static let maxContentTypeBytes = 256
@@ -36,9 +36,9 @@ public enum UploadValidator {
             }
         case .string(let text)?:
             url = text
-            switch HTTPURL.parse(text) {
+            switch HTTPURL.parse(text, schemes: HTTPURL.downloadSchemes) {
             case .success(let parsed): parsedURL = parsed
-            case .failure(let problem): fail("url", SubmissionValidator.describe(problem))
+            case .failure(let problem): fail("url", SubmissionValidator.describe(problem, schemes: HTTPURL.downloadSchemes))
             }
         case let other?: fail("url", "must be a string, not \(other.typeName)")
         }
@@ -100,11 +100,12 @@ public enum UploadValidator {
         if let value = fields.take("deleteSource") {
             if case .bool(let flag) = value { result.deleteSource = flag } else { fail("deleteSource", "must be a boolean") }
         }
+        validateFileServerFields(&fields, into: &result, fail: fail)
         SubmissionValidator.validateJobFields(&fields, into: &result, fail: fail)
         if let header = result.headers.first(where: { forbiddenHeaders.contains($0.name.lowercased()) }) {
             fail("headers", "'\(header.name)' may not be set: give contentType")
         }
-        if result.replyDestination != nil, target != nil || result.uploadProtocol != .plain {
+        if result.replyDestination != nil, target != nil || result.uploadProtocol != .plain || result.parsedURL.isFileServer {
             fail("replyDestination", "takes the answer of a plain upload to an http(s) URL only")
         }
         if target != nil {

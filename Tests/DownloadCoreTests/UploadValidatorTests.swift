@@ -60,8 +60,19 @@ import Testing
         ])
     }
 
+    @Test func aFileServerURLTakesTheAuthFieldIntoItsURL() throws {
+        let upload = try validate(#"{"url":"ftp://files.example/in/a.bin","source":"a.bin","auth":{"username":"ann","password":"p@ss"}}"#).get()
+        #expect(upload.url == "ftp://ann:p%40ss@files.example/in/a.bin" && upload.parsedURL.hostKey == "files.example:21")
+        #expect(try validate(#"{"url":"sftp://ann@files.example/in/a.bin","source":"a.bin"}"#).get().parsedURL.port == 22)
+    }
+
     @Test(arguments: [
-        (#"{"url":"ftp://x/a","source":"a"}"#, "url: scheme 'ftp' is not supported: use one of http, https"),
+        (#"{"url":"gopher://x/a","source":"a"}"#, "url: scheme 'gopher' is not supported: use one of ftp, ftps, http, https, sftp"),
+        (#"{"url":"sftp://x/a","source":"a","method":"POST"}"#, "method: POST is for http(s) URLs only: a file server stores the file"),
+        (#"{"url":"ftp://x/a","source":"a","protocol":"tus"}"#, "protocol: tus is for http(s) URLs only"),
+        (#"{"url":"ftp://x/a","source":"a","replyDestination":"r.json"}"#,
+         "replyDestination: takes the answer of a plain upload to an http(s) URL only"),
+        (#"{"url":"https://x/a","source":"a","auth":{"username":"u","password":"p"}}"#, "auth: is for ftp://, ftps:// and sftp:// URLs only"),
         (#"{"url":"s3://bucket/in/","source":"a"}"#, "url: must name an object: s3://bucket/key, not a prefix"),
         (#"{"url":"s3://bucket/a","source":"a","method":"POST"}"#, "method: must be PUT for an s3:// URL"),
         (#"{"url":"s3://bucket/a","source":"a","headers":{"X-A":"1"}}"#, "headers: are not sent to the object storage"),

@@ -17,6 +17,7 @@ extension DownloadsAPI {
         }
         try checkWebhookAddress(submission.webhookURL)
         if let reply = submission.replyDestination { try checkReplyDestination(reply) }
+        try checkHostKeyTrust(submission.url, field: "url")
         return try await insertNew(request, principal: principal) { id, now in
             switch sources.pin(submission.source) {
             case .success(let pin): return submission.makeDownload(id: id, now: now, pin: pin)

@@ -9,7 +9,7 @@ enum UploadJSON {
         json.field("id", d.id)
         json.field("kind", d.direction.rawValue)
         json.field("source", plan.source.path)
-        json.field("url", d.url)
+        json.field("url", URLUserInfo.masked(d.url))
         json.field("method", plan.method.rawValue)
         json.field("protocol", plan.uploadProtocol.rawValue)
         json.field("contentType", plan.contentType)

@@ -8,6 +8,7 @@ import Transfer
 extension Settlement {
     func settleUpload(sourceUnchanged: Bool) -> JobWrite {
         guard let plan = job.upload else { return settle() }
+        if TransferTemplate.isFileServer(job.currentURL) { return settleFileServerUpload(plan: plan, sourceUnchanged: sourceUnchanged) }
         let replied = with { job, _ in
             if let reply = UploadReply(result, bodyInMemory: plan.replyDestination == nil) { job.upload?.reply = reply }
         }
@@ -32,7 +33,7 @@ extension Settlement {
         }
     }
 
-    private func uploadCompleted(digest: String, plan: UploadPlan) -> JobWrite {
+    func uploadCompleted(digest: String, plan: UploadPlan) -> JobWrite {
         let size = plan.pin.size
         var done = attemptRecorded()
         done.state = .completed

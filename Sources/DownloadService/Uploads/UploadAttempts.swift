@@ -97,7 +97,9 @@ struct UploadAttempts: Sendable {
         job.url = url
         job.mirrorIndex = 0
         let replyPath = plan.replyDestination.map { _ in partials.path(job.id) }
-        let request = template.uploadRequest(for: job, plan: plan, source: source, replyPath: replyPath, now: now)
+        let request = TransferTemplate.isFileServer(url)
+            ? template.fileServerUploadRequest(for: job, plan: plan, source: source, now: now)
+            : template.uploadRequest(for: job, plan: plan, source: source, replyPath: replyPath, now: now)
         logger.info("upload started", metadata: ["download.id": "\(job.id)", "attempt": "\(job.attempts)", "bytes": "\(plan.pin.size)"])
         // The digest is read beside the sending, on a queue of its own, not in curl's read callback
         // on the engine's one thread; it counts once the whole source went.
