@@ -49,11 +49,15 @@ def ensure_user(name: str, password: str | None) -> None:
 
 
 class Files:
-    """A directory every server user may read, for the files served."""
+    """A directory every server user may read, for the files served, with `incoming/` in it
+    that every server user may write, for uploads."""
 
     def __init__(self):
         self.dir = Path(tempfile.mkdtemp(prefix="fetchd-e2e-files-"))
         os.chmod(self.dir, 0o755)
+        self.incoming = self.dir / "incoming"
+        self.incoming.mkdir()
+        os.chmod(self.incoming, 0o777)
 
     def put(self, name: str, data: bytes, mtime: float | None = None) -> Path:
         path = self.dir / name
@@ -125,7 +129,7 @@ class Vsftpd(_Server):
         low = min(free_port(), 65535 - 32)
         lines = [
             "listen=YES", "listen_ipv6=NO", "listen_address=127.0.0.1", f"listen_port={self.port}",
-            "background=NO", "anonymous_enable=NO", "local_enable=YES", "write_enable=NO",
+            "background=NO", "anonymous_enable=NO", "local_enable=YES", "write_enable=YES",
             f"local_root={files.dir}", "pasv_enable=YES", "pasv_address=127.0.0.1",
             f"pasv_min_port={low}", f"pasv_max_port={low + 32}", "pasv_promiscuous=NO",
             "seccomp_sandbox=NO", "secure_chroot_dir=/var/run/vsftpd/empty", "pam_service_name=vsftpd",
@@ -147,6 +151,14 @@ class Vsftpd(_Server):
     def url(self, name: str, user: str = PASSWORD_USER, password: str | None = None, scheme: str = "ftp") -> str:
         auth = f"{user}:{password}@" if password is not None else f"{user}@"
         return f"{scheme}://{auth}127.0.0.1:{self.port}/{name}"
+
+    def uploaded_bytes(self, name: str) -> int:
+        """Bytes vsftpd logged as received for uploads of files called `name` (each ended session's
+        count; a session killed mid-file logs nothing)."""
+        log = self.workdir / "transfers.log"
+        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+        return sum(int(line.split(f'/{name}", ')[1].split(" bytes")[0]) for line in lines
+                   if "UPLOAD:" in line and f'/{name}", ' in line)
 
 
 class Sshd(_Server):
@@ -179,7 +191,8 @@ class Sshd(_Server):
             f"Port {self.port}", "ListenAddress 127.0.0.1", f"HostKey {self.host_key}", "PidFile none",
             "UsePAM no", "PasswordAuthentication yes", "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
             f"AuthorizedKeysFile {keys}/%u", "StrictModes no", f"AllowUsers {PASSWORD_USER} {KEY_USER}",
-            "Subsystem sftp internal-sftp", "ForceCommand internal-sftp", "AllowTcpForwarding no",
+            # -l INFO: each file's close is logged with the bytes written (`uploaded_bytes`).
+            "Subsystem sftp internal-sftp -l INFO", "ForceCommand internal-sftp -l INFO", "AllowTcpForwarding no",
             "X11Forwarding no", "PermitTTY no", "LogLevel VERBOSE", "MaxStartups 100",
         ]) + "\n")
         self._start(["/usr/sbin/sshd", "-D", "-e", "-f", str(config)])
@@ -197,6 +210,13 @@ class Sshd(_Server):
     def url(self, path: Path, user: str = PASSWORD_USER, password: str | None = None) -> str:
         auth = f"{user}:{password}@" if password is not None else f"{user}@"
         return f"sftp://{auth}127.0.0.1:{self.port}{path}"
+
+    def uploaded_bytes(self, path: Path) -> int:
+        """Bytes the SFTP server logged as written to `path` (at each close; a session killed
+        mid-file logs nothing)."""
+        lines = self.log.read_text(errors="replace").splitlines()
+        return sum(int(line.split(" written ")[1].split()[0]) for line in lines
+                   if f'close "{path}"' in line and " written " in line)
 
 
 class MisdirectingFTP:
