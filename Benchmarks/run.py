@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """fetchd's benchmark suite: fetchd beside curl and aria2 on loopback, one table at the end.
 
-    python3 Benchmarks/run.py [--quick] [--only single,small,intake,queue,concurrency,https,segmented,cap,batch,sessions,objects,uploads,watches]
+    python3 Benchmarks/run.py [--quick] [--only single,small,intake,queue,concurrency,https,segmented,cap,batch,sessions,objects,uploads,
+                              watches,fileservers]
                               [--rounds N] [--profile DIR] [--fetchd PATH] [--json FILE]
 
 `make bench` and `make bench-quick` install nginx-light, aria2, wrk and rclone (and moto and boto3
@@ -27,11 +28,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import deletions, procs  # noqa: E402
 from benchlib.context import Context  # noqa: E402
 from benchlib.table import Row, render  # noqa: E402
-from scenarios import batch, cap, concurrency, https, intake, objects, queue, segmented, sessions, single, small, uploads, watches  # noqa: E402
+from scenarios import (batch, cap, concurrency, fileservers, https, intake, objects, queue, segmented,  # noqa: E402
+                       sessions, single, small, uploads, watches)
 
 SCENARIOS = {"single": single, "small": small, "intake": intake, "queue": queue, "concurrency": concurrency,
              "https": https, "segmented": segmented, "cap": cap, "batch": batch, "sessions": sessions,
-             "objects": objects, "uploads": uploads, "watches": watches}
+             "objects": objects, "uploads": uploads, "watches": watches, "fileservers": fileservers}
 TOOLS = ["nginx", "aria2c", "wrk", "curl", "openssl", "rclone"]
 
 
