@@ -1,7 +1,7 @@
-"""Downloads over ftp:// (plain and AUTH TLS), ftps:// and sftp:// from a real vsftpd and a
-real sshd on loopback: digests, resume after a cut and after kill -9, a file changed between
-attempts, login and refusal errors, host keys, FETCHD_FTP_TLS, credentials kept out of sight,
-the egress policy, and mirrors that mix https:// and sftp://."""
+"""Downloads and uploads over ftp:// (plain and AUTH TLS), ftps:// and sftp:// with a real
+vsftpd and a real sshd on loopback: digests, resume after a cut and after kill -9, a file
+changed between attempts, login and refusal errors, host keys, FETCHD_FTP_TLS, credentials kept
+out of sight, the egress policy, and mirrors that mix https:// and sftp://."""
 
 from __future__ import annotations
 
@@ -368,6 +368,15 @@ def upload_attempts(fd, upload_id: str) -> list[dict]:
     return fd.api.get(f"/uploads/{upload_id}/attempts").json()["items"]
 
 
+def upload_under_way(fd, url_of, sent: int) -> tuple[str, bytes, dict]:
+    """A 3 MiB upload at 1 MiB/s to `url_of(name)`, once the Upload says `sent` bytes went:
+    the source's name, its bytes and the job."""
+    name, data = upload_source(fd)
+    job = upload(fd, url_of(name), name, maxBytesPerSecond=1024 * 1024)
+    wait_for(lambda: fd.api.get(f"/uploads/{job['id']}").json()["bytesSent"] > sent, message=f"{sent} bytes sent")
+    return name, data, job
+
+
 def uploaded_targets(files, ftp, sftp):
     """For each of plain FTP and SFTP: the server, the URL of a remote name under incoming/, and
     the bytes the server logged as received for it."""
@@ -412,9 +421,7 @@ def test_upload_auth_field_logs_in_and_credentials_stay_out_of_sight(fetchd, fil
 def test_an_upload_cut_mid_file_appends_at_the_servers_size(fetchd, files, ftp, sftp):
     fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts)})
     for server, url_of, received in uploaded_targets(files, ftp, sftp):
-        name, data = upload_source(fd)
-        job = upload(fd, url_of(name), name, maxBytesPerSecond=1024 * 1024)
-        wait_for(lambda: fd.api.get(f"/uploads/{job['id']}").json()["bytesSent"] > 400_000, message="some bytes sent")
+        name, data, job = upload_under_way(fd, url_of, 400_000)
         assert server.cut_sessions() > 0
         kept = (files.incoming / name).stat().st_size  # the killed session logs nothing
         assert kept > 0
@@ -428,10 +435,8 @@ def test_an_upload_cut_mid_file_appends_at_the_servers_size(fetchd, files, ftp, 
 def test_kill_9_mid_upload_resumes(fetchd, files, ftp, sftp):
     fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts)})
     for server, url_of, received in uploaded_targets(files, ftp, sftp):
-        name, data = upload_source(fd)
-        job = upload(fd, url_of(name), name, maxBytesPerSecond=1024 * 1024)
-        # Saved progress: the restarted fetchd knows it sent bytes, so it appends.
-        wait_for(lambda: fd.api.get(f"/uploads/{job['id']}").json()["bytesSent"] > 1_200_000, message="some bytes sent")
+        # Past the first saved progress: the restarted fetchd knows it sent bytes, so it appends.
+        name, data, job = upload_under_way(fd, url_of, 1_200_000)
         fd.kill()
         wait_for(lambda: server.sessions() == [], message="the server to see the connection gone")
         fd.start()
@@ -444,9 +449,7 @@ def test_kill_9_mid_upload_resumes(fetchd, files, ftp, sftp):
 def test_an_upload_whose_server_file_grew_longer_starts_over(fetchd, files, ftp, sftp):
     fd = fetchd(env={"FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts)})
     for _, url_of, _ in uploaded_targets(files, ftp, sftp):
-        name, data = upload_source(fd)
-        job = upload(fd, url_of(name), name, maxBytesPerSecond=1024 * 1024)
-        wait_for(lambda: fd.api.get(f"/uploads/{job['id']}").json()["bytesSent"] > 400_000, message="some bytes sent")
+        name, data, job = upload_under_way(fd, url_of, 400_000)
         assert fd.api.post(f"/uploads/{job['id']}/pause").status == 200
         upload_state(fd, job["id"], "paused")
         # Someone else's file now: longer than the source, so not a part of it.
