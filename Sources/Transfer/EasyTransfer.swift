@@ -275,24 +275,6 @@ final class EasyTransfer {
         }, CURLOPT_CLOSESOCKETFUNCTION)
     }
 
-    /// 256 KiB for throughput (`MultiDriver` gives less when many transfers run). But libcurl 7.88
-    /// checks the receive speed limit only between socket events, and reads up to 100 buffers per event while the socket stays readable, so a
-    /// throttled transfer gets a buffer small enough to keep those bursts to about 1/10 s (but
-    /// not under 1 KiB, curl's minimum).
-    static func bufferSize(throttledTo speed: Int64?) -> Int {
-        let full = 256 * 1024
-        guard let speed else { return full }
-        return Int(min(Int64(full), max(1024, speed / 1000)))
-    }
-
-    private static func milliseconds(_ seconds: Double) -> Int {
-        Int((max(0, seconds) * 1000).rounded(.up))
-    }
-
-    private static func isSafeHeader(_ name: String, _ value: String) -> Bool {
-        !name.isEmpty && !(name + value).utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
-    }
-
     // MARK: - Callbacks (inside curl_multi_socket_action, on the engine queue)
 
     private func received(body: UnsafeRawBufferPointer) -> Int {
