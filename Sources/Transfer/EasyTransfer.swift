@@ -52,6 +52,8 @@ final class EasyTransfer {
     private var ftpReply: String?
     /// FTP reply lines received so far (`MultiDriver` tells from it whether curl read a reply).
     private(set) var repliesReceived = 0
+    /// An FTP transfer's sockets curl watches (`MultiDriver.checkUnwatchedFTP`).
+    var watchedSockets: Set<curl_socket_t> = []
 
     /// Uptime of the last sign of life (a header, body bytes, upload progress, a new connection).
     private var lastActivity = DispatchTime.now().uptimeNanoseconds

@@ -30,6 +30,8 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
     /// Transfers whose next hop is being judged off the queue (a proxy is configured).
     private var routing: [TransferID: EasyTransfer] = [:]
     private var isShutDown = false
+    /// FTP transfers that may wait with no socket watched (`checkUnwatchedFTP`).
+    private var maybeUnwatched: Set<TransferID> = []
 
     init(logger: Logger, staging: WriteStaging, network: NetworkSettings) {
         _ = Self.curlInitialized
@@ -54,9 +56,10 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
         fetchd_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, unmanagedSelf)
         fetchd_multi_setopt_socketfn(multi, CURLMOPT_SOCKETFUNCTION) { easy, socket, what, userdata, _ in
             guard let userdata else { return -1 }
-            Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue().sockets?.update(socket, what: what) {
-                easy.flatMap(EasyTransfer.owning)
-            }
+            let driver = Unmanaged<MultiDriver>.fromOpaque(userdata).takeUnretainedValue()
+            let transfer = easy.flatMap(EasyTransfer.owning)
+            driver.sockets?.update(socket, what: what) { transfer }
+            if let transfer, transfer.remoteScheme?.isFTP == true { driver.note(socket, what: what, of: transfer) }
             return 0
         }
         fetchd_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, unmanagedSelf)
@@ -159,6 +162,8 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
             return
         }
         transfers[transfer.id] = transfer
+        // A reused control connection may carry the whole command phase in curl's first run.
+        if transfer.remoteScheme?.isFTP == true { maybeUnwatched.insert(transfer.id) }
         if let throttle = transfer.throttle { governor?.add(transfer.id, throttle) }
         if let throttle = transfer.sendThrottle { uploadGovernor?.add(transfer.id, throttle) }
         logger.debug("transfer started", metadata: ["transfer.id": "\(transfer.id)"])
@@ -208,15 +213,26 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
     /// for the next one.
     private func replyArrived(on socket: curl_socket_t, for id: TransferID) {
         assertOnQueue()
-        guard !isShutDown, let transfer = transfers[id] else { return }
-        let replies = transfer.repliesReceived
-        let code = transfer.runSoon()
-        if code != CURLE_OK { return end(id, .curl(code)) }
+        let replies = transfers[id]?.repliesReceived
+        guard runSoon(id) else { return }
         // Queued behind curl's run, which runSoon's zero timeout queued (`CurlTimer`).
         queue.async { [weak self] in
             guard let self, let transfer = transfers[id], transfer.repliesReceived != replies else { return }
             sockets?.rearm(socket)
         }
+    }
+
+    /// Has curl run a transfer soon though none of its sockets is ready (`EasyTransfer.runSoon`);
+    /// false when it is gone or ended.
+    private func runSoon(_ id: TransferID) -> Bool {
+        assertOnQueue()
+        guard !isShutDown, let transfer = transfers[id] else { return false }
+        let code = transfer.runSoon()
+        guard code == CURLE_OK else {
+            end(id, .curl(code))
+            return false
+        }
+        return true
     }
 
     /// Cancels everything, frees the multi handle and closes the sockets; on the queue. Wait for
@@ -261,6 +277,31 @@ final class MultiDriver: QueueConfined, @unchecked Sendable {
         } while events == CURL_CSELECT_IN && reads < Self.readsPerEvent && sockets?.hasBytesWaiting(socket) == true
         flushSoon()
         completeFinishedTransfers()
+        checkUnwatchedFTP()
+    }
+
+    /// Which sockets curl watches for an FTP transfer, from CURLMOPT_SOCKETFUNCTION.
+    private func note(_ socket: curl_socket_t, what: Int32, of transfer: EasyTransfer) {
+        if what != CURL_POLL_REMOVE {
+            transfer.watchedSockets.insert(socket)
+        } else if transfer.watchedSockets.remove(socket) != nil, transfer.watchedSockets.isEmpty {
+            maybeUnwatched.insert(transfer.id)
+        }
+    }
+
+    /// libcurl 7.88 ends an FTP transfer's command phase in one call when the `EPSV` reply came in
+    /// time, and then waits to open the data connection, "a little while", watching no socket of
+    /// the transfer and setting no timeout but the connect timeout. A transfer that has heard from
+    /// its server and is left so after a call into curl is run again at once.
+    private func checkUnwatchedFTP() {
+        guard !maybeUnwatched.isEmpty else { return }
+        maybeUnwatched = maybeUnwatched.filter { id in
+            guard let transfer = transfers[id] else { return false }
+            // Not connected yet: nothing to judge until it hears from its server.
+            if transfer.repliesReceived == 0 { return true }
+            if transfer.watchedSockets.isEmpty { _ = runSoon(id) }
+            return false
+        }
     }
 
     /// Arms the flush timer if chunks are held and it is not armed yet.

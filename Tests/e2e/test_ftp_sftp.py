@@ -396,7 +396,7 @@ def test_upload_over_each_scheme_puts_the_file_with_its_digest(fetchd, files, ft
         done = upload_state(fd, upload(fd, url_of(name), name)["id"], "completed")
         assert (files.incoming / name).read_bytes() == data, url_of(name)
         assert done["sha256"] == sha256_hex(data) and done["bytesSent"] == len(data)
-        assert done["attempts"] == 1, done
+        assert done["attempts"] == 1, upload_attempts(fd, done["id"])
 
 
 def test_upload_auth_field_logs_in_and_credentials_stay_out_of_sight(fetchd, files, ftp):
