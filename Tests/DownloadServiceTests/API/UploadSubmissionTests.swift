@@ -42,9 +42,13 @@ extension API {
                 try FileManager.default.createDirectory(atPath: api.fixture.directory + "/uploads/dir", withIntermediateDirectories: true)
                 let directory = try await api.post("/uploads", #"{"url": "https://up.example/a", "source": "dir"}"#).problem(400)
                 #expect(directory.errors.map { "\($0.field): \($0.message)" } == ["source: is not a regular file"])
-                let invalid = try await api.post("/uploads", #"{"url": "ftp://up.example/a", "source": "../x"}"#).problem(400)
-                #expect(invalid.errors.map { "\($0.field): \($0.message)" } == ["url: scheme 'ftp' is not supported: use one of http, https",
-                                           "source: must not contain '.' or '..' segments"])
+                let invalid = try await api.post("/uploads", #"{"url": "gopher://up.example/a", "source": "../x"}"#).problem(400)
+                #expect(invalid.errors.map { "\($0.field): \($0.message)" }
+                    == ["url: scheme 'gopher' is not supported: use one of ftp, ftps, http, https, sftp",
+                        "source: must not contain '.' or '..' segments"])
+                // sftp:// could only fail without known host keys.
+                let sftp = try await api.post("/uploads", #"{"url": "sftp://up.example/a", "source": "a.bin"}"#).problem(400)
+                #expect(sftp.errors.map(\.field) == ["url"])
             }
         }
 
