@@ -2,8 +2,8 @@ import DownloadCore
 import Transfer
 
 /// Settling an upload to a file server: no HTTP answer comes, so the attempt completes when
-/// curl reports success and the whole source went through the digest (sent, or skipped as
-/// already on the server). What the server holds (`TransferResult.bytesOnDisk`) is kept as the
+/// curl reports success and the server holds the whole source (its digest then comes with the
+/// result: `UploadAttempts`). What the server holds (`TransferResult.bytesOnDisk`) is kept as the
 /// job's `bytesReceived`, where the next attempt appends.
 extension Settlement {
     func settleFileServerUpload(plan: UploadPlan, sourceUnchanged: Bool) -> JobWrite {

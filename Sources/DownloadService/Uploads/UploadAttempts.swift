@@ -97,7 +97,8 @@ struct UploadAttempts: Sendable {
         job.url = url
         job.mirrorIndex = 0
         let replyPath = plan.replyDestination.map { _ in partials.path(job.id) }
-        let request = TransferTemplate.isFileServer(url)
+        let fileServer = TransferTemplate.isFileServer(url)
+        let request = fileServer
             ? template.fileServerUploadRequest(for: job, plan: plan, source: source, now: now)
             : template.uploadRequest(for: job, plan: plan, source: source, replyPath: replyPath, now: now)
         logger.info("upload started", metadata: ["download.id": "\(job.id)", "attempt": "\(job.attempts)", "bytes": "\(plan.pin.size)"])
@@ -106,7 +107,8 @@ struct UploadAttempts: Sendable {
         let (hasher, size) = (SourceHasher(source: source), plan.pin.size)
         hasher.hash(upTo: size)
         attempt.transferID = transfers.start(request, onProgress: onProgress, onComplete: { result in
-            guard result.bytesSent == size else { return onComplete(result) }
+            // A file server's attempt may send only what the server lacked: what it holds counts.
+            guard (fileServer ? result.bytesOnDisk : result.bytesSent) == size else { return onComplete(result) }
             hasher.finish(at: size) { digest in
                 var hashed = result
                 hashed.bodySHA256 = digest
