@@ -137,19 +137,6 @@ final class EasyTransfer {
         return Unmanaged<EasyTransfer>.fromOpaque(pointer).takeUnretainedValue()
     }
 
-    /// What the socket registry must know of the current hop's connection.
-    var connectionTraits: SocketRegistry.ConnectionTraits {
-        SocketRegistry.ConnectionTraits(isTLS: connectsOverTLS, idlesInCache: remoteScheme == nil,
-                                        repliesWhileUnwatched: remoteScheme?.isFTP == true)
-    }
-
-    /// Whether the current hop's connection speaks TLS: to an https URL, or through an https proxy.
-    private var connectsOverTLS: Bool {
-        if viaProxy, network.proxy?.kind == .https { return true }
-        guard let url = effectiveURL else { return true }
-        return url.utf8.prefix(6).map { $0 | 0x20 } == Array("https:".utf8)
-    }
-
     // MARK: - Options
 
     /// A request for the representation from `offset` (to `end`, exclusive, when given) if it is
@@ -403,7 +390,7 @@ final class EasyTransfer {
     }
 
     /// The URL of the current hop (after the redirects curl followed).
-    private var effectiveURL: String? {
+    var effectiveURL: String? {
         var url: UnsafeMutablePointer<CChar>?
         guard fetchd_easy_getinfo_cstr(handle, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url else { return nil }
         return String(cString: url)
