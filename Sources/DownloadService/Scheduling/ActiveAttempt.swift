@@ -48,9 +48,10 @@ struct ActiveAttempt {
     var object: ObjectTransfer?
     /// The attempt of an upload made of several requests (tus, object storage).
     var sending: (any UploadSending)?
-    /// An upload's source is being checked against its `checksum`, and whether it passed.
+    /// An upload's source is being checked against its `checksum`.
     var verifyingSource = false
-    var sourceVerified = false
+    /// The source's SHA-256 as that check read it (nil before): a plain upload's digest, not read again.
+    var sourceSHA256: String?
     /// An upload's source, open and checked against its pin, until the attempt settles.
     var source: SourceFile?
     /// An upload's 307s and 308s followed so far, and the URL the last one pointed to.

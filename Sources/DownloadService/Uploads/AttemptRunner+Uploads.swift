@@ -7,10 +7,10 @@ extension AttemptRunner {
     func startUpload(_ id: String, plan: UploadPlan, to url: String) {
         guard var attempt = active[id] else { return }
         guard let uploads else { return refuseUpload(id, .sourceUnreadable("this node takes no uploads")) }
-        if let checksum = attempt.download.checksum, !attempt.sourceVerified {
+        if let checksum = attempt.download.checksum, attempt.sourceSHA256 == nil {
             attempt.verifyingSource = true
-            let refusal = uploads.verify(&attempt, plan: plan, checksum: checksum) { refusal in
-                self.queue.async { self.sourceChecked(id, plan: plan, url: url, refusal: refusal) }
+            let refusal = uploads.verify(&attempt, plan: plan, checksum: checksum) { checked in
+                self.queue.async { self.sourceChecked(id, plan: plan, url: url, checked) }
             }
             active[id] = attempt
             if let refusal { refuseUpload(id, refusal) }
@@ -26,13 +26,13 @@ extension AttemptRunner {
 
     /// The source was checked against the job's checksum: sent if it matched and the attempt was
     /// not stopped meanwhile.
-    private func sourceChecked(_ id: String, plan: UploadPlan, url: String, refusal: UploadAttempts.Refusal?) {
+    private func sourceChecked(_ id: String, plan: UploadPlan, url: String, _ checked: Result<String, UploadAttempts.Refusal>) {
         guard var attempt = active[id] else { return }
         attempt.verifyingSource = false
-        attempt.sourceVerified = refusal == nil
+        if case .success(let sha256) = checked { attempt.sourceSHA256 = sha256 }
         active[id] = attempt
         if attempt.stopReason != nil { return finished(id, TransferResult(failure: .cancelled)) }
-        if let refusal { return refuseUpload(id, refusal) }
+        if case .failure(let refusal) = checked { return refuseUpload(id, refusal) }
         startUpload(id, plan: plan, to: url)
     }
 

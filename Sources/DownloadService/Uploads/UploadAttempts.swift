@@ -34,10 +34,11 @@ struct UploadAttempts: Sendable {
         case checksumMismatch(String)
     }
 
-    /// Checks the source against the job's `checksum` before anything is sent: `then` gets nil
-    /// when it matches, or why it does not, on any thread. The source stays open in the attempt.
+    /// Checks the source against the job's `checksum` before anything is sent: `then` gets the
+    /// source's SHA-256 when it matches, or why it does not, on any thread. The source stays open
+    /// in the attempt.
     func verify(_ attempt: inout ActiveAttempt, plan: UploadPlan, checksum: Checksum,
-                then: @escaping @Sendable (Refusal?) -> Void) -> Refusal? {
+                then: @escaping @Sendable (Result<String, Refusal>) -> Void) -> Refusal? {
         let source: SourceFile
         switch open(&attempt, plan: plan) {
         case .success(let file): source = file
@@ -45,9 +46,12 @@ struct UploadAttempts: Sendable {
         }
         let extra = checksum.algorithm == .sha256 ? nil : checksum.algorithm
         SourceHasher(source: source, extra: extra).digests(at: plan.pin.size) { digests in
-            guard let digests else { return then(.sourceUnreadable("the source could not be read to check its checksum")) }
+            guard let digests else { return then(.failure(.sourceUnreadable("the source could not be read to check its checksum"))) }
             let actual = extra == nil ? digests.sha256 : digests.extra
-            then(actual == checksum.hex ? nil : .checksumMismatch("the source's \(checksum.algorithm.rawValue) is \(actual ?? "unknown"), not \(checksum.hex)"))
+            guard actual == checksum.hex else {
+                return then(.failure(.checksumMismatch("the source's \(checksum.algorithm.rawValue) is \(actual ?? "unknown"), not \(checksum.hex)")))
+            }
+            then(.success(digests.sha256))
         }
         return nil
     }
@@ -102,16 +106,24 @@ struct UploadAttempts: Sendable {
             ? template.fileServerUploadRequest(for: job, plan: plan, source: source, now: now)
             : template.uploadRequest(for: job, plan: plan, source: source, replyPath: replyPath, now: now)
         logger.info("upload started", metadata: ["download.id": "\(job.id)", "attempt": "\(job.attempts)", "bytes": "\(plan.pin.size)"])
-        // The digest is read beside the sending, on a queue of its own, not in curl's read callback
-        // on the engine's one thread; it counts once the whole source went.
-        let (hasher, size) = (SourceHasher(source: source), plan.pin.size)
-        hasher.hash(upTo: size)
+        // The digest is known from the checksum's check, or read beside the sending, on a queue of
+        // its own, not in curl's read callback on the engine's one thread; it counts once the whole
+        // source went.
+        let size = plan.pin.size
+        let digest: @Sendable (@escaping @Sendable (String?) -> Void) -> Void
+        if let known = attempt.sourceSHA256 {
+            digest = { $0(known) }
+        } else {
+            let hasher = SourceHasher(source: source)
+            hasher.hash(upTo: size)
+            digest = { hasher.finish(at: size, $0) }
+        }
         attempt.transferID = transfers.start(request, onProgress: onProgress, onComplete: { result in
             // A file server's attempt may send only what the server lacked: what it holds counts.
             guard (fileServer ? result.bytesOnDisk : result.bytesSent) == size else { return onComplete(result) }
-            hasher.finish(at: size) { digest in
+            digest { sha256 in
                 var hashed = result
-                hashed.bodySHA256 = digest
+                hashed.bodySHA256 = sha256
                 onComplete(hashed)
             }
         })
