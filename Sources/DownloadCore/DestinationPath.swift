@@ -1,20 +1,44 @@
 /// A destination as a value: the path the client gave, checked by `DestinationPath`'s rules and
-/// split into its segments once. The service walks `directories` and places `fileName` without
-/// parsing the path again. A path ending in `/` names a directory: the file's name is chosen
+/// split into its segments. The service walks `directories` and places `fileName` without
+/// parsing the path itself. A path ending in `/` names a directory: the file's name is chosen
 /// when the origin answers (`FileName.choose`) and joined on with `file(named:)`.
 ///
 /// `s3://bucket/key` names an object in a bucket of the configured object storage instead
 /// (`bucket` set): the key's segments follow the same rules, and a key ending in `/` is a prefix.
+///
+/// Equal by `path`: the rest follows from it.
 public struct Destination: Sendable, Hashable, CustomStringConvertible {
     /// As the client gave it (and as stored and shown).
     public let path: String
+    /// The path split, kept when it was just checked (`parse`). A path read back from the store
+    /// (`init(stored:)`) is split again on each use: most stored jobs are read only to be shown,
+    /// and splitting each listed job's path took 5 % of a list's CPU.
+    private let split: Split?
+
+    private struct Split: Sendable {
+        let segments: [String]
+        let isDirectory: Bool
+        let bucket: String?
+
+        /// A path that breaks the rules: no segments, so nothing is ever written for it.
+        static let invalid = Split(segments: [], isDirectory: false, bucket: nil)
+    }
+
+    private var parts: Split {
+        if let split { return split }
+        return (try? Self.parse(path).get())?.split ?? .invalid  // a path no longer valid: `Split.invalid`
+    }
+
     /// The directories on the way, then the file's name (none for a directory); empty when
     /// `path` breaks the rules.
-    public let segments: [String]
+    public var segments: [String] { parts.segments }
     /// The path ends in `/`: it names the directory the file goes into.
-    public let isDirectory: Bool
+    public var isDirectory: Bool { parts.isDirectory }
     /// The bucket of an object destination; nil for a file under the download root.
-    public let bucket: String?
+    public var bucket: String? { parts.bucket }
+
+    public static func == (lhs: Destination, rhs: Destination) -> Bool { lhs.path == rhs.path }
+    public func hash(into hasher: inout Hasher) { hasher.combine(path) }
 
     public static let objectScheme = "s3://"
 
@@ -45,21 +69,21 @@ public struct Destination: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A path read back from where fetchd stored it after checking it: one that no longer
-    /// passes (a database edited by hand) keeps no segments, so nothing is ever written for it.
+    /// passes (a database edited by hand) has no segments, so nothing is ever written for it.
     public init(stored path: String) {
-        self = (try? Self.parse(path).get()) ?? Destination(path: path, segments: [], isDirectory: false, bucket: nil)
+        self.path = path
+        split = nil
     }
 
     private init(path: String, segments: [String], isDirectory: Bool, bucket: String?) {
         self.path = path
-        self.segments = segments
-        self.isDirectory = isDirectory
-        self.bucket = bucket
+        split = Split(segments: segments, isDirectory: isDirectory, bucket: bucket)
     }
 
     /// The file called `name` (one safe segment: `FileName.choose`) in this directory destination.
     public func file(named name: String) -> Destination {
-        Destination(path: path + name, segments: segments + [name], isDirectory: false, bucket: bucket)
+        let parts = parts
+        return Destination(path: path + name, segments: parts.segments + [name], isDirectory: false, bucket: parts.bucket)
     }
 
     /// The path under the root of a file called `name` in the directory this destination's file
@@ -73,16 +97,26 @@ public struct Destination: Sendable, Hashable, CustomStringConvertible {
     /// the path as given, which a valid destination's segments joined again would only rebuild
     /// (no empty or `.` segments pass); empty when there are none.
     public var relativePath: String {
-        guard !segments.isEmpty else { return "" }
-        guard let bucket else { return path }
+        let parts = parts
+        guard !parts.segments.isEmpty else { return "" }
+        guard let bucket = parts.bucket else { return path }
         return String(path.dropFirst(Self.objectScheme.count + bucket.count + 1))
     }
 
     public var isObject: Bool { bucket != nil }
-    public var isValid: Bool { !segments.isEmpty || (bucket != nil && isDirectory) }
-    public var directories: ArraySlice<String> { isDirectory ? segments[...] : segments.dropLast() }
+    public var isValid: Bool {
+        let parts = parts
+        return !parts.segments.isEmpty || (parts.bucket != nil && parts.isDirectory)
+    }
+    public var directories: ArraySlice<String> {
+        let parts = parts
+        return parts.isDirectory ? parts.segments[...] : parts.segments.dropLast()
+    }
     /// The last segment; empty when the destination is a directory or not valid.
-    public var fileName: String { isDirectory ? "" : segments.last ?? "" }
+    public var fileName: String {
+        let parts = parts
+        return parts.isDirectory ? "" : parts.segments.last ?? ""
+    }
     public var description: String { path }
 }
 

@@ -26,9 +26,22 @@ import Testing
         #expect(top.file(named: "x.bin").relativePath == "x.bin")
     }
 
-    @Test func aStoredObjectDestinationReadsBackTheSame() throws {
-        let parsed = try Destination.parse("s3://bucket/a/b.bin").get()
-        #expect(Destination(stored: parsed.path) == parsed)
+    /// Read back from the store, a destination is split only when asked: into the same parts.
+    @Test(arguments: ["s3://bucket/a/b.bin", "s3://bucket/in/", "s3://bucket/", "dir/file.bin", "a/b/", "f"])
+    func aStoredDestinationReadsBackTheSame(_ path: String) throws {
+        let parsed = try Destination.parse(path).get()
+        let stored = Destination(stored: path)
+        #expect(stored == parsed)
+        #expect(stored.segments == parsed.segments && stored.isDirectory == parsed.isDirectory && stored.bucket == parsed.bucket)
+        #expect(stored.isValid && stored.relativePath == parsed.relativePath && stored.fileName == parsed.fileName)
+        #expect(stored.file(named: "x.bin").relativePath == parsed.file(named: "x.bin").relativePath)
+    }
+
+    @Test func aStoredPathThatBreaksTheRulesHasNoParts() {
+        for path in ["a//b", "../x", "s3://Bucket/key", ""] {
+            let stored = Destination(stored: path)
+            #expect(!stored.isValid && stored.segments.isEmpty && stored.bucket == nil && stored.fileName == "", "\(path)")
+        }
     }
 
     @Test(arguments: [
