@@ -11,6 +11,16 @@
     static func write(_ field: Field) -> ColumnValue
     /// Takes the value: a text moves into the field, uncopied.
     static func read(_ value: consuming ColumnValue, into field: inout Field) throws(ColumnProblem)
+    /// Reads the cell at `position` of `row` as `read(_:into:)` reads its value, taking the
+    /// row's integer or text straight where it has one.
+    static func read<Row: ColumnReading>(_ row: Row, at position: Int, into field: inout Field) throws(ColumnProblem)
+}
+
+extension ColumnFormat {
+    @inlinable @inline(__always)
+    static func read<Row: ColumnReading>(_ row: Row, at position: Int, into field: inout Field) throws(ColumnProblem) {
+        try read(row.value(at: position, as: kind), into: &field)
+    }
 }
 
 /// A format whose field has a value to start reading into, for `OptionalColumn`.
@@ -31,6 +41,16 @@
         try Wrapped.read(value, into: &unwrapped)
         field = unwrapped
     }
+    @inlinable @inline(__always)
+    static func read<Row: ColumnReading>(_ row: Row, at position: Int, into field: inout Wrapped.Field?) throws(ColumnProblem) {
+        if row.isNull(at: position) {
+            field = nil
+            return
+        }
+        var unwrapped = Wrapped.blank
+        try Wrapped.read(row, at: position, into: &unwrapped)
+        field = unwrapped
+    }
 }
 
 @usableFromInline typealias OptionalTextColumn = OptionalColumn<TextColumn>
@@ -47,6 +67,11 @@
         case let other: throw .unexpected(other, .text)
         }
     }
+    @inlinable @inline(__always)
+    static func read<Row: ColumnReading>(_ row: Row, at position: Int, into field: inout String) throws(ColumnProblem) {
+        guard let text = row.text(at: position) else { return try read(row.value(at: position, as: kind), into: &field) }
+        field = text
+    }
 }
 
 
@@ -56,6 +81,11 @@
     @inlinable @inline(__always) static func write(_ field: Int64) -> ColumnValue { .integer(field) }
     @inlinable @inline(__always) static func read(_ value: consuming ColumnValue, into field: inout Int64) throws(ColumnProblem) {
         guard case .integer(let number) = value else { throw .unexpected(value, .integer) }
+        field = number
+    }
+    @inlinable @inline(__always)
+    static func read<Row: ColumnReading>(_ row: Row, at position: Int, into field: inout Int64) throws(ColumnProblem) {
+        guard let number = row.integer(at: position) else { return try read(row.value(at: position, as: kind), into: &field) }
         field = number
     }
 }
@@ -68,6 +98,11 @@
     @inlinable @inline(__always) static func write(_ field: Int) -> ColumnValue { .integer(Int64(field)) }
     @inlinable @inline(__always) static func read(_ value: consuming ColumnValue, into field: inout Int) throws(ColumnProblem) {
         guard case .integer(let number) = value else { throw .unexpected(value, .integer) }
+        field = Int(number)
+    }
+    @inlinable @inline(__always)
+    static func read<Row: ColumnReading>(_ row: Row, at position: Int, into field: inout Int) throws(ColumnProblem) {
+        guard let number = row.integer(at: position) else { return try read(row.value(at: position, as: kind), into: &field) }
         field = Int(number)
     }
 }
@@ -88,5 +123,13 @@
     @inlinable @inline(__always) static func read(_ value: consuming ColumnValue, into field: inout Bool) throws(ColumnProblem) {
         guard case .bool(let flag) = value else { throw .unexpected(value, .bool) }
         field = flag
+    }
+    /// A bool kept as the integer 0 or 1 (as SQLite keeps one) is taken straight.
+    @inlinable @inline(__always)
+    static func read<Row: ColumnReading>(_ row: Row, at position: Int, into field: inout Bool) throws(ColumnProblem) {
+        guard let number = row.integer(at: position), number == 0 || number == 1 else {
+            return try read(row.value(at: position, as: kind), into: &field)
+        }
+        field = number == 1
     }
 }

@@ -28,9 +28,29 @@ public enum ColumnKind: Sendable {
 
 /// A row as a backend reads it: how many columns its result has, and the value at a position
 /// (below that count), read as the kind of the column there.
+///
+/// A backend whose cells carry their type (SQLite's) also hands out the two kinds most cells
+/// hold, and says which are NULL, without making a `ColumnValue` first: a list of 100 jobs reads
+/// 5,000 cells, and the value and its checks cost a tenth of the request.
 public protocol ColumnReading {
     var columnCount: Int { get }
     func value(at position: Int, as kind: ColumnKind) -> ColumnValue
+    /// Whether the cell is NULL.
+    func isNull(at position: Int) -> Bool
+    /// The cell's integer if it is stored as one; nil says nothing more: read its value then.
+    func integer(at position: Int) -> Int64?
+    /// The cell's text if it is stored as text; nil says nothing more: read its value then.
+    func text(at position: Int) -> String?
+}
+
+extension ColumnReading {
+    public func isNull(at position: Int) -> Bool {
+        if case .null = value(at: position, as: .text) { return true }
+        return false
+    }
+
+    public func integer(at position: Int) -> Int64? { nil }
+    public func text(at position: Int) -> String? { nil }
 }
 
 /// What is wrong with a stored value, for `UnreadableJob`.

@@ -47,7 +47,7 @@ extension DownloadTable {
                                                _ format: Format.Type) throws(UnreadableJob) {
         guard position < columnCount else { throw UnreadableJob(id: id, column: name, problem: "is missing") }
         do {
-            try Format.read(row.value(at: position, as: Format.kind), into: &field)
+            try Format.read(row, at: position, into: &field)
         } catch {
             throw UnreadableJob(id: id, column: name, problem: error.message)
         }

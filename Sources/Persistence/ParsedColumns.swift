@@ -15,6 +15,12 @@ extension ParsedTextColumn {
         try OptionalTextColumn.read(value, into: &text)
         field = try parse(text)
     }
+    // Inlinable, to be specialized for each backend's rows in its module, as the reader is.
+    @inlinable static func read<Row: ColumnReading>(_ row: Row, at position: Int, into field: inout Field) throws(ColumnProblem) {
+        var text: String?
+        try OptionalTextColumn.read(row, at: position, into: &text)
+        field = try parse(text)
+    }
 
     /// A stored text as an error shows it.
     static func quoted(_ text: String?) -> String {
@@ -142,6 +148,11 @@ extension ParsedTextColumn {
     @usableFromInline static func read(_ value: consuming ColumnValue, into error: inout DownloadError?) throws(ColumnProblem) {
         var message: String?
         try OptionalTextColumn.read(value, into: &message)
+        error?.message = message ?? ""
+    }
+    @inlinable static func read<Row: ColumnReading>(_ row: Row, at position: Int, into error: inout DownloadError?) throws(ColumnProblem) {
+        var message: String?
+        try OptionalTextColumn.read(row, at: position, into: &message)
         error?.message = message ?? ""
     }
 }

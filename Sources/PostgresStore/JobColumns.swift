@@ -67,6 +67,8 @@ extension PostgresValue: ColumnBinding {
 extension PostgresRow: ColumnReading {
     var columnCount: Int { Int(PQnfields(result)) }
 
+    func isNull(at position: Int) -> Bool { isNull(Int32(position)) }
+
     /// The cell read as the column's kind, from its text: a number or a bool that does not parse
     /// stays text, for the column to refuse.
     @inline(__always) func value(at position: Int, as kind: ColumnKind) -> ColumnValue {

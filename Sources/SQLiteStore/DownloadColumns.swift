@@ -98,4 +98,19 @@ extension Row: ColumnReading {
             return .text(String(decoding: bytes, as: UTF8.self))
         }
     }
+
+    @inline(__always) func isNull(at position: Int) -> Bool {
+        sqlite3_column_type(raw, Int32(position)) == SQLITE_NULL
+    }
+
+    @inline(__always) func integer(at position: Int) -> Int64? {
+        let value = sqlite3_column_value(raw, Int32(position))
+        return sqlite3_value_type(value) == SQLITE_INTEGER ? sqlite3_value_int64(value) : nil
+    }
+
+    @inline(__always) func text(at position: Int) -> String? {
+        let value = sqlite3_column_value(raw, Int32(position))
+        guard sqlite3_value_type(value) == SQLITE_TEXT, let text = sqlite3_value_text(value) else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value))), as: UTF8.self)
+    }
 }
