@@ -64,22 +64,48 @@ public enum RFC3339 {
         formatted(millis, withMilliseconds: true)
     }
 
+    /// The length of what `write` writes: `2026-11-21T10:00:00Z`.
+    public static let length = 20
+
+    /// Writes `format(millis)` into `buffer` (room for `length` bytes, as a JSON writer's own
+    /// memory has, so that no String is made) and returns how many bytes it wrote; nil, writing
+    /// nothing, for a year outside 0...9999 (`format` writes those).
+    public static func write(_ millis: Int64, to buffer: UnsafeMutableBufferPointer<UInt8>) -> Int? {
+        let time = Civil(millis)
+        guard (0...9999).contains(time.year) else { return nil }
+        return time.write(withMilliseconds: false, to: buffer)
+    }
+
     /// Written digit by digit into the string's own storage: every job a response or webhook shows
     /// carries several date-times, so this runs many times per request.
     private static func formatted(_ millis: Int64, withMilliseconds: Bool) -> String {
-        let totalSeconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
-        let ms = Int(millis - totalSeconds * 1000)
-        let days = totalSeconds >= 0 ? totalSeconds / 86400 : (totalSeconds - 86399) / 86400
-        let secondOfDay = Int(totalSeconds - days * 86400)
-        let (year, month, day) = civilFromDays(Int(days))
+        let time = Civil(millis)
         // Years outside 0...9999 are not RFC 3339; they are written with as many digits as they need.
-        guard (0...9999).contains(year) else {
-            let date = "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-                + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
-            return withMilliseconds ? date + "." + pad(ms, 3) + "Z" : date + "Z"
+        guard (0...9999).contains(time.year) else {
+            let date = "\(pad(time.year, 4))-\(pad(time.month, 2))-\(pad(time.day, 2))T\(pad(time.secondOfDay / 3600, 2)):"
+                + "\(pad(time.secondOfDay / 60 % 60, 2)):\(pad(time.secondOfDay % 60, 2))"
+            return withMilliseconds ? date + "." + pad(time.ms, 3) + "Z" : date + "Z"
         }
-        let length = withMilliseconds ? 24 : 20
-        return String(unsafeUninitializedCapacity: length) { buffer in
+        return String(unsafeUninitializedCapacity: withMilliseconds ? length + 4 : length) { buffer in
+            time.write(withMilliseconds: withMilliseconds, to: buffer)
+        }
+    }
+
+    /// A moment in UTC, in the calendar's parts.
+    private struct Civil {
+        let year, month, day, secondOfDay, ms: Int
+
+        init(_ millis: Int64) {
+            let totalSeconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
+            ms = Int(millis - totalSeconds * 1000)
+            let days = totalSeconds >= 0 ? totalSeconds / 86400 : (totalSeconds - 86399) / 86400
+            secondOfDay = Int(totalSeconds - days * 86400)
+            (year, month, day) = civilFromDays(Int(days))
+        }
+
+        /// For a year in 0...9999, into room for `length` bytes (4 more with milliseconds).
+        func write(withMilliseconds: Bool, to buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+            let length = withMilliseconds ? RFC3339.length + 4 : RFC3339.length
             func put(_ value: Int, _ width: Int, at offset: Int) {
                 var value = value
                 for index in stride(from: offset + width - 1, through: offset, by: -1) {

@@ -33,6 +33,20 @@ import Testing
         #expect(json.count == json.bytes.count)
     }
 
+    /// A repeated number is written from the text kept of the last one: the same text, and a
+    /// different one (zero's sign included) for a different number.
+    @Test func repeatedNumbersAndDatesAreWrittenAsFormatted() {
+        var json = JSONWriter(capacity: 1)
+        json.beginArray()
+        for number in [0.5, 0.5, 1, 1, 0, -0.0, 1e300] { json.value(number) }
+        for millis in [1_764_000_000_123, -1, 253_402_300_800_000] as [Int64] { json.value(date: millis) }
+        json.value(date: nil)
+        json.endArray()
+        #expect(String(decoding: json.bytes, as: UTF8.self) == """
+            [0.5,0.5,1.0,1.0,0.0,-0.0,1e+300,"2025-11-24T16:00:00Z","1969-12-31T23:59:59Z","10000-01-01T00:00:00Z",null]
+            """)
+    }
+
     @Test func escapedAndLongStringsReadBackAsGiven() throws {
         let texts = ["quote \" backslash \\ newline \n tab \t bell \u{7} end", "é ü 日本 🎉", String(repeating: "x", count: 100_000)]
         var json = JSONWriter(capacity: 16)

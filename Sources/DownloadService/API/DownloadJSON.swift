@@ -73,7 +73,7 @@ enum DownloadJSON {
 
     /// When and how a job (of either kind) is scheduled, and what it expects to move, as given.
     static func writeScheduling(_ d: Download, into json: inout JSONWriter) {
-        json.field("earliestBeginDate", d.earliestBeginDate.map(RFC3339.format))
+        json.field("earliestBeginDate", date: d.earliestBeginDate)
         json.field("discretionary", d.discretionary)
         json.field("priority", d.priority)
         json.field("expectedBytesToSend", d.expectedBytesToSend)
@@ -82,10 +82,10 @@ enum DownloadJSON {
 
     /// When a job (of either kind) was created, started and finished, and tries again.
     static func writeTimes(_ d: Download, into json: inout JSONWriter) {
-        json.field("createdAt", RFC3339.format(d.createdAt))
-        json.field("startedAt", d.startedAt.map(RFC3339.format))
-        json.field("finishedAt", d.finishedAt.map(RFC3339.format))
-        json.field("nextAttemptAt", d.nextAttemptAt.map(RFC3339.format))
+        json.field("createdAt", date: d.createdAt)
+        json.field("startedAt", date: d.startedAt)
+        json.field("finishedAt", date: d.finishedAt)
+        json.field("nextAttemptAt", date: d.nextAttemptAt)
     }
 
     /// `"error": {"code", "message"}` or `"error": null` (under another `name`, if given).

@@ -186,8 +186,8 @@ struct DownloadsAPI: Sendable {
         for record in records {
             json.beginObject()
             json.field("number", record.number)
-            json.field("startedAt", RFC3339.format(record.startedAt))
-            json.field("endedAt", RFC3339.format(record.endedAt))
+            json.field("startedAt", date: record.startedAt)
+            json.field("endedAt", date: record.endedAt)
             json.field("outcome", record.outcome)
             DownloadJSON.writeError(record.error, into: &json)
             json.field("httpStatus", record.httpStatus)

@@ -17,6 +17,9 @@ struct JSONWriter: ~Copyable {
     /// The writers nest a few levels, never 64.
     private var needsComma: UInt64 = 0
     private var depth = 0
+    /// The last number written as a Double, and its text: a list's jobs mostly share a priority,
+    /// and writing one afresh (its shortest digits, into a new String) costs ~110 ns.
+    private var lastNumber: (bits: UInt64, text: [UInt8])?
 
     init(capacity: Int = 512) {
         self.capacity = max(capacity, 64)
@@ -91,8 +94,24 @@ struct JSONWriter: ~Copyable {
     mutating func value(_ number: Double) {
         separator()
         guard number.isFinite else { return put("null") }
-        var text = "\(number)"
-        text.withUTF8 { put($0) }
+        if let last = lastNumber, last.bits == number.bitPattern { return last.text.withUnsafeBufferPointer { put($0) } }
+        let text = Array("\(number)".utf8)
+        text.withUnsafeBufferPointer { put($0) }
+        lastNumber = (number.bitPattern, text)
+    }
+
+    /// A date-time as `RFC3339.format` writes it, or `null`: written in place, with no String made.
+    mutating func value(date millis: Int64?) {
+        guard let millis else { return value(nil as String?) }
+        separator()
+        reserve(RFC3339.length + 2)
+        let quoted = UnsafeMutableBufferPointer(start: base + count, count: RFC3339.length + 2)
+        guard let written = RFC3339.write(millis, to: UnsafeMutableBufferPointer(rebasing: quoted[1...])) else {
+            return string(RFC3339.format(millis))
+        }
+        quoted[0] = UInt8(ascii: "\"")
+        quoted[written + 1] = UInt8(ascii: "\"")
+        count += written + 2
     }
 
     mutating func value(_ flag: Bool) { separator(); put(flag ? "true" : "false") }
@@ -109,6 +128,7 @@ struct JSONWriter: ~Copyable {
     mutating func field(_ name: StaticString, _ number: Int?) { key(name); value(number) }
     mutating func field(_ name: StaticString, _ number: Double) { key(name); value(number) }
     mutating func field(_ name: StaticString, _ flag: Bool) { key(name); value(flag) }
+    mutating func field(_ name: StaticString, date millis: Int64?) { key(name); value(date: millis) }
     mutating func field(_ name: StaticString, _ texts: [String]) {
         key(name)
         beginArray()

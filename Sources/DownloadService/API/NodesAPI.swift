@@ -22,8 +22,8 @@ struct NodesAPI: Sendable {
         for node in nodes {
             json.beginObject()
             json.field("name", node.name)
-            json.field("startedAt", RFC3339.format(node.startedAt))
-            json.field("heartbeatAt", RFC3339.format(node.heartbeatAt))
+            json.field("startedAt", date: node.startedAt)
+            json.field("heartbeatAt", date: node.heartbeatAt)
             json.field("runningTransfers", node.runningTransfers)
             json.endObject()
         }

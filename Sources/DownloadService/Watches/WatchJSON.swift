@@ -30,9 +30,9 @@ enum WatchJSON {
         json.field("checksumURL", download?.checksumURL)
         json.field("mirrors", download?.mirrors.map(URLUserInfo.masked) ?? [])
         json.field("state", watch.state.rawValue)
-        json.field("nextCheckAt", watch.state == .active ? watch.nextCheckAt.map(RFC3339.format) : nil)
-        json.field("lastCheckedAt", watch.lastCheckedAt.map(RFC3339.format))
-        json.field("lastChangedAt", watch.lastChangedAt.map(RFC3339.format))
+        json.field("nextCheckAt", date: watch.state == .active ? watch.nextCheckAt : nil)
+        json.field("lastCheckedAt", date: watch.lastCheckedAt)
+        json.field("lastChangedAt", date: watch.lastChangedAt)
         json.field("lastResult", watch.lastResult?.rawValue)
         DownloadJSON.writeError(watch.lastError, as: "lastError", into: &json)
         json.field("etag", watch.etag)
@@ -41,7 +41,7 @@ enum WatchJSON {
         json.field("checks", watch.checks)
         json.field("changes", watch.changes)
         json.field("currentCheck", watch.checkID)
-        json.field("createdAt", RFC3339.format(watch.createdAt))
+        json.field("createdAt", date: watch.createdAt)
         json.endObject()
     }
 

@@ -50,7 +50,7 @@ struct WebhookEvents: Sendable {
         var json = JSONWriter()
         json.beginObject()
         json.field("type", type)
-        json.field("timestamp", RFC3339.format(now))
+        json.field("timestamp", date: now)
         json.key("data")
         data(&json)
         json.endObject()
