@@ -26,7 +26,7 @@ public struct Destination: Sendable, Hashable, CustomStringConvertible {
 
     private var parts: Split {
         if let split { return split }
-        return (try? Self.parse(path).get())?.split ?? .invalid  // a path no longer valid: `Split.invalid`
+        return (try? Self.parse(path).get())?.split ?? .invalid
     }
 
     /// The directories on the way, then the file's name (none for a directory); empty when
