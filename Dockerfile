@@ -40,14 +40,13 @@ FROM debian:bookworm-slim
 LABEL org.opencontainers.image.title="fetchd" \
       org.opencontainers.image.description="A persistent HTTP(S) download queue with webhooks, modelled on URLSession background sessions"
 
-# Only the shared libraries fetchd links against (the Swift runtime is static; libxml2 for
-# FoundationXML, which reads the object storage's answers) and the CA bundle for https (an
-# organisation's own CAs come on top with FETCHD_CA_BUNDLE: mount the PEM file read-only, e.g.
-# -v ./ca.pem:/mnt/ca.pem:ro -e FETCHD_CA_BUNDLE=/mnt/ca.pem).
+# Only the shared libraries fetchd links against (the Swift runtime is static) and the CA
+# bundle for https (an organisation's own CAs come on top with FETCHD_CA_BUNDLE: mount the PEM
+# file read-only, e.g. -v ./ca.pem:/mnt/ca.pem:ro -e FETCHD_CA_BUNDLE=/mnt/ca.pem).
 # Unpinned on purpose: security updates from the bookworm archive.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates libcurl4 libsqlite3-0 libpq5 libxml2 \
+    && apt-get install -y --no-install-recommends ca-certificates libcurl4 libsqlite3-0 libpq5 \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 fetchd \
     && useradd --system --uid 10001 --gid fetchd --no-create-home \

@@ -49,11 +49,12 @@ let package = Package(
 
         .executableTarget(name: "StoreBench", dependencies: ["PostgresStore", "Persistence", "DownloadCore"], path: "Benchmarks/StoreBench"),
 
-        // `make fuzz`: libFuzzer over the request parser and the JSON parser; built plainly, each
-        // replays a corpus. FuzzSupport holds what every fuzz target's harness shares.
+        // `make fuzz`: libFuzzer over the request parser, the JSON parser and the XML reader; built
+        // plainly, each replays a corpus. FuzzSupport holds what every fuzz target's harness shares.
         .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
         .executableTarget(name: "RequestParserFuzz", dependencies: ["HTTPServer", "FuzzSupport"], path: "Fuzz/RequestParserFuzz"),
         .executableTarget(name: "JSONParserFuzz", dependencies: ["DownloadCore", "FuzzSupport"], path: "Fuzz/JSONParserFuzz"),
+        .executableTarget(name: "XMLReaderFuzz", dependencies: ["DownloadCore", "FuzzSupport"], path: "Fuzz/XMLReaderFuzz"),
 
         .target(name: "TestSupport", dependencies: ["DownloadCore"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", "CZlib"]),
