@@ -1,5 +1,5 @@
 """1. single: one 512 MiB file (256 MiB with --quick) from nginx on loopback to disk;
-fetchd vs curl -o vs aria2c.
+fetchd vs curl -o vs aria2c, and vs the disk: `dd conv=fsync` writing as many bytes.
 
 fetchd also computes SHA-256 while downloading and fsyncs before it reports `completed`;
 the `curl | tee | sha256sum; sync FILE` row does the same work with standard tools.
@@ -32,6 +32,8 @@ def run(ctx) -> list[Row]:
             ["bash", "-c", 'set -o pipefail; curl -sS --fail "$1" | tee "$2" | sha256sum >/dev/null && sync "$2"',
              "-", url, target]),
         "aria2c": lambda r: procs.run(aria2c("-d", out, "-o", "big.bin", url)),
+        "dd conv=fsync": lambda r: procs.run(
+            ["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={size >> 20}", "conv=fsync", "status=none"]),
     }
     with ctx.profiled(fetchd.pid, "single"):
         mib_s, cpu = throughput_rounds(ctx, tools, size, fetchd.pid, "single", target)
@@ -45,5 +47,7 @@ def run(ctx) -> list[Row]:
         Row(label, "throughput", "MiB/s", mib_s["fetchd"], "curl + sha256sum + fsync",
             mib_s["curl|tee|sha256sum; sync"], note=note),
         Row(label, "throughput", "MiB/s", mib_s["fetchd"], "aria2c", mib_s["aria2c"], note=note),
+        Row(label, "throughput", "MiB/s", mib_s["fetchd"], "dd conv=fsync (the disk)", mib_s["dd conv=fsync"],
+            "ratio >= 0.8", note),
         Row(label, "CPU time (user + sys)", "s", cpu["fetchd"], "curl -o", cpu["curl -o"], note=note),
     ]
