@@ -148,10 +148,16 @@ def test_a_job_that_would_not_fit_waits_for_disk_space_and_runs_once_it_fits(fet
 
 def test_session_finished_arrives_once_after_the_last_jobs_event_and_again_for_new_work(fetchd, origin, receiver):
     fd = fetchd()
-    ids = []
+    # One batch, so that the session holds all three before the first completes (submitted one
+    # by one, the first two may finish, and the session with them, before the third arrives).
+    items = []
     for i in range(3):
         origin.add(f"/s{i}", os.urandom(20_000))
-        ids.append(submit(fd, origin.url(f"/s{i}"), f"batch/{i}", session="batch", webhookURL=receiver.url)["id"])
+        items.append({"url": origin.url(f"/s{i}"), "destination": f"batch/{i}", "session": "batch",
+                      "webhookURL": receiver.url})
+    response = fd.api.post("/downloads/batch", {"items": items})
+    assert response.status == 200, response
+    ids = [item["download"]["id"] for item in response.json()["items"]]
     finished = wait_for(lambda: receiver.events("session.finished") or None)
     for job_id in ids:
         receiver.wait_event("download.completed", job_id)
