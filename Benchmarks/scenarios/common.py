@@ -2,6 +2,7 @@
 import hashlib
 import os
 import shutil
+import time
 
 from benchlib import deletions, procs
 from benchlib.fetchd import Fetchd
@@ -75,6 +76,10 @@ def aria2c(*args) -> list[str]:
             "--console-log-level=error", *args]
 
 
+# Free page reporting gives freed memory back to the host 2 s after it is freed, in batches.
+FREED_MEMORY_RETURNED_S = 5
+
+
 def throughput_rounds(ctx, tools: dict, size: int, fetchd_pid: int, label: str, target: str) -> tuple[dict, dict]:
     """Runs each of `tools` (name -> fn(round)) once per round, alternating, each fetching `size`
     bytes; returns MiB/s and CPU seconds per tool (fetchd's own CPU for "fetchd", else the tool's).
@@ -84,6 +89,11 @@ def throughput_rounds(ctx, tools: dict, size: int, fetchd_pid: int, label: str, 
     mib_s = {name: [] for name in tools}
     cpu = {name: [] for name in tools}
     for r, name in alternating(list(tools), ctx.rounds):
+        # Each tool starts with the memory the last one freed given back to the host, as memory
+        # idle for a few seconds is on a virtual machine with free page reporting: else a tool
+        # that follows one which left 512 MiB in the page cache writes into pages still backed,
+        # and one that follows a tool which left little pays the host's faults (docs/benchmarks.md).
+        time.sleep(FREED_MEMORY_RETURNED_S)
         left = []
         seconds, cpu_seconds = procs.measured(lambda: left.append(tools[name](r)),
                                               fetchd_pid if name == "fetchd" else None)

@@ -47,7 +47,7 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
         self.path = path
         backlog = WriteBacklog(limit: staging.backlogLimit, pool: staging.pool, onShrunk: onWritable)
         digest = hashing ? FileDigest(fd: fd, alreadyWritten: length, extra: extraDigest, backlog: backlog, pool: staging.pool) : nil
-        writeBack = WriteBack(fd: fd)
+        writeBack = WriteBack(fd: fd, dropsWritten: hashing)
         shared = Mutex(Shared(written: length))
         written = length
         writeBackFrom = length

@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import Logging
 import Synchronization
 import Testing
@@ -54,6 +55,41 @@ import Testing
         #expect(result.bytesOnDisk == Int64(body.count))
         #expect(result.sha256 == sha256Hex(body))
         #expect(contents(path) == body)
+    }
+
+    @Test func aDownloadedFileLeavesThePageCacheAsItGoesButOneReadBackStays() async throws {
+        let body = largeBody(32 << 20)
+        let origin = try TestOrigin { .resource(body, etag: "\"v1\"", for: $0) }
+        defer { origin.stop() }
+        // Under the package's build directory: on a tmpfs (often /tmp) the page cache is the file.
+        let directory = try TemporaryDirectory(under: ".build")
+        let engine = TransferEngine(logger: Logger(label: "transfer-tests"))
+        defer { engine.shutdown() }
+
+        let hashed = await engine.run(download(origin.url("/big"), to: directory.file("hashed")))
+        var unhashed = download(origin.url("/big"), to: directory.file("unhashed"))
+        unhashed.hashesFile = false  // the caller reads the file back, as an object upload's staging does
+        let readBack = await engine.run(unhashed)
+
+        #expect(hashed.failure == nil && readBack.failure == nil)
+        let firstStep = Int(WriteBack.step)
+        #expect(try residentBytes(directory.file("hashed"), count: firstStep) == 0)
+        #expect(try residentBytes(directory.file("unhashed"), count: firstStep) == firstStep)
+        #expect(sha256Hex(contents(directory.file("hashed"))) == sha256Hex(body))
+    }
+
+    /// How many of the first `count` bytes of the file at `path` are in the page cache (mincore).
+    private func residentBytes(_ path: String, count: Int) throws -> Int {
+        let fd = open(path, O_RDONLY)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        let mapped = try #require(mmap(nil, count, PROT_READ, MAP_SHARED, fd, 0))
+        try #require(mapped != MAP_FAILED)
+        defer { munmap(mapped, count) }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var resident = [UInt8](repeating: 0, count: (count + page - 1) / page)
+        try #require(mincore(mapped, count, &resident) == 0)
+        return resident.filter { $0 & 1 == 1 }.count * page
     }
 
     /// `count` bytes without the cost of `randomBytes` (a system call per 8 bytes): a random block

@@ -29,8 +29,9 @@ func download(_ url: String, to path: String, validator: String? = nil) -> Trans
 final class TemporaryDirectory: Sendable {
     let path: String
 
-    init() throws {
-        path = NSTemporaryDirectory() + "transfer-tests-" + UUID().uuidString
+    /// A new directory in the system's temporary directory, or in `parent`.
+    init(under parent: String? = nil) throws {
+        path = (parent.map { $0 + "/" } ?? NSTemporaryDirectory()) + "transfer-tests-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 
