@@ -80,7 +80,7 @@ swift-client: deps
 FUZZ_SECONDS ?= 300
 FUZZ_PARSERS := RequestParser JSONParser XMLReader
 # XMLParser, the XML reader's reference, leaks some 600 bytes for each input it finds an error in
-# (Fuzz/leaks.supp keeps that out of the findings): ten minutes grow to ~4 GB.
+# (Fuzz/leaks.supp keeps that out of the findings): ten minutes grow to ~3 GB.
 FUZZ_OPTIONS_XMLReader := -rss_limit_mb=16384
 fuzz: $(FUZZ_PARSERS:%=fuzz-%)
 .PHONY: $(FUZZ_PARSERS:%=fuzz-%)

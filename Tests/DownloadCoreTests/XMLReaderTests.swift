@@ -80,6 +80,14 @@ import Testing
         #expect(failure(document)?.message == message, "\(document)")
     }
 
+    @Test func namesAreComparedAndSplitByCodePointsNotCharacters() {
+        // A combining mark after the colon: one Character with it, but the local name starts with it.
+        #expect(failure("<a xml:\u{300}b='1'/>")?.message == "xml:\u{300}b is not a qualified name")
+        // Canonically equivalent, but not the same name.
+        #expect(failure("<\u{E9}></e\u{301}>")?.message == "</e\u{301}> does not close the open element")
+        #expect(events("<a e\u{301}='1' \u{E9}='2'/>") == [.start("a"), .end("a")])
+    }
+
     @Test func aPrefixIsInScopeOnlyWithinItsElement() {
         #expect(events("<a><b xmlns:p='urn:p'><p:c/></b></a>") != nil)
         #expect(failure("<a><b xmlns:p='urn:p'/><p:c/></a>")?.message == "undeclared namespace prefix in p:c")

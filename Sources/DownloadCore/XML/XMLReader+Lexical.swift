@@ -100,8 +100,8 @@ extension XMLReader {
     /// case, a prefix XML reserves (the declaration comes only first), but the two the W3C defines.
     mutating func processingInstruction() throws(Failure) {
         position += 2
-        guard let target = readName(), !target.contains(":"),
-              !target.lowercased().hasPrefix("xml") || ["xml-stylesheet", "xml-model"].contains(target) else {
+        guard let target = readName(), !target.utf8.contains(UInt8(ascii: ":")),
+              !Self.startsWithXML(target) || target == "xml-stylesheet" || target == "xml-model" else {
             throw failure("expected the name of a processing instruction")
         }
         if consume("?>") { return }
@@ -110,6 +110,11 @@ extension XMLReader {
             guard position < scalars.count else { throw failure("unterminated processing instruction") }
             position += 1
         }
+    }
+
+    /// Whether `name` starts with the letters x, m, l in any case (by code points, not characters).
+    private static func startsWithXML(_ name: String) -> Bool {
+        name.utf8.count >= 3 && zip(name.utf8, "xml".utf8).allSatisfy { $0 | 0x20 == $1 }
     }
 
     /// A `Name` at `position`, nil (and nothing read) if none starts there.

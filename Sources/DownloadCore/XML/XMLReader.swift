@@ -37,7 +37,7 @@ public struct XMLReader {
     /// The text read since the last tag, given out as one event at the next.
     private var text = ""
     /// The open elements, innermost last, each with the namespace prefixes it declares.
-    var open: [(name: String, prefixes: [String: String])] = []
+    var open: [(name: String, prefixes: [[UInt8]: String])] = []
 
     /// The document's events in order.
     public static func events(_ bytes: some Collection<UInt8>) throws(Failure) -> [Event] {
@@ -125,7 +125,9 @@ public struct XMLReader {
                 return
             }
             guard spaced, let attribute = readName() else { throw failure("expected an attribute or the end of <\(name)>") }
-            guard !attributes.contains(where: { $0.name == attribute }) else { throw failure("attribute \(attribute) given twice") }
+            guard !attributes.contains(where: { $0.name.utf8.elementsEqual(attribute.utf8) }) else {
+                throw failure("attribute \(attribute) given twice")
+            }
             try equals()
             attributes.append((attribute, try attributeValue()))
         }
@@ -150,7 +152,10 @@ public struct XMLReader {
     }
 
     private mutating func end(_ name: String) throws(Failure) {
-        guard open.last?.name == name else { throw failure("</\(name)> does not close the open element") }
+        // By code points: a String's `==` would take a canonically equivalent name for the same.
+        guard let last = open.last, last.name.utf8.elementsEqual(name.utf8) else {
+            throw failure("</\(name)> does not close the open element")
+        }
         open.removeLast()
         flushText()
         events.append(.end(name))

@@ -46,8 +46,10 @@ struct S3XMLDocument: Equatable {
         return document
     }
 
-    /// The name without a namespace prefix.
+    /// The name without a namespace prefix (split by code points: a combining mark after the colon
+    /// would join it as a character).
     private static func localName(_ name: String) -> String {
-        name.split(separator: ":").last.map(String.init) ?? name
+        guard let colon = name.unicodeScalars.lastIndex(of: ":") else { return name }
+        return String(name.unicodeScalars[name.unicodeScalars.index(after: colon)...])
     }
 }
