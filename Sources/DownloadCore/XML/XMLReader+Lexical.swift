@@ -79,12 +79,13 @@ extension XMLReader {
             }
             return character
         }
-        let entities: [String: Unicode.Scalar] = ["lt": "<", "gt": ">", "amp": "&", "quot": "\"", "apos": "'"]
-        guard let name = readName(), consume(";"), let character = entities[name] else {
+        guard let name = readName(), consume(";"), let character = Self.predefinedEntities[name] else {
             throw Failure(message: "a reference to an undeclared entity", offset: start)
         }
         return character
     }
+
+    private static let predefinedEntities: [String: Unicode.Scalar] = ["lt": "<", "gt": ">", "amp": "&", "quot": "\"", "apos": "'"]
 
     /// `<!-- … -->`, holding no `--`.
     mutating func comment() throws(Failure) {

@@ -6,14 +6,21 @@
 extension XMLReader {
     static let xmlNamespace = "http://www.w3.org/XML/1998/namespace"
     static let xmlnsNamespace = "http://www.w3.org/2000/xmlns/"
+    private static let xmlPrefix = Array("xml".utf8)
+    private static let xmlnsPrefix = Array("xmlns".utf8)
+
+    /// Whether an attribute named so declares a namespace prefix (`xmlns:p`).
+    private static func declaresPrefix(_ name: String) -> Bool {
+        name.utf8.starts(with: "xmlns:".utf8)
+    }
 
     /// The prefixes an element's `xmlns:prefix` attributes declare, by prefix.
     func declaredPrefixes(_ attributes: [(name: String, value: String)]) throws(Failure) -> [[UInt8]: String] {
         var prefixes: [[UInt8]: String] = [:]
-        for (name, namespace) in attributes where name.utf8.starts(with: "xmlns:".utf8) {
+        for (name, namespace) in attributes where Self.declaresPrefix(name) {
             let prefix = Array(name.utf8.dropFirst("xmlns:".utf8.count))
-            guard Self.isLocalName(prefix[...]), prefix != Array("xmlns".utf8), !namespace.isEmpty,
-                  (prefix == Array("xml".utf8)) == (namespace == Self.xmlNamespace), namespace != Self.xmlnsNamespace
+            guard Self.isLocalName(prefix[...]), prefix != Self.xmlnsPrefix, !namespace.isEmpty,
+                  (prefix == Self.xmlPrefix) == (namespace == Self.xmlNamespace), namespace != Self.xmlnsNamespace
             else { throw failure("a namespace declaration XML does not allow: \(name)") }
             prefixes[prefix] = namespace
         }
@@ -28,12 +35,12 @@ extension XMLReader {
     /// scope there.
     func checkNamespaces(of element: String, attributes: [(name: String, value: String)]) throws(Failure) {
         if let prefix = try namespacePrefix(of: element) {
-            guard prefix != Array("xmlns".utf8), namespace(of: prefix) != nil else {
+            guard prefix != Self.xmlnsPrefix, namespace(of: prefix) != nil else {
                 throw failure("undeclared namespace prefix in \(element)")
             }
         }
         var expanded: Set<[UInt8]> = []
-        for (name, _) in attributes where name != "xmlns" && !name.utf8.starts(with: "xmlns:".utf8) {
+        for (name, _) in attributes where name != "xmlns" && !Self.declaresPrefix(name) {
             guard let prefix = try namespacePrefix(of: name) else { continue }
             guard let namespace = namespace(of: prefix) else { throw failure("undeclared namespace prefix in \(name)") }
             // The namespace and the local name, apart by a NUL, which no XML text holds.
@@ -52,7 +59,7 @@ extension XMLReader {
 
     /// The namespace a prefix stands for in the innermost open element, nil if none declares it.
     private func namespace(of prefix: [UInt8]) -> String? {
-        if prefix == Array("xml".utf8) { return Self.xmlNamespace }
+        if prefix == Self.xmlPrefix { return Self.xmlNamespace }
         return open.reversed().lazy.compactMap { $0.prefixes[prefix] }.first
     }
 
