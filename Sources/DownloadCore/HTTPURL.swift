@@ -22,18 +22,29 @@ public struct HTTPURL: Sendable, Equatable {
 
     public static let maxLength = 8192
 
-    public static let webSchemes: Set<String> = ["http", "https"]
+    /// Lists, not sets, sorted as error messages name them: every submission's URL is checked
+    /// against one, and comparing a few small strings costs less than hashing one.
+    public static let webSchemes = ["http", "https"]
     /// What a download's `url` and `mirrors` may use.
-    public static let downloadSchemes: Set<String> = ["http", "https", "ftp", "ftps", "sftp"]
-    /// Each scheme's port when the URL names none.
-    static let defaultPorts = ["http": 80, "https": 443, "ftp": 21, "ftps": 990, "sftp": 22]
+    public static let downloadSchemes = ["ftp", "ftps", "http", "https", "sftp"]
+
+    /// The scheme's port when the URL names none.
+    static func defaultPort(of scheme: String) -> Int {
+        switch scheme {
+        case "https": return 443
+        case "ftp": return 21
+        case "ftps": return 990
+        case "sftp": return 22
+        default: return 80
+        }
+    }
 
     /// Whether the scheme is a file server's (FTP or SFTP), whose URL may carry a password.
     public var isFileServer: Bool { scheme == "ftp" || scheme == "ftps" || scheme == "sftp" }
 
     /// On bytes: every submission's URL goes through here. Past the first check every byte is
     /// printable ASCII, so bytes and characters are the same thing.
-    public static func parse(_ text: String, schemes: Set<String> = webSchemes) -> Result<HTTPURL, Problem> {
+    public static func parse(_ text: String, schemes: [String] = webSchemes) -> Result<HTTPURL, Problem> {
         let bytes = Array(text.utf8)
         guard bytes.count <= maxLength else { return .failure(.tooLong) }
         guard !bytes.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) else { return .failure(.invalidCharacter) }
@@ -65,7 +76,7 @@ public struct HTTPURL: Sendable, Equatable {
             host = hostPort
         }
         guard !host.isEmpty else { return .failure(.missingHost) }
-        var port = defaultPorts[scheme] ?? 80
+        var port = defaultPort(of: scheme)
         if let portText, !portText.isEmpty {
             guard portText.count <= 5, let value = Int(String(decoding: portText, as: UTF8.self)), (1...65535).contains(value) else {
                 return .failure(.invalidPort)

@@ -306,8 +306,8 @@ public enum SubmissionValidator {
         return .success(headers)
     }
 
-    static func describe(_ problem: HTTPURL.Problem, schemes: Set<String> = HTTPURL.webSchemes) -> String {
-        let allowed = schemes.sortedByUTF8().joined(separator: ", ")
+    static func describe(_ problem: HTTPURL.Problem, schemes: [String] = HTTPURL.webSchemes) -> String {
+        let allowed = schemes.joined(separator: ", ")
         switch problem {
         case .notAbsolute: return "must be an absolute URL (\(allowed))"
         case .unsupportedScheme(let scheme): return "scheme '\(scheme)' is not supported: use one of \(allowed)"
