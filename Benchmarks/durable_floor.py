@@ -24,34 +24,20 @@ of `make bench`'s end) waits until the disk has forgotten them (`benchlib/deleti
 after such a removal every tool here took 2-4 × longer to create its files.
 """
 import argparse
-import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import procs  # noqa: E402
+from benchlib import floor as durable_floor, procs  # noqa: E402
 from benchlib.origin import Origin, make_small_files  # noqa: E402
 from benchlib.standalone import file_creation_scratch, log  # noqa: E402
 from scenarios.common import round_label, with_warm_up  # noqa: E402
 
 SIZE, PARALLEL = 16 << 10, 16
 MODES = ["all", "nosync", "db", "files"]
-
-
-def build(work: str) -> str:
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor", "floor.c")
-    binary = os.path.join(work, "floor")
-    # The Swift toolchain brings clang where a machine has no cc.
-    compiler = shutil.which("cc") or shutil.which("clang")
-    if compiler is None:
-        sys.exit("durable_floor: no C compiler (cc or clang) on PATH")
-    procs.run([compiler, "-O2", "-o", binary, source, "-lsqlite3", "-lcrypto"])
-    return binary
 
 
 def main() -> int:
@@ -67,7 +53,7 @@ def main() -> int:
     nginx_cpu = []
     with file_creation_scratch("fetchd-floor-", args.cache) as work:
         origin = Origin(os.path.join(work, "origin"), files)
-        floor = build(work)
+        floor = durable_floor.build(work)
         for r, name in with_warm_up(list(wall), args.rounds):
             out = os.path.join(work, f"{name}-{r}")
             os.makedirs(out)
@@ -79,9 +65,7 @@ def main() -> int:
                 if r > 0:
                     nginx_cpu.append(origin.cpu_seconds() - serving)
             else:
-                result = json.loads(subprocess.run([floor, out, str(args.files), name], check=True,
-                                                   capture_output=True, text=True).stdout)
-                seconds, cpu_seconds = result["wall_s"], result["cpu_s"]
+                seconds, cpu_seconds = durable_floor.run(floor, out, args.files, name)
             if r > 0:
                 wall[name].append(seconds)
                 cpu[name].append(cpu_seconds)

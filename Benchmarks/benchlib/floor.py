@@ -1,0 +1,30 @@
+"""The durable floor (`floor/floor.c`): only the durable work a service keeping fetchd's promises
+owes each small file, in C, on one thread, without HTTP. Built here and run by the small-files
+scenario and `durable_floor.py`."""
+import json
+import os
+import shutil
+import subprocess
+
+from . import procs
+
+SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "floor", "floor.c")
+
+
+def build(work: str) -> str:
+    """Compiles the floor into `work`; returns the binary's path."""
+    binary = os.path.join(work, "floor")
+    # The Swift toolchain brings clang where a machine has no cc.
+    compiler = shutil.which("cc") or shutil.which("clang")
+    if compiler is None:
+        raise RuntimeError("the durable floor needs a C compiler (cc or clang) on PATH")
+    procs.run([compiler, "-O2", "-o", binary, SOURCE, "-lsqlite3", "-lcrypto"])
+    return binary
+
+
+def run(binary: str, out: str, files: int, mode: str = "all") -> tuple[float, float]:
+    """Runs the floor for `files` files under `out` in `mode` (all, nosync, db, files); returns its
+    wall and CPU seconds as it measured them."""
+    result = json.loads(subprocess.run([binary, out, str(files), mode], check=True,
+                                       capture_output=True, text=True).stdout)
+    return result["wall_s"], result["cpu_s"]
