@@ -76,6 +76,12 @@ def aria2c(*args) -> list[str]:
             "--console-log-level=error", *args]
 
 
+def curl_hashing_and_syncing(url: str, target: str, *curl_options: str) -> list[str]:
+    """fetchd's work done with standard tools: `curl | tee FILE | sha256sum; sync FILE`."""
+    return ["bash", "-c", 'set -o pipefail; curl -sS --fail "${@:3}" "$1" | tee "$2" | sha256sum >/dev/null && sync "$2"',
+            "-", url, target, *curl_options]
+
+
 # Free page reporting gives freed memory back to the host 2 s after it is freed, in batches.
 FREED_MEMORY_RETURNED_S = 5
 

@@ -14,7 +14,7 @@ from benchlib import procs
 from benchlib.fetchd import Fetchd
 from benchlib.origin import make_file
 from benchlib.table import Row
-from .common import aria2c, empty_dir, fetch_once, throughput_rounds
+from .common import aria2c, curl_hashing_and_syncing, empty_dir, fetch_once, throughput_rounds
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "Tests", "e2e"))
 from file_servers import Files, Sshd, Vsftpd  # noqa: E402
@@ -55,9 +55,7 @@ def measure(ctx, size: int, scheme: str, url: str, sftp) -> list[Row]:
     tools = {
         "fetchd": lambda r: fetch_once(fetchd, label, {"url": url, "destination": f"r{r}.bin"}),
         "curl -o": lambda r: procs.run(["curl", "-sS", "--fail", "--insecure", "-o", target, url]),
-        "curl|tee|sha256sum; sync": lambda r: procs.run(
-            ["bash", "-c", 'set -o pipefail; curl -sS --fail --insecure "$1" | tee "$2" | sha256sum >/dev/null && sync "$2"',
-             "-", url, target]),
+        "curl|tee|sha256sum; sync": lambda r: procs.run(curl_hashing_and_syncing(url, target, "--insecure")),
         "aria2c": lambda r: procs.run(aria2c("-d", out, "-o", "big.bin", url)),
     }
     with ctx.profiled(fetchd.pid, f"fileservers-{scheme.lower()}"):

@@ -9,8 +9,7 @@ import os
 from benchlib import procs
 from benchlib.origin import make_file
 from benchlib.table import Row
-from .common import aria2c, empty_dir, fetch_once, start_pair, throughput_rounds
-
+from .common import aria2c, curl_hashing_and_syncing, empty_dir, fetch_once, start_pair, throughput_rounds
 
 
 def run(ctx) -> list[Row]:
@@ -28,9 +27,7 @@ def run(ctx) -> list[Row]:
         "curl -o": lambda r: procs.run(["curl", "-sS", "--fail", "-o", target, url]),
         "curl -o; sync": lambda r: procs.run(
             ["bash", "-c", 'curl -sS --fail -o "$2" "$1" && sync "$2"', "-", url, target]),
-        "curl|tee|sha256sum; sync": lambda r: procs.run(
-            ["bash", "-c", 'set -o pipefail; curl -sS --fail "$1" | tee "$2" | sha256sum >/dev/null && sync "$2"',
-             "-", url, target]),
+        "curl|tee|sha256sum; sync": lambda r: procs.run(curl_hashing_and_syncing(url, target)),
         "aria2c": lambda r: procs.run(aria2c("-d", out, "-o", "big.bin", url)),
         "dd conv=fsync": lambda r: procs.run(
             ["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={size >> 20}", "conv=fsync", "status=none"]),
