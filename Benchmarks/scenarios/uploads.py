@@ -12,12 +12,13 @@ the file on the server is checked (size and SHA-256) and removed.
 """
 import os
 import sys
+import time
 from pathlib import Path
 
 from benchlib import procs
 from benchlib.origin import make_file
 from benchlib.table import Row
-from .common import alternating, sha256_file, start_pair
+from .common import FREED_MEMORY_RETURNED_S, alternating, sha256_file, start_pair
 
 MIB = 1 << 20
 E2E = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "Tests", "e2e")
@@ -76,10 +77,12 @@ def run(ctx) -> list[Row]:
 
 def measure(ctx, fetchd_pid: int, tools: dict, size: int, label: str, landed, expected: str) -> tuple[dict, dict]:
     """Each tool once per round, alternating; the file each left on the server (`landed(name, r)`)
-    is checked and removed outside the timed part."""
+    is checked and removed outside the timed part. As in `throughput_rounds`, each starts once the
+    memory the last one freed (the server's copy) is given back to the host."""
     mib_s = {name: [] for name in tools}
     cpu = {name: [] for name in tools}
     for r, name in alternating(list(tools), ctx.rounds):
+        time.sleep(FREED_MEMORY_RETURNED_S)
         seconds, cpu_seconds = procs.measured(lambda: tools[name](r), fetchd_pid if name.startswith("fetchd") else None)
         path = landed(name, r)
         if os.path.getsize(path) != size or sha256_file(path) != expected:
