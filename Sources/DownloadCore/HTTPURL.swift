@@ -39,6 +39,15 @@ public struct HTTPURL: Sendable, Equatable {
         }
     }
 
+    /// Whether `text` starts with `scheme` and a colon, in any case: a look at a URL parsed already,
+    /// without parsing it again.
+    public static func hasScheme(_ scheme: String, _ text: String) -> Bool {
+        let length = scheme.utf8.count
+        let prefix = text.utf8.prefix(length + 1)
+        return prefix.count == length + 1 && prefix.last == UInt8(ascii: ":")
+            && zip(prefix, scheme.utf8).allSatisfy { lowercased($0) == $1 }
+    }
+
     /// Whether the scheme is a file server's (FTP or SFTP), whose URL may carry a password.
     public var isFileServer: Bool { scheme == "ftp" || scheme == "ftps" || scheme == "sftp" }
 

@@ -10,6 +10,12 @@ import Testing
         #expect(parsed.port == port && parsed.isFileServer)
     }
 
+    @Test(arguments: [("sftp://h/f", true), ("SFTP://h/f", true), ("sFtp:x", true), ("ftp://h/f", false),
+                      ("sftps://h/f", false), ("sftp", false), ("", false), ("https://h/sftp://", false)])
+    func aSchemeIsRecognizedAtTheStartInAnyCase(_ url: String, _ isSFTP: Bool) {
+        #expect(HTTPURL.hasScheme("sftp", url) == isSFTP)
+    }
+
     @Test func onlyDownloadsTakeFileServerURLs() {
         #expect(HTTPURL.parse("ftp://h/f") == .failure(.unsupportedScheme("ftp")))
         #expect(HTTPURL.parse("scp://h/f", schemes: HTTPURL.downloadSchemes) == .failure(.unsupportedScheme("scp")))
