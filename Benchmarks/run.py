@@ -76,8 +76,7 @@ def main() -> int:
         for name in args.only.split(","):
             ctx.log(f"scenario {name}")
             try:
-                rounds = ctx.rounds if args.quick else max(ctx.rounds, LEAST_ROUNDS.get(name, 0))
-                rows += SCENARIOS[name].run(dataclasses.replace(ctx, rounds=rounds))
+                rows += SCENARIOS[name].run(dataclasses.replace(ctx, rounds=rounds_for(name, args)))
             except Exception as error:  # one broken scenario still leaves the others' figures
                 ctx.log(f"scenario {name} failed: {error!r}\n{traceback.format_exc()}")
                 rows.append(Row(name, f"FAILED: {error}", "", []))
@@ -95,12 +94,17 @@ def main() -> int:
     return 0
 
 
+def rounds_for(name: str, args) -> int:
+    """The rounds scenario `name` runs: --rounds, or its LEAST_ROUNDS outside --quick."""
+    return args.rounds if args.quick else max(args.rounds, LEAST_ROUNDS.get(name, 0))
+
+
 def describe(repo: str, args) -> str:
     commit = args.commit or subprocess.run(["git", "-C", repo, "describe", "--always", "--dirty"],
                                            capture_output=True, text=True).stdout.strip()
     mode = "quick" if args.quick else "full"
-    least = "" if args.quick else "".join(f", {max(args.rounds, n)} for {name}" for name, n in LEAST_ROUNDS.items()
-                                          if name in args.only.split(",") and n > args.rounds)
+    least = "".join(f", {rounds_for(name, args)} for {name}" for name in args.only.split(",")
+                    if rounds_for(name, args) != args.rounds)
     return (f"fetchd {commit or '?'}, {mode}, {args.rounds} rounds{least}, {time.strftime('%Y-%m-%d %H:%M %Z')}, "
             f"nproc {os.cpu_count()}, Linux {platform.release()}{damon_reclaim()}, load average before {os.getloadavg()[0]:.1f}")
 

@@ -47,6 +47,8 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
         self.path = path
         backlog = WriteBacklog(limit: staging.backlogLimit, pool: staging.pool, onShrunk: onWritable)
         digest = hashing ? FileDigest(fd: fd, alreadyWritten: length, extra: extraDigest, backlog: backlog, pool: staging.pool) : nil
+        // A file hashed as it is written is not read back, so its pages may leave the cache; one
+        // that is not (a segment's, an object's staged part) is read once complete.
         writeBack = WriteBack(fd: fd, dropsWritten: hashing)
         shared = Mutex(Shared(written: length))
         written = length

@@ -9,7 +9,7 @@
 /// transcoded), a version other than 1.0, and nesting deeper than `maxDepth`.
 ///
 /// fetchd reads XML with this rather than Foundation's `XMLParser`: linking FoundationXML brings
-/// libxml2 and the system's ICU into every fetchd process, some 2 MB of memory at start, for a
+/// libxml2 and the system's ICU into every fetchd process, 1.3 MB of memory at start, for a
 /// few fields of a handful of answers; and `XMLParser` crashes the process on a processing
 /// instruction without data (`<?pi?>`) or an element name that is not UTF-8, which a storage
 /// server could send. `make fuzz` compares the two readers.
