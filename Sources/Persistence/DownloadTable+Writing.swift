@@ -14,12 +14,23 @@ extension DownloadTable {
     /// made (a state change encodes no headers).
     @inlinable  // specialized in each backend's module, for its own values
     public static func values<Bound: ColumnBinding>(_ job: Download, _ columns: ColumnSet, as _: Bound.Type = Bound.self) -> [Bound] {
+        var values: [Bound] = []
+        values.reserveCapacity(columns.indices.count)
+        append(job, columns, to: &values)
+        return values
+    }
+
+    /// The same values appended to `values`: a statement binding many jobs' rows takes them
+    /// straight, with no list of each job's to copy over.
+    @inlinable
+    public static func append<Bound: ColumnBinding>(_ job: Download, _ columns: ColumnSet, to values: inout [Bound]) {
         // `visit` takes the fields in place; a writer only reads them.
         var job = job
         var writer = ValueWriter<Bound>(includes: columns.includes)
-        writer.values.reserveCapacity(columns.indices.count)
+        // Moved in and out, never copied: the list stays unique, and grows in place.
+        swap(&writer.values, &values)
         visit(&job, &writer)
-        return writer.values
+        swap(&writer.values, &values)
     }
 
     /// What column `index` holds for a job stored before the column was added: the default a new

@@ -9,7 +9,8 @@ import DownloadCore
 
 extension ParsedTextColumn {
     @usableFromInline static var kind: ColumnKind { .text }
-    @usableFromInline static func write(_ field: Field) -> ColumnValue { OptionalTextColumn.write(text(field)) }
+    // Inlinable, so that each backend's writer calls the column's `text` directly.
+    @inlinable static func write(_ field: Field) -> ColumnValue { OptionalTextColumn.write(text(field)) }
     @usableFromInline static func read(_ value: consuming ColumnValue, into field: inout Field) throws(ColumnProblem) {
         var text: String?
         try OptionalTextColumn.read(value, into: &text)

@@ -29,8 +29,17 @@ enum DownloadColumns {
         DownloadTable.values(d, DownloadTable.insertColumns, as: SQLValue.self)
     }
 
+    /// `values(d)` appended to `values`.
+    static func append(_ d: Download, to values: inout [SQLValue]) {
+        DownloadTable.append(d, DownloadTable.insertColumns, to: &values)
+    }
+
     static func stateValues(_ d: Download) -> [SQLValue] {
-        DownloadTable.values(d, DownloadTable.stateColumns, as: SQLValue.self) + [liveDestination(d)]
+        var values: [SQLValue] = []
+        values.reserveCapacity(stateColumns.count)
+        DownloadTable.append(d, DownloadTable.stateColumns, to: &values)
+        values.append(liveDestination(d))
+        return values
     }
 
     static func clientValues(_ d: Download) -> [SQLValue] {

@@ -9,8 +9,8 @@ import DownloadCore
 struct NewRowSnapshot {
     var id: String
     var session: String
-    /// The row's written values (`DownloadColumns.values`).
-    var values: [SQLValue]
+    /// The row's written values (`DownloadColumns.values`), in the list a statement bound.
+    var values: ArraySlice<SQLValue>
 
     /// The whole snapshot.
     func whole(into json: inout [UInt8]) {
@@ -26,9 +26,13 @@ struct NewRowSnapshot {
     /// What differs from `base` (a new row too, so its revision is the same, 0).
     func difference(from base: NewRowSnapshot, into json: inout [UInt8]) {
         json += "[null".utf8
-        for (index, value) in values.enumerated() where index >= base.values.count || value != base.values[index] {
+        // Both rows' values may be slices of larger lists: column `c` is at `start + c` in each.
+        let (start, baseStart) = (values.startIndex, base.values.startIndex)
+        for column in 0..<values.count {
+            let value = values[start + column]
+            if column < base.values.count, value == base.values[baseStart + column] { continue }
             json.append(UInt8(ascii: ","))
-            JSONNumber.append(Int64(index), to: &json)
+            JSONNumber.append(Int64(column), to: &json)
             json.append(UInt8(ascii: ","))
             Self.append(value, to: &json)
         }

@@ -77,36 +77,38 @@ extension SQLiteStore {
         chosenTags.reserveCapacity(run.count)
         var values: [SQLValue] = []
         values.reserveCapacity(run.count * (DownloadTable.insertColumns.indices.count + 4))
-        var entries: [NewRowSnapshot] = []
-        entries.reserveCapacity(run.count)
+        // Where each job's written values are in `values`, which its log entry then shares.
+        var written: [Range<Int>] = []
+        written.reserveCapacity(run.count)
         // By index: `for job in run` would copy each job, a retain per field of its Download.
         for index in run.indices {
             let session = run[index].download.session
             let tag = try chosen.next(db, session: session)
             chosen.take(tag, session: session)
             chosenTags.append(tag)
-            let row = DownloadColumns.values(run[index].download)
-            entries.append(NewRowSnapshot(id: run[index].download.id, session: session, values: row))
-            values += row
+            let start = values.count
+            DownloadColumns.append(run[index].download, to: &values)
+            written.append(start..<values.count)
             // One by one: a literal list would be an allocation per job.
             values.append(.integer(run[index].download.discretionary ? 1 : 0))
             values.append(.integer(tag))
             values.append(DownloadColumns.liveDestination(run[index].download))
             values.append(Self.dueAtInsert(run[index].download))
         }
+        var inserted = run.count
         do {
             try db.prepare(Self.insertRowsSQL).run(values)
+            tags = chosen
         } catch let error as SQLiteError where error.isConstraintViolation {
             // OR FAIL: the rows before the one that failed stay, SQLite counts them, and the
             // transaction goes on.
-            let inserted = db.changes
+            inserted = db.changes
             for (index, tag) in zip(run.indices.prefix(inserted), chosenTags) { tags.take(tag, session: run[index].download.session) }
-            logged += entries.prefix(inserted)
-            return inserted
         }
-        tags = chosen
-        logged += entries
-        return run.count
+        for (index, range) in zip(run.indices.prefix(inserted), written) {
+            logged.append(NewRowSnapshot(id: run[index].download.id, session: run[index].download.session, values: values[range]))
+        }
+        return inserted
     }
 
     /// `logged`: where a created job's event goes, for the log rows written after the batch.
@@ -133,7 +135,7 @@ extension SQLiteStore {
             ])
             // The log keeps the new row's snapshot (as a session action's rows), not the Download's
             // JSON: less than half the bytes, which the commit and the checkpoint then copy.
-            logged.append(NewRowSnapshot(id: job.download.id, session: job.download.session, values: values))
+            logged.append(NewRowSnapshot(id: job.download.id, session: job.download.session, values: values[...]))
         } catch let error as SQLiteError where error.isConstraintViolation {
             return .destinationBusy
         }

@@ -120,7 +120,7 @@ import Testing
         // Written when the table ended at `mirrors`: without connections, … ranges.
         let kept = DownloadTable.position(of: "mirrors") + 1
         var json: [UInt8] = []
-        NewRowSnapshot(id: "01A", session: "default", values: Array(DownloadColumns.values(download).prefix(kept))).whole(into: &json)
+        NewRowSnapshot(id: "01A", session: "default", values: DownloadColumns.values(download).prefix(kept)).whole(into: &json)
         let older = String(decoding: json, as: UTF8.self).replacingOccurrences(of: ",0]", with: ",42]")
         let row = try #require(RowSnapshot(Array(older.utf8))).withColumnsAddedSince()
         #expect(row.columnCount == DownloadTable.columns.count)
@@ -133,7 +133,7 @@ import Testing
     @Test func aSnapshotMissingAColumnIsAStoreError() throws {
         let values = DownloadColumns.values(makeDownload("01A"))
         var json: [UInt8] = []
-        NewRowSnapshot(id: "01A", session: "default", values: Array(values.prefix(3))).whole(into: &json)
+        NewRowSnapshot(id: "01A", session: "default", values: values.prefix(3)).whole(into: &json)
         let row = try #require(RowSnapshot(Array(String(decoding: json, as: UTF8.self).replacingOccurrences(of: ",0]", with: "]").utf8)))
         #expect(throws: UnreadableJob(id: "01A", column: DownloadTable.names[3], problem: "is missing")) {
             try DownloadColumns.download(row)
