@@ -119,17 +119,6 @@ final class RawClient: @unchecked Sendable {
         try await onQueue { try self.readResponseOnQueue(head: head) }
     }
 
-    /// Reads one response, then sends `bytes`, in one job on `queue`: a client answering an
-    /// interim response (100 Continue) at once, however long the cooperative pool, busy with
-    /// other suites, would take to resume a task in between (past the server's read timeout).
-    func readResponse(thenSend bytes: [UInt8]) async throws -> RawResponse {
-        try await onQueue {
-            let response = try self.readResponseOnQueue(head: false)
-            try self.sendAll(bytes)
-            return response
-        }
-    }
-
     /// Reads `count` responses in one job on `queue`, so that reading them does not wait for
     /// the cooperative pool between responses.
     func readResponses(_ count: Int) async throws -> [RawResponse] {

@@ -13,6 +13,13 @@ func withServer(
 ) async throws {
     var configuration = HTTPServerConfiguration()
     configuration.port = 0
+    // Minutes, not the defaults' seconds, unless a test sets its own: with every suite in one
+    // run, the two-thread cooperative pool can take over 30 s to resume a client's task between
+    // two sends or reads, and a server that timed the client out would fail a test of something else.
+    configuration.headReadTimeout = 600
+    configuration.bodyReadTimeout = 600
+    configuration.writeTimeout = 600
+    configuration.idleTimeout = 600
     configure(&configuration)
     var router = Router()
     router.add("GET", "/hello") { _, _ in .json(200, Array(#"{"hello":"world"}"#.utf8)) }
