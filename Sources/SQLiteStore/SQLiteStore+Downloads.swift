@@ -75,20 +75,18 @@ extension SQLiteStore {
         var chosen = tags
         var chosenTags: [Int64] = []
         chosenTags.reserveCapacity(run.count)
+        // Each job's row in `values`: its written columns, which its log entry then shares, and four more.
+        let written = DownloadTable.insertColumns.indices.count
+        let rowWidth = written + 4
         var values: [SQLValue] = []
-        values.reserveCapacity(run.count * (DownloadTable.insertColumns.indices.count + 4))
-        // Where each job's written values are in `values`, which its log entry then shares.
-        var written: [Range<Int>] = []
-        written.reserveCapacity(run.count)
+        values.reserveCapacity(run.count * rowWidth)
         // By index: `for job in run` would copy each job, a retain per field of its Download.
         for index in run.indices {
             let session = run[index].download.session
             let tag = try chosen.next(db, session: session)
             chosen.take(tag, session: session)
             chosenTags.append(tag)
-            let start = values.count
             DownloadColumns.append(run[index].download, to: &values)
-            written.append(start..<values.count)
             // One by one: a literal list would be an allocation per job.
             values.append(.integer(run[index].download.discretionary ? 1 : 0))
             values.append(.integer(tag))
@@ -105,8 +103,10 @@ extension SQLiteStore {
             inserted = db.changes
             for (index, tag) in zip(run.indices.prefix(inserted), chosenTags) { tags.take(tag, session: run[index].download.session) }
         }
-        for (index, range) in zip(run.indices.prefix(inserted), written) {
-            logged.append(NewRowSnapshot(id: run[index].download.id, session: run[index].download.session, values: values[range]))
+        for (row, index) in run.indices.prefix(inserted).enumerated() {
+            let start = row * rowWidth
+            logged.append(NewRowSnapshot(id: run[index].download.id, session: run[index].download.session,
+                                         values: values[start..<start + written]))
         }
         return inserted
     }
