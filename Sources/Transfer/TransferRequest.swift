@@ -1,3 +1,5 @@
+import DownloadCore
+
 /// One HTTP attempt for the engine to run: where to fetch from, where the body goes, and the limits.
 public struct TransferRequest: Sendable {
     public enum Method: String, Sendable {
@@ -34,7 +36,7 @@ public struct TransferRequest: Sendable {
     /// AWS Signature Version 4 for every request of the transfer (CURLOPT_AWS_SIGV4), with the
     /// key pair as the credentials. Headers the request carries are signed with it, so send only
     /// those the service needs.
-    public struct AWSSigning: Sendable {
+    public struct AWSSigning: Sendable, Equatable {
         public var region: String
         public var service: String
         public var accessKeyID: String
@@ -78,19 +80,34 @@ public struct TransferRequest: Sendable {
     public var body: [UInt8] = []
     /// PUT or POST: the body is this part of a file instead, read while it is sent (and read again
     /// from its start if curl must send it again: on a new connection, after a 307 or 308).
-    public var bodyFile: FileRange? = nil
+    public var bodyFile: FileRange? {
+        get { extras.bodyFile }
+        set { extras.bodyFile = newValue }
+    }
     /// With `bodyFile` and an `ftp://`, `ftps://` or `sftp://` URL: go on from the size of the
     /// server's file (SIZE, or a stat) by appending the rest of `bodyFile` to it; a file the
     /// server does not have starts at byte 0. Otherwise the file is sent whole, replacing the
     /// server's. The result's `bytesOnDisk` is then what the server holds.
-    public var appendsAtServerSize = false
-    public var signing: AWSSigning? = nil
+    public var appendsAtServerSize: Bool {
+        get { extras.appendsAtServerSize }
+        set { extras.appendsAtServerSize = newValue }
+    }
+    public var signing: AWSSigning? {
+        get { extras.signing }
+        set { extras.signing = newValue }
+    }
     /// Memory sink: the final response's header fields are kept (`TransferResult.responseHeaders`).
-    public var keepsResponseHeaders = false
+    public var keepsResponseHeaders: Bool {
+        get { extras.keepsResponseHeaders }
+        set { extras.keepsResponseHeaders = newValue }
+    }
     /// An `ftp`, `ftps` or `sftp` file's `ETag` (its size and modification time) as an earlier
     /// transfer reported it: while the file still has them, it is not fetched, and the transfer
     /// ends as an HTTP origin answers `If-None-Match`, with a `304`. Ignored for HTTP.
-    public var remoteFileHeld: String? = nil
+    public var remoteFileHeld: String? {
+        get { extras.remoteFileHeld }
+        set { extras.remoteFileHeld = newValue }
+    }
     public var sink: Sink
     public var followRedirects = true
     /// CURLOPT_MAXREDIRS (libcurl 7.88 defaults to unlimited).
@@ -125,6 +142,24 @@ public struct TransferRequest: Sendable {
     /// File sink: false computes no digest of the file (the caller hashes what it reads back);
     /// the result then has no `sha256`.
     public var hashesFile = true
+
+    /// What only uploads, object storage and FTP or SFTP files set, behind one reference that a
+    /// plain download leaves nil: every running transfer holds its request, and inline these made
+    /// each one 130 bytes larger.
+    private struct Extras: Sendable, Equatable {
+        var bodyFile: FileRange?
+        var appendsAtServerSize = false
+        var signing: AWSSigning?
+        var keepsResponseHeaders = false
+        var remoteFileHeld: String?
+    }
+
+    private var extrasBox: Boxed<Extras>?
+
+    private var extras: Extras {
+        get { extrasBox?.value ?? Extras() }
+        set { extrasBox = Boxed(newValue) }
+    }
 
     public init(url: String, sink: Sink) {
         self.url = url
