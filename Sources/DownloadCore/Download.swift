@@ -266,11 +266,11 @@ public struct OriginHeader: Sendable, Equatable, Codable {
     }
 }
 
-/// A stable, machine-readable reason for a failure.
 /// A value kept behind a reference in `Download`: the fields few jobs have (an upload's plan, a
 /// multipart upload, a watch's link) would otherwise make every job hundreds of bytes larger, and
 /// every job is copied and moved on the way from a row to the API (a list of 100 jobs: 25 % of
-/// its CPU went to copying a 1,000-byte `Download` and reading its columns). Immutable: a change
+/// its CPU went to copying a 1,000-byte `Download` and reading its columns). `TransferRequest`
+/// keeps the fields only uploads, buckets and remote files set in one too. Immutable: a change
 /// puts a new one in.
 public final class Boxed<Value: Sendable & Equatable>: Sendable, Equatable {
     public let value: Value
@@ -282,6 +282,7 @@ public final class Boxed<Value: Sendable & Equatable>: Sendable, Equatable {
     public static func == (lhs: Boxed, rhs: Boxed) -> Bool { lhs === rhs || lhs.value == rhs.value }
 }
 
+/// A stable, machine-readable reason for a failure.
 public struct DownloadError: Sendable, Equatable {
     public var code: String
     public var message: String
