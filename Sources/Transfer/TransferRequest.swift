@@ -84,22 +84,9 @@ public struct TransferRequest: Sendable {
         get { extras.bodyFile }
         set { extras.bodyFile = newValue }
     }
-    /// With `bodyFile` and an `ftp://`, `ftps://` or `sftp://` URL: go on from the size of the
-    /// server's file (SIZE, or a stat) by appending the rest of `bodyFile` to it; a file the
-    /// server does not have starts at byte 0. Otherwise the file is sent whole, replacing the
-    /// server's. The result's `bytesOnDisk` is then what the server holds.
-    public var appendsAtServerSize: Bool {
-        get { extras.appendsAtServerSize }
-        set { extras.appendsAtServerSize = newValue }
-    }
     public var signing: AWSSigning? {
         get { extras.signing }
         set { extras.signing = newValue }
-    }
-    /// Memory sink: the final response's header fields are kept (`TransferResult.responseHeaders`).
-    public var keepsResponseHeaders: Bool {
-        get { extras.keepsResponseHeaders }
-        set { extras.keepsResponseHeaders = newValue }
     }
     /// An `ftp`, `ftps` or `sftp` file's `ETag` (its size and modification time) as an earlier
     /// transfer reported it: while the file still has them, it is not fetched, and the transfer
@@ -110,6 +97,13 @@ public struct TransferRequest: Sendable {
     }
     public var sink: Sink
     public var followRedirects = true
+    /// With `bodyFile` and an `ftp://`, `ftps://` or `sftp://` URL: go on from the size of the
+    /// server's file (SIZE, or a stat) by appending the rest of `bodyFile` to it; a file the
+    /// server does not have starts at byte 0. Otherwise the file is sent whole, replacing the
+    /// server's. The result's `bytesOnDisk` is then what the server holds.
+    public var appendsAtServerSize = false
+    /// Memory sink: the final response's header fields are kept (`TransferResult.responseHeaders`).
+    public var keepsResponseHeaders = false
     /// CURLOPT_MAXREDIRS (libcurl 7.88 defaults to unlimited).
     public var maxRedirects = 10
     /// Cap on the total size of the file (or of a memory body): fails with `.tooLarge`.
@@ -145,12 +139,11 @@ public struct TransferRequest: Sendable {
 
     /// What only uploads, object storage and FTP or SFTP files set, behind one reference that a
     /// plain download leaves nil: every running transfer holds its request, and inline these made
-    /// each one 130 bytes larger.
+    /// each one 130 bytes larger. (Their flags stay inline, beside `followRedirects`: a Bool
+    /// there takes no more room, and a box for one would be an allocation per request.)
     private struct Extras: Sendable, Equatable {
         var bodyFile: FileRange?
-        var appendsAtServerSize = false
         var signing: AWSSigning?
-        var keepsResponseHeaders = false
         var remoteFileHeld: String?
     }
 
