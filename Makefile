@@ -118,6 +118,12 @@ bench-quick: release bench-deps
 container-check: deps
 	$(SUDO) env SWIFT="$$(command -v $(SWIFT))" scripts/container/check.sh
 
+## code-layout: Sources/fetchd/fetchd.order, the order release builds lay fetchd's functions out
+## in, from the calls the quick bench makes (needs root: it counts them with uprobes; generate.py)
+.PHONY: code-layout
+code-layout: bench-deps
+	$(SUDO) env PATH="$$PATH" python3 scripts/code-layout/generate.py
+
 ## package: fetchd_<version>_<arch>.deb in .build-package (scripts/package/build-deb.sh): the release
 ## binary as container-check builds it, the hardened unit and socket of deploy/debian, and fetchd.env
 ## and fetchd(8) generated from the settings table
