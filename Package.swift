@@ -2,10 +2,10 @@
 import PackageDescription
 
 /// Release builds lay fetchd's code out in the order it runs: each function of fetchd's own modules
-/// in a section of its own, which the linker places as `Sources/fetchd/fetchd.order` lists them (the
-/// functions the quick bench ran, the most called first; `make code-layout` writes it). The code a running fetchd touches then
-/// sits together, and fewer of the binary's pages are resident (docs/benchmarks.md, "Throttled
-/// transfers"). A function the order does not name is placed after those it does.
+/// in a section of its own, and the linker puts together, in the order of `Sources/fetchd/fetchd.order`,
+/// the functions the quick bench ran, the most called first (`make code-layout` writes it). The code
+/// a running fetchd touches then sits in few pages, and fewer of the binary's pages are resident
+/// (docs/benchmarks.md, "Throttled transfers"). A function the order does not name keeps its place.
 let codeLayout: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release))]
 let packageRoot = String(#filePath.dropLast("/Package.swift".count))
 let codeOrder: [LinkerSetting] = [
