@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes Sources/fetchd/fetchd.order: the functions the quick bench runs in fetchd, the most
-called first, as the linker's section names. Release builds place those of fetchd's own modules
-first and together (Package.swift, `codeLayout`; the dependencies' code has no section per
+called first, as the linker's section names. Release builds put those of fetchd's own modules
+together in that order (Package.swift, `codeLayout`; the dependencies' code has no section per
 function, so their names match nothing), so the pages of code a running fetchd touches are few.
 
     sudo python3 scripts/code-layout/generate.py        (or: make code-layout)
@@ -11,8 +11,8 @@ each of the release binary's functions (tracefs, so root), the bench's quick sce
 each probe's hit count read back. Sampling (perf) misses the small functions that run rarely, and
 each one missed keeps a 64 KiB window of code resident; an instrumented build (-profile-generate)
 inlines differently, so most of its names are not the optimized build's. Registering ~16,000
-probes takes half a minute and removing them several minutes (the kernel waits for a grace period
-for each).
+probes takes half a minute and removing them about twelve minutes (the kernel waits for a grace
+period for each); the whole run about eighteen.
 """
 import os
 import shutil
@@ -44,21 +44,25 @@ def functions(binary: Path) -> list[tuple[int, str]]:
     return sorted(found.items())
 
 
-def write_probes(binary: Path, probes: list[tuple[int, str]]) -> int:
-    """Registers one probe per function; returns how many the kernel took (it refuses a few
-    instructions it cannot step over)."""
+def write_events(lines) -> int:
+    """Writes each line to uprobe_events; returns how many the kernel took."""
     taken = 0
     descriptor = os.open(TRACING / "uprobe_events", os.O_WRONLY | os.O_APPEND)
     try:
-        for number, (offset, _) in enumerate(probes):
+        for line in lines:
             try:
-                os.write(descriptor, f"p:{GROUP}/f{number} {binary}:{offset:#x}\n".encode())
+                os.write(descriptor, f"{line}\n".encode())
                 taken += 1
             except OSError:
-                pass
+                pass  # a probe on an instruction the kernel cannot step over
     finally:
         os.close(descriptor)
     return taken
+
+
+def write_probes(binary: Path, probes: list[tuple[int, str]]) -> int:
+    """Registers one probe per function; returns how many the kernel took."""
+    return write_events(f"p:{GROUP}/f{number} {binary}:{offset:#x}" for number, (offset, _) in enumerate(probes))
 
 
 def hits() -> dict[int, int]:
@@ -74,11 +78,7 @@ def hits() -> dict[int, int]:
 def remove_probes():
     """Every probe of the group in one write (one `-:GROUP/EVENT` each takes seconds)."""
     (TRACING / f"events/{GROUP}/enable").write_text("0")
-    descriptor = os.open(TRACING / "uprobe_events", os.O_WRONLY | os.O_APPEND)
-    try:
-        os.write(descriptor, f"-:{GROUP}/\n".encode())
-    finally:
-        os.close(descriptor)
+    write_events([f"-:{GROUP}/"])
 
 
 def main() -> int:
