@@ -67,6 +67,7 @@ import Testing
         defer { engine.shutdown() }
 
         let hashed = await engine.run(download(origin.url("/big"), to: directory.file("hashed")))
+        let reclaimedBefore = try filePagesReclaimed()
         var unhashed = download(origin.url("/big"), to: directory.file("unhashed"))
         unhashed.hashesFile = false  // the caller reads the file back, as an object upload's staging does
         let readBack = await engine.run(unhashed)
@@ -74,8 +75,21 @@ import Testing
         #expect(hashed.failure == nil && readBack.failure == nil)
         let firstStep = Int(WriteBack.step)
         #expect(try residentBytes(directory.file("hashed"), count: firstStep) == 0)
-        #expect(try residentBytes(directory.file("unhashed"), count: firstStep) == firstStep)
+        // The kernel takes any file's pages when memory runs short (a busy machine, a balloon
+        // driver), which looks the same as a drop: the read-back file is checked only when the
+        // kernel reclaimed no file page meanwhile.
+        let readBackResident = try residentBytes(directory.file("unhashed"), count: firstStep)
+        if try filePagesReclaimed() == reclaimedBefore {
+            #expect(readBackResident == firstStep)
+        }
         #expect(sha256Hex(contents(directory.file("hashed"))) == sha256Hex(body))
+    }
+
+    /// How many file pages the kernel has reclaimed since boot (`pgsteal_file` in /proc/vmstat).
+    private func filePagesReclaimed() throws -> Int {
+        let counters = String(decoding: contents("/proc/vmstat"), as: UTF8.self)
+        let line = counters.split(separator: "\n").first { $0.hasPrefix("pgsteal_file ") }
+        return try #require(line.flatMap { Int($0.dropFirst("pgsteal_file ".count)) })
     }
 
     /// How many of the first `count` bytes of the file at `path` are in the page cache (mincore).
