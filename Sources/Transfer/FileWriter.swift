@@ -25,7 +25,7 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
     private let backlog: WriteBacklog
     /// Nil for a segment of a segmented download, whose digest is computed over the finished file.
     private let digest: FileDigest?
-    private let writeBack: WriteBack
+    let writeBack: WriteBack
     /// Told how far the file is written (`WriteLimit.written`).
     private let writeLimit: WriteLimit?
     let queue = DispatchQueue(label: "fetchd.transfer.file", target: .global(qos: .utility))

@@ -25,7 +25,8 @@ final class WriteBack: QueueConfined, @unchecked Sendable {
     static let step: Int64 = 8 << 20
 
     private let fd: Int32
-    private let dropsWritten: Bool
+    /// Whether written ranges leave the page cache once on disk.
+    let dropsWritten: Bool
     let queue = DispatchQueue(label: "fetchd.transfer.writeback", target: .global(qos: .utility))
     /// Where the range whose write-back started last begins.
     private var lastStarted: Int64?
