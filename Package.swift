@@ -34,29 +34,29 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Layers, each knowing nothing of the ones above it.
-        .target(name: "Epoll", swiftSettings: codeLayout),
+        .target(name: "Epoll"),
         // The debug check that a class's state is used only on its serial queue, for every layer with such classes.
-        .target(name: "Confinement", swiftSettings: codeLayout),
-        .target(name: "HTTPServer", dependencies: ["CZlib", "Epoll", .product(name: "Logging", package: "swift-log")], swiftSettings: codeLayout),
+        .target(name: "Confinement"),
+        .target(name: "HTTPServer", dependencies: ["CZlib", "Epoll", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Transfer", dependencies: [
             "CCurl", "COpenSSL", "Confinement", "DownloadCore", "Epoll",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
-        ], swiftSettings: codeLayout),
-        .target(name: "DownloadCore", swiftSettings: codeLayout),
+        ]),
+        .target(name: "DownloadCore"),
         // The store as the service sees it (a protocol and its values); one module per backend.
-        .target(name: "Persistence", dependencies: ["DownloadCore"], swiftSettings: codeLayout),
-        .target(name: "SQLiteStore", dependencies: ["CSQLite", "Confinement", "DownloadCore", "Persistence"], swiftSettings: codeLayout),
-        .target(name: "PostgresStore", dependencies: ["CPostgres", "DownloadCore", "Persistence"], swiftSettings: codeLayout),
+        .target(name: "Persistence", dependencies: ["DownloadCore"]),
+        .target(name: "SQLiteStore", dependencies: ["CSQLite", "Confinement", "DownloadCore", "Persistence"]),
+        .target(name: "PostgresStore", dependencies: ["CPostgres", "DownloadCore", "Persistence"]),
         .target(name: "DownloadService", dependencies: [
             "Confinement", "DownloadCore", "Persistence", "SQLiteStore", "PostgresStore", "Transfer", "HTTPServer",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
-        ], swiftSettings: codeLayout),
+        ]),
         .executableTarget(name: "fetchd", dependencies: [
             "DownloadService", "DownloadCore", "HTTPServer",
             .product(name: "Logging", package: "swift-log"),
-        ], exclude: ["fetchd.order"], swiftSettings: codeLayout, linkerSettings: codeOrder),
+        ], exclude: ["fetchd.order"], linkerSettings: codeOrder),
 
         .executableTarget(name: "StoreBench", dependencies: ["PostgresStore", "Persistence", "DownloadCore"], path: "Benchmarks/StoreBench"),
 
@@ -87,3 +87,9 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// fetchd's own modules, those under Sources/ (not the system libraries' maps, the tests, the fuzz
+// targets or the store bench), take `codeLayout`.
+for target in package.targets where target.path == nil && target.type != .system && target.type != .test {
+    target.swiftSettings = (target.swiftSettings ?? []) + codeLayout
+}
