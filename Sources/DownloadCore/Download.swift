@@ -196,11 +196,13 @@ public struct Download: Sendable, Equatable {
         self.mirrorIndex = mirrorIndex
         self.mirrorMisses = mirrorMisses
         self.ranges = ranges
-        self.objectUpload = objectUpload
+        // The boxes set straight, not through their properties: a setter is a call on the whole
+        // of `self`, which the optimizer then builds in memory and copies out, a retain per field.
+        objectUploadBox = objectUpload.map(Boxed.init)
         self.objectETag = objectETag
         self.objectVersionID = objectVersionID
-        self.upload = upload
-        self.watch = watch
+        uploadBox = upload.map(Boxed.init)
+        watchBox = watch.map(Boxed.init)
     }
 
     /// Which way the job moves its file.

@@ -14,18 +14,20 @@ extension DownloadTable {
     /// made (a state change encodes no headers).
     @inlinable  // specialized in each backend's module, for its own values
     public static func values<Bound: ColumnBinding>(_ job: Download, _ columns: ColumnSet, as _: Bound.Type = Bound.self) -> [Bound] {
+        // `visit` takes the fields in place; a writer only reads them.
+        var job = job
         var values: [Bound] = []
         values.reserveCapacity(columns.indices.count)
-        append(job, columns, to: &values)
+        append(&job, columns, to: &values)
         return values
     }
 
     /// The same values appended to `values`: a statement binding many jobs' rows takes them
-    /// straight, with no list of each job's to copy over.
+    /// straight, with no list of each job's to copy over. The job in place, as `visit` takes it (a
+    /// writer only reads it): a caller that has it in a variable already copies nothing, where a
+    /// copy would be a retain and a release per field.
     @inlinable
-    public static func append<Bound: ColumnBinding>(_ job: Download, _ columns: ColumnSet, to values: inout [Bound]) {
-        // `visit` takes the fields in place; a writer only reads them.
-        var job = job
+    public static func append<Bound: ColumnBinding>(_ job: inout Download, _ columns: ColumnSet, to values: inout [Bound]) {
         var writer = ValueWriter<Bound>(includes: columns.includes)
         // Moved in and out, never copied: the list stays unique, and grows in place.
         swap(&writer.values, &values)

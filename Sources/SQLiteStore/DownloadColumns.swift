@@ -30,14 +30,15 @@ enum DownloadColumns {
     }
 
     /// `values(d)` appended to `values`.
-    static func append(_ d: Download, to values: inout [SQLValue]) {
-        DownloadTable.append(d, DownloadTable.insertColumns, to: &values)
+    static func append(_ d: inout Download, to values: inout [SQLValue]) {
+        DownloadTable.append(&d, DownloadTable.insertColumns, to: &values)
     }
 
     static func stateValues(_ d: Download) -> [SQLValue] {
+        var d = d
         var values: [SQLValue] = []
         values.reserveCapacity(stateColumns.count)
-        DownloadTable.append(d, DownloadTable.stateColumns, to: &values)
+        DownloadTable.append(&d, DownloadTable.stateColumns, to: &values)
         values.append(liveDestination(d))
         return values
     }

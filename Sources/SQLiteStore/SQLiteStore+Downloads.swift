@@ -80,18 +80,19 @@ extension SQLiteStore {
         let rowWidth = written + 4
         var values: [SQLValue] = []
         values.reserveCapacity(run.count * rowWidth)
-        // By index: `for job in run` would copy each job, a retain per field of its Download.
         for index in run.indices {
-            let session = run[index].download.session
-            let tag = try chosen.next(db, session: session)
-            chosen.take(tag, session: session)
+            // The job's one copy (a retain per field of its Download), which its columns are then
+            // written from in place.
+            var job = run[index].download
+            let tag = try chosen.next(db, session: job.session)
+            chosen.take(tag, session: job.session)
             chosenTags.append(tag)
-            DownloadColumns.append(run[index].download, to: &values)
+            DownloadColumns.append(&job, to: &values)
             // One by one: a literal list would be an allocation per job.
-            values.append(.integer(run[index].download.discretionary ? 1 : 0))
+            values.append(.integer(job.discretionary ? 1 : 0))
             values.append(.integer(tag))
-            values.append(DownloadColumns.liveDestination(run[index].download))
-            values.append(Self.dueAtInsert(run[index].download))
+            values.append(DownloadColumns.liveDestination(job))
+            values.append(Self.dueAtInsert(job))
         }
         var inserted = run.count
         do {

@@ -44,8 +44,10 @@ extension DownloadsAPI {
                 room -= 1
                 let download = submission.makeDownload(id: ids.next(now: now), now: now)
                 // Encoded here, on the event loop: the answer shows the created job in these bytes
-                // (and PostgreSQL's event log copies them).
-                jobs.append(NewJob(download: download, idempotency: nil, statePayload: DownloadJSON.logged(download)))
+                // (and PostgreSQL's event log copies them). Before the job is made, so that the
+                // Download moves into it rather than being copied, a retain per field.
+                let encoded = DownloadJSON.logged(download)
+                jobs.append(NewJob(download: download, idempotency: nil, statePayload: encoded))
                 return .accepted
             } catch let problem as APIProblem {
                 return .refused(problem)
