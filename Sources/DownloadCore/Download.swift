@@ -196,13 +196,11 @@ public struct Download: Sendable, Equatable {
         self.mirrorIndex = mirrorIndex
         self.mirrorMisses = mirrorMisses
         self.ranges = ranges
-        // The boxes set straight, not through their properties: a setter is a call on the whole
-        // of `self`, which the optimizer then builds in memory and copies out, a retain per field.
-        objectUploadBox = objectUpload.map(Boxed.init)
+        self.objectUpload = objectUpload
         self.objectETag = objectETag
         self.objectVersionID = objectVersionID
-        uploadBox = upload.map(Boxed.init)
-        watchBox = watch.map(Boxed.init)
+        self.upload = upload
+        self.watch = watch
     }
 
     /// Which way the job moves its file.
