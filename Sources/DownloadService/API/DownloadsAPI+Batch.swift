@@ -45,9 +45,10 @@ extension DownloadsAPI {
                 let download = submission.makeDownload(id: ids.next(now: now), now: now)
                 // Encoded here, on the event loop: the answer shows the created job in these bytes
                 // (and PostgreSQL's event log copies them). Before the job is made, so that the
-                // Download moves into it rather than being copied, a retain per field.
+                // Download can move into it: without `consume`, the optimized build copies it, a
+                // retain and a release per field.
                 let encoded = DownloadJSON.logged(download)
-                jobs.append(NewJob(download: download, idempotency: nil, statePayload: encoded))
+                jobs.append(NewJob(download: consume download, idempotency: nil, statePayload: encoded))
                 return .accepted
             } catch let problem as APIProblem {
                 return .refused(problem)
