@@ -8,7 +8,10 @@ import Transfer
 
 /// The `/downloads` endpoints. Each handler returns its response or throws: an `APIProblem` for
 /// what it knows about the request, anything else (a store error) for the router to answer `503`.
-struct DownloadsAPI: Sendable {
+///
+/// A class: every route's closure holds the handler, and a struct this size (the whole
+/// `Configuration`) would be copied into each of them at start.
+final class DownloadsAPI: Sendable {
     let store: any JobStore
     let scheduler: Scheduler
     let dispatcher: WebhookDispatcher
@@ -22,6 +25,23 @@ struct DownloadsAPI: Sendable {
     let ids: IDSource
     let inserts: InsertBatcher
     let writes: WriteQueue
+
+    init(store: any JobStore, scheduler: Scheduler, dispatcher: WebhookDispatcher, hub: EventHub, events: WebhookEvents,
+         files: DestinationFiles, sources: UploadSources, configuration: Configuration, clock: Clock, ids: IDSource,
+         inserts: InsertBatcher, writes: WriteQueue) {
+        self.store = store
+        self.scheduler = scheduler
+        self.dispatcher = dispatcher
+        self.hub = hub
+        self.events = events
+        self.files = files
+        self.sources = sources
+        self.configuration = configuration
+        self.clock = clock
+        self.ids = ids
+        self.inserts = inserts
+        self.writes = writes
+    }
 
     static let maxIdempotencyKeyLength = 255
 

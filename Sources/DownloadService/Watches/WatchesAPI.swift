@@ -4,7 +4,8 @@ import Persistence
 
 /// The `/watches` endpoints. A watch's check is a job of `/downloads`: pausing, resuming or
 /// deleting a watch does the same to its live check, through the download endpoints' own code.
-struct WatchesAPI: Sendable {
+/// A class for the reason `DownloadsAPI` is one.
+final class WatchesAPI: Sendable {
     let store: any JobStore
     let downloads: DownloadsAPI
     let scheduler: Scheduler
@@ -12,6 +13,17 @@ struct WatchesAPI: Sendable {
     let clock: Clock
     let ids: IDSource
     let writes: WriteQueue
+
+    init(store: any JobStore, downloads: DownloadsAPI, scheduler: Scheduler, configuration: Configuration, clock: Clock,
+         ids: IDSource, writes: WriteQueue) {
+        self.store = store
+        self.downloads = downloads
+        self.scheduler = scheduler
+        self.configuration = configuration
+        self.clock = clock
+        self.ids = ids
+        self.writes = writes
+    }
 
     func create(_ request: HTTPRequest, principal: String) async throws -> HTTPResponse {
         let spec = try judge(try DownloadsAPI.jsonBody(request, what: "the watch"))
