@@ -8,7 +8,7 @@ import Persistence
 /// idempotency keys after at least 24 hours and the store's own spent bookkeeping, so the
 /// database stays bounded under steady churn. Runs at start and then every so often.
 final class Housekeeper: QueueConfined, @unchecked Sendable {  // `timer` only on `queue` (assertOnQueue)
-    let queue = DispatchQueue(label: "fetchd.housekeeping", qos: .utility)
+    let queue = DispatchQueue(label: "fetchd.housekeeping", target: Upkeep.queue)
     let store: any JobStore
     let retention: Int64
     let clock: Clock

@@ -11,7 +11,7 @@ import Transfer
 /// upload left by a crash), and with each housekeeping pass. An abort that fails is tried again at
 /// the next sweep.
 final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`, `sweeping`, `cleared` only on `queue` (assertOnQueue)
-    let queue = DispatchQueue(label: "fetchd.objects.sweeper", qos: .utility)
+    let queue = DispatchQueue(label: "fetchd.objects.sweeper", target: Upkeep.queue)
     private let store: any JobStore
     private let client: ObjectStorageClient?
     private let tus: TusTermination?

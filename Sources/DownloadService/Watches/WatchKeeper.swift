@@ -10,7 +10,7 @@ import Persistence
 /// at start and then every `interval`. With many nodes any may find one: the watch's row lock
 /// and its check's state, read under it, let only the first give it a check.
 final class WatchKeeper: QueueConfined, @unchecked Sendable {  // `timer` only on `queue` (assertOnQueue)
-    let queue = DispatchQueue(label: "fetchd.watches", qos: .utility)
+    let queue = DispatchQueue(label: "fetchd.watches", target: Upkeep.queue)
     let store: any JobStore
     let checks: WatchChecks
     let clock: Clock
