@@ -13,21 +13,21 @@ struct ConsoleAPI: Sendable {
         var etag: String
     }
 
-    private let files: [String: File]
-
-    init(files: [ConsoleFiles.Entry] = ConsoleFiles.all) {
+    /// Made at the first request for the console rather than at start, where most fetchd never
+    /// serve it (a static's first use is thread-safe).
+    private static let files: [String: File] = {
         var byName: [String: File] = [:]
-        for file in files {
+        for file in ConsoleFiles.all {
             let body = Array(file.text.utf8)
             byName[file.name] = File(body: body, contentType: file.contentType,
                                      etag: "\"" + SHA256.hash(data: body).prefix(16).hex + "\"")
         }
-        self.files = byName
-    }
+        return byName
+    }()
 
     /// The file at `/ui/<name>` (`index.html` for `/ui/`), or 304 when `If-None-Match` names its ETag.
     func serve(_ name: String, _ request: HTTPRequest) throws(APIProblem) -> HTTPResponse {
-        guard let file = files[name.isEmpty ? "index.html" : name] else { throw .notFound("no console file with this name") }
+        guard let file = Self.files[name.isEmpty ? "index.html" : name] else { throw .notFound("no console file with this name") }
         var headers = HTTPHeaders()
         headers.set("ETag", file.etag)
         // Revalidated on every load, so a new build's console is never mixed with an old cached one.
