@@ -106,7 +106,24 @@ def describe(repo: str, args) -> str:
     least = "".join(f", {rounds_for(name, args)} for {name}" for name in args.only.split(",")
                     if rounds_for(name, args) != args.rounds)
     return (f"fetchd {commit or '?'}, {mode}, {args.rounds} rounds{least}, {time.strftime('%Y-%m-%d %H:%M %Z')}, "
-            f"nproc {os.cpu_count()}, Linux {platform.release()}{damon_reclaim()}, load average before {os.getloadavg()[0]:.1f}")
+            f"nproc {os.cpu_count()}, Linux {platform.release()}{damon_reclaim()}, load average before {os.getloadavg()[0]:.1f}"
+            f"{code_layout(repo, args.fetchd)}")
+
+
+def code_layout(repo: str, binary: str) -> str:
+    """Says how many of the functions `Sources/fetchd/fetchd.order` names the binary still has, when
+    some are gone: a function renamed (a struct made a class renames every method) falls out of the
+    order and back to where the link puts it, and the code resident at start grows with each. Making
+    DownloadsAPI a class took 110 of 2,110 out, and 0.57 MB more code was resident after a start
+    (2.78 against 3.35 MB) until `make code-layout` wrote the order again."""
+    try:
+        with open(os.path.join(repo, "Sources/fetchd/fetchd.order")) as f:
+            ordered = {line.strip().removeprefix(".text.") for line in f if line.strip()}
+        names = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    found = len(ordered & {line.rsplit(" ", 1)[-1] for line in names.splitlines()})
+    return "" if found >= 0.98 * len(ordered) else f", code layout stale: {found:,} of {len(ordered):,} ordered functions (make code-layout)"
 
 
 def damon_reclaim() -> str:

@@ -61,13 +61,14 @@ def run(argv, **kwargs) -> float:
     return elapsed
 
 
-def rss_mb(pid: int) -> float:
-    """Resident set size in MB (10^6 bytes)."""
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident set size in MB (10^6 bytes); `field` "RssAnon" for the private part alone: what the
+    process allocated and wrote, without the pages of its binary and libraries mapped from files."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024 / 1e6
-    raise RuntimeError(f"no VmRSS for {pid}")
+    raise RuntimeError(f"no {field} for {pid}")
 
 
 def cpu_seconds(pid: int) -> float:
