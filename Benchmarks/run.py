@@ -114,8 +114,8 @@ def code_layout(repo: str, binary: str) -> str:
     """Says how many of the functions `Sources/fetchd/fetchd.order` names the binary still has, when
     some are gone: a function renamed (a struct made a class renames every method) falls out of the
     order and back to where the link puts it, and the code resident at start grows with each. Making
-    DownloadsAPI a class took 110 of 2,110 out, and 0.57 MB more code was resident after a start
-    (2.78 against 3.35 MB) until `make code-layout` wrote the order again."""
+    DownloadsAPI a class took 110 of 2,110 out, and 0.4-0.6 MB more code was resident after a start
+    (3.18-3.35 against 2.78 MB) until `make code-layout` wrote the order again."""
     try:
         with open(os.path.join(repo, "Sources/fetchd/fetchd.order")) as f:
             ordered = {line.strip().removeprefix(".text.") for line in f if line.strip()}
