@@ -113,8 +113,7 @@ public final class DownloadService: Sendable {
                                      writes: WriteQueue())
         let sessions = SessionsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
                                    partials: partials, clock: clock, writes: WriteQueue())
-        let watches = WatchesAPI(store: store, downloads: downloads, scheduler: scheduler, configuration: configuration, clock: clock,
-                                 ids: ids, writes: WriteQueue())
+        let watches = WatchesAPI(downloads: downloads, writes: WriteQueue())
         server = HTTPServer(configuration: http, router: Self.router(
             downloads: downloads, sessions: sessions, watches: watches, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
             globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler, elsewhere: eventRelay?.elsewhere),

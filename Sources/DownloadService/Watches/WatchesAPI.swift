@@ -4,26 +4,17 @@ import Persistence
 
 /// The `/watches` endpoints. A watch's check is a job of `/downloads`: pausing, resuming or
 /// deleting a watch does the same to its live check, through the download endpoints' own code.
-/// A class for the reason `DownloadsAPI` is one.
-final class WatchesAPI: Sendable {
-    let store: any JobStore
+struct WatchesAPI: Sendable {
+    /// The download endpoints: a watch's checks are their jobs, kept in the same store, scheduled by
+    /// the same scheduler, under the same settings, clock and ids.
     let downloads: DownloadsAPI
-    let scheduler: Scheduler
-    let configuration: Configuration
-    let clock: Clock
-    let ids: IDSource
     let writes: WriteQueue
 
-    init(store: any JobStore, downloads: DownloadsAPI, scheduler: Scheduler, configuration: Configuration, clock: Clock,
-         ids: IDSource, writes: WriteQueue) {
-        self.store = store
-        self.downloads = downloads
-        self.scheduler = scheduler
-        self.configuration = configuration
-        self.clock = clock
-        self.ids = ids
-        self.writes = writes
-    }
+    var store: any JobStore { downloads.store }
+    var scheduler: Scheduler { downloads.scheduler }
+    var configuration: Configuration { downloads.configuration }
+    var clock: Clock { downloads.clock }
+    var ids: IDSource { downloads.ids }
 
     func create(_ request: HTTPRequest, principal: String) async throws -> HTTPResponse {
         let spec = try judge(try DownloadsAPI.jsonBody(request, what: "the watch"))

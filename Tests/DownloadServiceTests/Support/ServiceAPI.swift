@@ -31,8 +31,7 @@ final class ServiceAPI: Sendable {
                                      inserts: InsertBatcher(store: store), writes: WriteQueue())
         let sessions = SessionsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: fixture.events,
                                    partials: fixture.partials, clock: clock, writes: WriteQueue())
-        let watches = WatchesAPI(store: store, downloads: downloads, scheduler: scheduler, configuration: configuration, clock: clock,
-                                 ids: IDSource(), writes: WriteQueue())
+        let watches = WatchesAPI(downloads: downloads, writes: WriteQueue())
         router = DownloadService.router(
             downloads: downloads, sessions: sessions, watches: watches,
             events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
