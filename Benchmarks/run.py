@@ -3,7 +3,7 @@
 
     python3 Benchmarks/run.py [--quick] [--only single,small,intake,queue,concurrency,https,segmented,cap,batch,sessions,objects,uploads,
                               watches,fileservers]
-                              [--rounds N] [--profile DIR] [--fetchd PATH] [--json FILE]
+                              [--rounds N] [--profile DIR] [--fetchd PATH] [--baseline PATH] [--json FILE]
 
 `make bench` and `make bench-quick` install nginx-light, aria2, wrk and rclone (and moto and boto3
 for `objects`, aiohttp-tus and tuspy for `uploads`), build fetchd in release mode and run this. See Benchmarks/README.md for what each
@@ -26,7 +26,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import deletions, procs  # noqa: E402
+from benchlib import compare, deletions, procs  # noqa: E402
 from benchlib.context import Context  # noqa: E402
 from benchlib.table import Row, render  # noqa: E402
 from scenarios import (batch, cap, concurrency, fileservers, https, intake, objects, queue, segmented,  # noqa: E402
@@ -51,15 +51,17 @@ def main() -> int:
     parser.add_argument("--profile", metavar="DIR", help="sample fetchd with perf during each measurement")
     parser.add_argument("--fetchd", default=os.environ.get("FETCHD_BIN", os.path.join(repo, ".build/release/fetchd")))
     parser.add_argument("--commit", help="what to call the fetchd measured (default: git describe of this tree)")
+    parser.add_argument("--baseline", metavar="PATH",
+                        help="an earlier fetchd build, run in turn with --fetchd round by round; a second table compares them")
     parser.add_argument("--json", metavar="FILE", help="also write every round's figures as JSON")
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fetchd-bench-files"),
                         help="where generated origin files are kept between runs")
     args = parser.parse_args()
 
     missing = [tool for tool in TOOLS if not shutil.which(tool)]
-    if missing or not os.access(args.fetchd, os.X_OK):
-        sys.exit(f"missing: {' '.join(missing + ([args.fetchd] if not os.access(args.fetchd, os.X_OK) else []))} "
-                 "(make bench installs and builds them)")
+    missing += [path for path in (args.fetchd, args.baseline) if path and not os.access(path, os.X_OK)]
+    if missing:
+        sys.exit(f"missing: {' '.join(missing)} (make bench installs and builds them)")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -71,27 +73,47 @@ def main() -> int:
                   os.path.abspath(args.profile) if args.profile else None)
     header = describe(repo, args)
     started = time.perf_counter()
-    rows = []
+    rows, baseline_rows = [], []
     try:
         for name in args.only.split(","):
-            ctx.log(f"scenario {name}")
-            try:
-                rows += SCENARIOS[name].run(dataclasses.replace(ctx, rounds=rounds_for(name, args)))
-            except Exception as error:  # one broken scenario still leaves the others' figures
-                ctx.log(f"scenario {name} failed: {error!r}\n{traceback.format_exc()}")
-                rows.append(Row(name, f"FAILED: {error}", "", []))
-            procs.stop_all()
+            if not args.baseline:
+                rows += run_scenario(name, dataclasses.replace(ctx, rounds=rounds_for(name, args)))
+                continue
+            # One round at a time, the two builds in turn and the order swapped each round.
+            runs = ([], [])
+            builds = [(0, ctx.fetchd_bin), (1, os.path.abspath(args.baseline))]
+            for r in range(rounds_for(name, args)):
+                for which, build in builds if r % 2 == 0 else builds[::-1]:
+                    runs[which].append(run_scenario(name, dataclasses.replace(ctx, rounds=1, fetchd_bin=build)))
+            rows += compare.pooled(runs[0])
+            baseline_rows += compare.pooled(runs[1])
     finally:
         procs.stop_all()
         shutil.rmtree(workdir, ignore_errors=True)
         deletions.note(args.cache)
     header += f", took {time.perf_counter() - started:.0f} s, load average after {os.getloadavg()[0]:.1f}"
     print(f"\n{header}\n\n{render(rows)}\n")
+    if args.baseline:
+        print(f"Against the baseline, {args.baseline}, its rounds run in turn with this build's:\n\n"
+              f"{compare.render(rows, baseline_rows)}\n")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"header": header, "rows": [vars(r) for r in rows]}, f, indent=1)
+            json.dump({"header": header, "rows": [vars(r) for r in rows], "baseline_rows": [vars(r) for r in baseline_rows]},
+                      f, indent=1)
     print(f"targets met: {sum(r.met is True for r in rows)} of {sum(r.met is not None for r in rows)}")
     return 0
+
+
+def run_scenario(name: str, ctx: Context) -> list[Row]:
+    """Scenario `name`'s rows, or one saying it failed: one broken scenario still leaves the others' figures."""
+    ctx.log(f"scenario {name} ({ctx.fetchd_bin})")
+    try:
+        return SCENARIOS[name].run(ctx)
+    except Exception as error:
+        ctx.log(f"scenario {name} failed: {error!r}\n{traceback.format_exc()}")
+        return [Row(name, f"FAILED: {error}", "", [])]
+    finally:
+        procs.stop_all()
 
 
 def rounds_for(name: str, args) -> int:
