@@ -3,10 +3,8 @@ pooled over its rounds, and a table of where this build's median falls against t
 
 A figure is "behind" only when this build's median lies outside every round the baseline ran, on the
 worse side; the better side is the target's (`<=`: lower is better, of the value or of its ratio
-to the peer's), and a row with no target says only "above" or "below". Both builds go through the same warm-ups and waits, so what
-the machine does meanwhile falls on both alike."""
-import statistics
-
+to the peer's), and a row with no target says only "above" or "below". Both builds go through the
+same warm-ups and waits, so what the machine does meanwhile falls on both alike."""
 from .table import Row, fmt, markdown
 
 
