@@ -84,7 +84,9 @@ def main() -> int:
             builds = [(0, ctx.fetchd_bin), (1, os.path.abspath(args.baseline))]
             for r in range(rounds_for(name, args)):
                 for which, build in builds if r % 2 == 0 else builds[::-1]:
-                    runs[which].append(run_scenario(name, dataclasses.replace(ctx, rounds=1, fetchd_bin=build)))
+                    profiles = round_profile_dir(ctx, ("this", "baseline")[which], r)
+                    runs[which].append(run_scenario(name, dataclasses.replace(ctx, rounds=1, fetchd_bin=build,
+                                                                               profile_dir=profiles)))
             rows += compare.pooled(runs[0])
             baseline_rows += compare.pooled(runs[1])
     finally:
@@ -114,6 +116,16 @@ def run_scenario(name: str, ctx: Context) -> list[Row]:
         return [Row(name, f"FAILED: {error}", "", [])]
     finally:
         procs.stop_all()
+
+
+def round_profile_dir(ctx: Context, build: str, r: int) -> str | None:
+    """With --profile and --baseline, where a build's round keeps its profiles: each round runs
+    the scenario as its first, whose profiles would otherwise overwrite the last round's."""
+    if not ctx.profile_dir:
+        return None
+    path = os.path.join(ctx.profile_dir, f"{build}-round{r + 1}")
+    os.makedirs(path, exist_ok=True)
+    return path
 
 
 def rounds_for(name: str, args) -> int:
