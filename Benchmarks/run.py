@@ -65,30 +65,26 @@ def main() -> int:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if args.profile:
-        os.makedirs(args.profile, exist_ok=True)
-
     workdir = tempfile.mkdtemp(prefix="fetchd-bench-")
     ctx = Context(os.path.abspath(args.fetchd), workdir, args.cache, args.quick, args.rounds,
                   os.path.abspath(args.profile) if args.profile else None)
     header = describe(repo, args)
     started = time.perf_counter()
     rows, baseline_rows = [], []
+    builds = {"this": ctx.fetchd_bin, "baseline": os.path.abspath(args.baseline)} if args.baseline else {}
     try:
         for name in args.only.split(","):
-            if not args.baseline:
+            if not builds:
                 rows += run_scenario(name, dataclasses.replace(ctx, rounds=rounds_for(name, args)))
                 continue
             # One round at a time, the two builds in turn and the order swapped each round.
-            runs = ([], [])
-            builds = [(0, ctx.fetchd_bin), (1, os.path.abspath(args.baseline))]
+            runs = {build: [] for build in builds}
             for r in range(rounds_for(name, args)):
-                for which, build in builds if r % 2 == 0 else builds[::-1]:
-                    profiles = round_profile_dir(ctx, ("this", "baseline")[which], r)
-                    runs[which].append(run_scenario(name, dataclasses.replace(ctx, rounds=1, fetchd_bin=build,
-                                                                               profile_dir=profiles)))
-            rows += compare.pooled(runs[0])
-            baseline_rows += compare.pooled(runs[1])
+                for build in list(builds) if r % 2 == 0 else list(builds)[::-1]:
+                    runs[build].append(run_scenario(name, dataclasses.replace(
+                        ctx, rounds=1, fetchd_bin=builds[build], profile_dir=round_profile_dir(ctx, build, r))))
+            rows += compare.pooled(runs["this"])
+            baseline_rows += compare.pooled(runs["baseline"])
     finally:
         procs.stop_all()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -121,11 +117,7 @@ def run_scenario(name: str, ctx: Context) -> list[Row]:
 def round_profile_dir(ctx: Context, build: str, r: int) -> str | None:
     """With --profile and --baseline, where a build's round keeps its profiles: each round runs
     the scenario as its first, whose profiles would otherwise overwrite the last round's."""
-    if not ctx.profile_dir:
-        return None
-    path = os.path.join(ctx.profile_dir, f"{build}-round{r + 1}")
-    os.makedirs(path, exist_ok=True)
-    return path
+    return os.path.join(ctx.profile_dir, f"{build}-round{r + 1}") if ctx.profile_dir else None
 
 
 def rounds_for(name: str, args) -> int:

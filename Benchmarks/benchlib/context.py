@@ -36,6 +36,7 @@ class Context:
         if not self.profile_dir:
             yield
             return
+        os.makedirs(self.profile_dir, exist_ok=True)
         data = os.path.join(self.profile_dir, f"{label}.data")
         perf = procs.spawn(["perf", "record", "-F", "499", "--call-graph", "dwarf,16384", "-p", str(pid), "-o", data])
         time.sleep(0.5)
