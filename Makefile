@@ -96,7 +96,7 @@ $(FUZZ_PARSERS:%=fuzz-%): fuzz-%:
 ## bench: fetchd beside curl, aria2 and rclone on loopback, one table (Benchmarks/README.md, docs/benchmarks.md); BENCH_ARGS passes options
 ## bench-quick: the same scaled down, in under 3 minutes
 .PHONY: bench bench-quick bench-deps
-BENCH_APT := nginx-light aria2 wrk curl openssl rclone
+BENCH_APT := nginx-light aria2 wrk curl openssl rclone vsftpd openssh-server
 ## the objects scenario runs moto as the end-to-end tests do (Tests/e2e/s3_support.py, which imports
 ## e2e_support.py and so standardwebhooks) and checks each object with boto3; the uploads scenario sends
 ## to aiohttp-tus (Tests/e2e/tus_server.py) beside tuspy

@@ -6,8 +6,9 @@
                               [--rounds N] [--profile DIR] [--fetchd PATH] [--baseline PATH] [--json FILE]
 
 `make bench` and `make bench-quick` install nginx-light, aria2, wrk and rclone (and moto and boto3
-for `objects`, aiohttp-tus and tuspy for `uploads`), build fetchd in release mode and run this. See Benchmarks/README.md for what each
-scenario measures and how.
+for `objects`, aiohttp-tus and tuspy for `uploads`, vsftpd and OpenSSH's sshd for `fileservers`),
+build fetchd in release mode and run this. See Benchmarks/README.md for what each scenario
+measures and how.
 """
 import argparse
 import dataclasses
