@@ -30,10 +30,9 @@ def verdict(this: Row, baseline: Row) -> str:
     if low <= this.value <= high:
         return "within"
     above = this.value > high
-    if not this.target:
+    if this.lower_is_better is None:
         return "above" if above else "below"
-    lower_is_better = this.target.split()[1] == "<="
-    return "**behind**" if above == lower_is_better else "ahead"
+    return "**behind**" if above == this.lower_is_better else "ahead"
 
 
 def render(this_rows: list[Row], baseline_rows: list[Row]) -> str:

@@ -35,6 +35,11 @@ class Row:
         return f"±{(max(self.fetchd) - min(self.fetchd)) / self.value / 2:.0%}"
 
     @property
+    def lower_is_better(self) -> bool | None:
+        """Which way the target points (of the value, or of its ratio to the peer's); None without one."""
+        return self.target.split()[1] == "<=" if self.target else None
+
+    @property
     def met(self) -> bool | None:
         if not self.target:
             return None
