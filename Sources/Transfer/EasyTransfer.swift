@@ -416,7 +416,10 @@ final class EasyTransfer {
         }
         result.effectiveURL = effectiveURL
         result.failure = failure(for: outcome)
-        if bodyReader != nil { result.bytesSent = Int64(uploaded) }
+        if let bodyReader {
+            result.bytesSent = Int64(uploaded)
+            if result.bytesSent == bodyReader.length { result.bodySHA256 = bodyReader.sha256 }
+        }
         if remoteScheme != nil, bodyReader != nil { result.bytesOnDisk = remoteUploadResult(result.failure) }
         release()
 

@@ -8,12 +8,17 @@ final class FileBodyReader {
     private let range: TransferRequest.FileRange
     /// How far into the range the next read starts.
     private var position: Int64 = 0
+    /// With `range.hashed`: the SHA-256 of the range up to `hashedTo`, the furthest any read
+    /// reached. Bytes read again after a rewind are the same bytes and are not hashed twice.
+    private var digest: ResumableDigest?
+    private var hashedTo: Int64 = 0
 
     init(_ range: TransferRequest.FileRange) throws(TransferFailure) {
         let fd = range.descriptor.map { fcntl($0, F_DUPFD_CLOEXEC, 0) } ?? Glibc.open(range.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw FileWriter.failure(errno, "open", range.path) }
         self.fd = fd
         self.range = range
+        if range.hashed { digest = ResumableDigest(extra: nil) }
     }
 
     deinit {
@@ -22,6 +27,11 @@ final class FileBodyReader {
 
     var length: Int64 { range.length }
 
+    /// With `range.hashed`, once every byte of the range was read: its SHA-256, lowercase hex.
+    var sha256: String? {
+        hashedTo == range.length ? digest?.finalize().sha256 : nil
+    }
+
     /// Fills `buffer` with the next bytes; 0 at the end of the range. A file shorter than the
     /// range aborts the request (curl then fails it) rather than sending less than announced.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
@@ -29,13 +39,22 @@ final class FileBodyReader {
         guard wanted > 0, let base = buffer.baseAddress else { return 0 }
         let count = pread(fd, base, wanted, off_t(range.offset + position))
         guard count > 0 else { return nil }
-        position += Int64(count)
+        let end = position + Int64(count)
+        if digest != nil, end > hashedTo {
+            // `seek(to:)` keeps `position` at or before `hashedTo`, so the new bytes are the tail.
+            let fresh = Int(end - hashedTo)
+            digest?.update(UnsafeRawBufferPointer(start: base + (count - fresh), count: fresh))
+            hashedTo = end
+        }
+        position = end
         return count
     }
 
-    /// Moves to `offset` from the start of the range (curl's rewind before sending again).
+    /// Moves to `offset` from the start of the range (curl's rewind before sending again). A
+    /// hashed range refuses to skip bytes it has not hashed: curl then reads up to `offset`
+    /// instead (CURL_SEEKFUNC_CANTSEEK).
     func seek(to offset: Int64) -> Bool {
-        guard (0...range.length).contains(offset) else { return false }
+        guard (0...range.length).contains(offset), digest == nil || offset <= hashedTo else { return false }
         position = offset
         return true
     }

@@ -107,8 +107,8 @@ public struct TransferResult: Sendable {
     public var contentDisposition: String?
     /// Seconds from now, from Retry-After (delta-seconds or HTTP-date).
     public var retryAfter: Double?
-    /// An upload's: the SHA-256 of its source, once the whole of it went. The engine does not
-    /// hash request bodies: an upload's attempt reads its source beside the sending.
+    /// A request body's SHA-256, once the whole of it went: from the engine when the body's range
+    /// asked for it (`TransferRequest.FileRange.hashed`), otherwise set by an upload's attempt.
     public var bodySHA256: String? = nil
     /// Bytes of the request body sent (`TransferRequest.bodyFile`), as far as curl sent them.
     public var bytesSent: Int64 = 0

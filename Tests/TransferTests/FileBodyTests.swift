@@ -70,6 +70,47 @@ import Testing
         #expect(result.bytesSent == Int64(body.count))
     }
 
+    /// A hashed range's digest is of the range itself, though curl read it twice (307).
+    @Test func aHashedRangesDigestIsOfWhatWentOnce() async throws {
+        let directory = try TemporaryDirectory()
+        write(body, to: directory.file("source.bin"))
+        let origin = try TestOrigin { request in
+            request.path == "/old" ? .redirect(to: "/new", status: 307) : OriginResponse(status: 201)
+        }
+        defer { origin.stop() }
+
+        let part = Array(body[1_000..<250_000])
+        let range = TransferRequest.FileRange(path: directory.file("source.bin"), offset: 1_000, length: Int64(part.count), hashed: true)
+        let result = await makeEngine().run(sending(.put, range, to: origin.url("/old")))
+        #expect(result.failure == nil && result.httpStatus == 201)
+        #expect(origin.requests.last?.body == part)
+        #expect(result.bodySHA256 == sha256Hex(part))
+        // Without asking, no digest.
+        let plain = await makeEngine().run(sending(.put, TransferRequest.FileRange(path: directory.file("source.bin"), offset: 0, length: 10),
+                                                   to: origin.url("/new")))
+        #expect(plain.failure == nil && plain.bodySHA256 == nil)
+    }
+
+    /// Rewound, the reader hashes only bytes it had not read; it never skips bytes unhashed.
+    @Test func aHashedReaderRewindsButDoesNotSkip() throws {
+        let directory = try TemporaryDirectory()
+        write(body, to: directory.file("source.bin"))
+        let reader = try FileBodyReader(TransferRequest.FileRange(path: directory.file("source.bin"), offset: 0,
+                                                                  length: Int64(body.count), hashed: true))
+        var buffer = [UInt8](repeating: 0, count: 70_000)
+        func readAll() -> [UInt8] {
+            var sent: [UInt8] = []
+            while let count = buffer.withUnsafeMutableBytes({ reader.read(into: $0) }), count > 0 { sent += buffer[..<count] }
+            return sent
+        }
+        #expect(buffer.withUnsafeMutableBytes { reader.read(into: $0) } == 70_000)
+        #expect(!reader.seek(to: 140_000) && reader.sha256 == nil)
+        #expect(reader.seek(to: 30_000))
+        #expect(readAll() == Array(body[30_000...]))
+        #expect(reader.sha256 == sha256Hex(body))
+        #expect(reader.seek(to: 0) && readAll() == body && reader.sha256 == sha256Hex(body))
+    }
+
     @Test func aFileShorterThanTheRangeAbortsTheRequest() async throws {
         let directory = try TemporaryDirectory()
         write(body, to: directory.file("source.bin"))

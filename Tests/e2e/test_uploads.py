@@ -100,9 +100,10 @@ def test_a_307_is_followed_with_the_body_again(fetchd, dav):
     source(fd, "report.csv", body)
     upload = fd.api.post("/uploads", {"url": dav.url("/moved/report.csv"), "source": "report.csv",
                                       "contentType": "text/csv"}).json()
-    wait_for(lambda: fd.api.get(f"/uploads/{upload['id']}").json()["state"] == "completed", timeout=20,
-             message="the upload to complete")
+    done = wait_for(lambda: (u := fd.api.get(f"/uploads/{upload['id']}").json())["state"] == "completed" and u,
+                    timeout=20, message="the upload to complete")
     assert (dav.root / "in" / "moved" / "report.csv").read_bytes() == body
+    assert done["sha256"] == hashlib.sha256(body).hexdigest()
     assert [r[:3] for r in dav.requests()] == [["PUT", "/moved/report.csv", "307"], ["PUT", "/in/moved/report.csv", "201"]]
 
 

@@ -102,26 +102,27 @@ struct UploadAttempts: Sendable {
         job.mirrorIndex = 0
         let replyPath = plan.replyDestination.map { _ in partials.path(job.id) }
         let fileServer = TransferTemplate.isFileServer(url)
-        let request = fileServer
+        var request = fileServer
             ? template.fileServerUploadRequest(for: job, plan: plan, source: source, now: now)
             : template.uploadRequest(for: job, plan: plan, source: source, replyPath: replyPath, now: now)
         logger.info("upload started", metadata: ["download.id": "\(job.id)", "attempt": "\(job.attempts)", "bytes": "\(plan.pin.size)"])
-        // The digest is known from the checksum's check, or read beside the sending, on a queue of
-        // its own, not in curl's read callback on the engine's one thread; it counts once the whole
-        // source went.
+        // The digest is known from the checksum's check; or the engine hashes the body as curl
+        // reads it; or, for a file server, which may be sent only what it lacked, the whole source
+        // is read beside the sending on a queue of its own. It counts once the whole source went.
         let size = plan.pin.size
-        let digest: @Sendable (@escaping @Sendable (String?) -> Void) -> Void
-        if let known = attempt.sourceSHA256 {
-            digest = { $0(known) }
-        } else {
-            let hasher = SourceHasher(source: source)
-            hasher.hash(upTo: size)
-            digest = { hasher.finish(at: size, $0) }
-        }
+        let known = attempt.sourceSHA256
+        let hasher = known == nil && fileServer ? SourceHasher(source: source) : nil
+        hasher?.hash(upTo: size)
+        request.bodyFile?.hashed = known == nil && !fileServer
         attempt.transferID = transfers.start(request, onProgress: onProgress, onComplete: { result in
             // A file server's attempt may send only what the server lacked: what it holds counts.
             guard (fileServer ? result.bytesOnDisk : result.bytesSent) == size else { return onComplete(result) }
-            digest { sha256 in
+            guard let hasher else {
+                var hashed = result
+                hashed.bodySHA256 = known ?? result.bodySHA256
+                return onComplete(hashed)
+            }
+            hasher.finish(at: size) { sha256 in
                 var hashed = result
                 hashed.bodySHA256 = sha256
                 onComplete(hashed)
