@@ -28,10 +28,11 @@ import Transfer
     }
 
     /// What the engine gives for an answer: header names as it keeps them, lowercase; with
-    /// `sentWhole`, after the whole source went.
+    /// `sentWhole`, after the whole source went, with the digest it computed as it read the body.
     func answered(_ status: Int, sentWhole: Bool = false, headers: [(String, String)] = [], body: String = "") -> TransferResult {
         var result = TransferResult(httpStatus: status, responseBody: Array(body.utf8))
         result.bytesSent = sentWhole ? Int64(source.count) : 0
+        result.bodySHA256 = sentWhole ? ObjectTest.sha256(source) : nil
         result.responseHeaders = headers.map { (name: $0.0, value: $0.1) }
         return result
     }
@@ -43,12 +44,14 @@ import Transfer
         let sent = try #require(run.transfers.all.first).request
         #expect(sent.url == "http://up.example/files/up1" && sent.method.rawValue == method.rawValue)
         #expect(sent.bodyFile?.length == Int64(source.count) && sent.bodyFile?.descriptor != nil)
+        // The engine hashes the body as it reads it to send it.
+        #expect(sent.bodyFile?.hashed == true)
 
         run.transfers.complete("up1", with: answered(201, sentWhole: true,
                                                      headers: [("location", "/files/up1/7"), ("content-type", "text/plain")], body: "stored\n"))
         #expect(await eventually { (try? run.job("up1").state) == .completed })
         let done = try run.job("up1")
-        // The digest of the source, read beside the sending.
+        // The digest of what was sent.
         #expect(done.sha256 == ObjectTest.sha256(source) && done.bytesReceived == Int64(source.count))
         #expect(done.upload?.reply == UploadReply(status: 201, contentType: "text/plain", location: "/files/up1/7", body: "stored\n"))
         #expect(try run.outcomes("up1") == ["completed"])
