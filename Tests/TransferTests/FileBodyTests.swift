@@ -16,6 +16,17 @@ import Testing
         return request
     }
 
+    /// `source.bin` holding `body`, and an origin that answers `/old` with a 307 to `/new`, and
+    /// `/new` with a 201.
+    func sourceAndRedirectingOrigin() throws -> (TemporaryDirectory, TestOrigin) {
+        let directory = try TemporaryDirectory()
+        write(body, to: directory.file("source.bin"))
+        let origin = try TestOrigin { request in
+            request.path == "/old" ? .redirect(to: "/new", status: 307) : OriginResponse(status: 201)
+        }
+        return (directory, origin)
+    }
+
     @Test(arguments: [TransferRequest.Method.post, .put])
     func theFileIsSentWhole(_ method: TransferRequest.Method) async throws {
         let directory = try TemporaryDirectory()
@@ -55,11 +66,7 @@ import Testing
 
     /// A 307 sends the body again to the new place, read again from its start.
     @Test func aBodyIsSentAgainAfterA307() async throws {
-        let directory = try TemporaryDirectory()
-        write(body, to: directory.file("source.bin"))
-        let origin = try TestOrigin { request in
-            request.path == "/old" ? .redirect(to: "/new", status: 307) : OriginResponse(status: 201)
-        }
+        let (directory, origin) = try sourceAndRedirectingOrigin()
         defer { origin.stop() }
 
         let range = TransferRequest.FileRange(path: directory.file("source.bin"), offset: 0, length: Int64(body.count))
@@ -72,11 +79,7 @@ import Testing
 
     /// A hashed range's digest is of the range itself, though curl read it twice (307).
     @Test func aHashedRangesDigestIsOfWhatWentOnce() async throws {
-        let directory = try TemporaryDirectory()
-        write(body, to: directory.file("source.bin"))
-        let origin = try TestOrigin { request in
-            request.path == "/old" ? .redirect(to: "/new", status: 307) : OriginResponse(status: 201)
-        }
+        let (directory, origin) = try sourceAndRedirectingOrigin()
         defer { origin.stop() }
 
         let part = Array(body[1_000..<250_000])
