@@ -28,7 +28,7 @@ public struct TransferRequest: Sendable {
         /// result's `bodySHA256`: the bytes are hashed once, where they are read. That puts the
         /// hash on the engine's thread (a read is at most 1 MiB, about 0.5 ms of SHA-256); a
         /// thread of its own that read the file again competed with the server for the cores, and
-        /// a 512 MiB PUT to nginx on loopback ran at 0.94 × `curl -T`'s rate instead of 1.04 ×
+        /// a 512 MiB PUT to nginx on loopback ran at 0.94 × `curl -T`'s rate instead of 1.05 ×
         /// (two cores, eight rounds in turn).
         public var hashed: Bool
 
