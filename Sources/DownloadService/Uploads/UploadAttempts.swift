@@ -117,16 +117,12 @@ struct UploadAttempts: Sendable {
         attempt.transferID = transfers.start(request, onProgress: onProgress, onComplete: { result in
             // A file server's attempt may send only what the server lacked: what it holds counts.
             guard (fileServer ? result.bytesOnDisk : result.bytesSent) == size else { return onComplete(result) }
-            guard let hasher else {
-                var hashed = result
-                hashed.bodySHA256 = known ?? result.bodySHA256
-                return onComplete(hashed)
-            }
-            hasher.finish(at: size) { sha256 in
+            let completeWith: @Sendable (String?) -> Void = { sha256 in
                 var hashed = result
                 hashed.bodySHA256 = sha256
                 onComplete(hashed)
             }
+            if let hasher { hasher.finish(at: size, completeWith) } else { completeWith(known ?? result.bodySHA256) }
         })
         return nil
     }
