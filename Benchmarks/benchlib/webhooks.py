@@ -42,3 +42,25 @@ class WebhookReceiver:
 
     def stop(self):
         procs.stop(self.proc, timeout=5)
+
+
+def post_with_curl(receiver: WebhookReceiver, count: int, work: str, parallel: int = 16) -> tuple[float, float]:
+    """curl POSTing `count` webhooks to `receiver`, `parallel` at once over kept-alive connections:
+    the least a sender spends delivering one per small file, to set beside the durable floor (whose
+    HMAC stands for the signing). Each body is as long as the floor's event payload (600 bytes),
+    with the Standard Webhooks headers; its type, `floor.webhook`, counts apart from fetchd's.
+    Returns curl's wall and CPU seconds; raises unless the receiver counted all of them."""
+    body = os.path.join(work, "webhook.json")
+    event = json.dumps({"type": "floor.webhook", "timestamp": "2026-12-06T12:00:00.000Z", "data": {"state": "completed"}})
+    with open(body, "w") as f:
+        f.write(event[:-1] + " " * (600 - len(event)) + "}")
+    before = receiver.counts().get("floor.webhook", 0)
+    # One URL glob, as curl fetches the files: the receiver answers any path.
+    result = procs.measured(lambda: procs.run([
+        "curl", "-sS", "--fail", "--parallel", "--parallel-max", str(parallel), "--data-binary", f"@{body}",
+        "-H", "Content-Type: application/json", "-H", f"webhook-id: msg_{'0' * 26}", "-H", "webhook-timestamp: 1765022400",
+        "-H", f"webhook-signature: v1,{'A' * 43}=", f"{receiver.url}/[1-{count}]"]))
+    arrived = receiver.counts().get("floor.webhook", 0) - before
+    if arrived != count:
+        raise RuntimeError(f"curl posted {count} webhooks but the receiver counted {arrived}")
+    return result

@@ -14,7 +14,9 @@ Beside them, in the same alternation, the durable floor (`floor/floor.c`, see du
 the least CPU any service keeping fetchd's promises spends on the files, without HTTP. fetchd must
 also do curl's work and have nginx serve it, so its CPU is set against floor + curl + nginx (nginx's
 CPU while curl ran), and (floor + curl + nginx) / cores is the least wall time any durable queue
-could take here, with wrk and the webhook receiver costing nothing.
+could take here, with wrk and the webhook receiver costing nothing. The floor signs each webhook but
+sends none; curl POSTing as many to the same receiver (`webhooks.post_with_curl`), also in the
+alternation, measures the least that sending costs, for one more row without a target.
 
 fetchd runs with 16 transfer slots, all usable for the one origin (FETCHD_MAX_TRANSFERS=16,
 FETCHD_MAX_TRANSFERS_PER_HOST=16), like the peers' 16; it still hashes, fsyncs, commits and
@@ -29,7 +31,7 @@ from benchlib import floor as durable_floor, procs, wrk
 from benchlib.fetchd import Fetchd
 from benchlib.origin import Origin, make_small_files
 from benchlib.table import Row
-from benchlib.webhooks import WebhookReceiver
+from benchlib.webhooks import WebhookReceiver, post_with_curl
 from .common import aria2c, round_label, settle_disk, wait_for_forgotten_deletions, with_warm_up
 
 SIZE, PARALLEL = 16 << 10, 16
@@ -83,13 +85,17 @@ def run(ctx) -> list[Row]:
     def with_floor(r, out):
         return durable_floor.run(floor, out, count)
 
+    def with_webhooks(r, out):
+        return post_with_curl(receiver, count, out, PARALLEL)
+
     def with_aria2(r, out):
         return procs.measured(lambda: procs.run(aria2c("-j", str(PARALLEL), "-i", url_list, "-d", out)))
 
     wait_for_forgotten_deletions(ctx)
     floor = durable_floor.build(ctx.workdir)
     to_completion, nginx_cpu = [], []
-    tools = {"fetchd": with_fetchd, "curl": with_curl, "aria2c": with_aria2, "floor": with_floor}
+    tools = {"fetchd": with_fetchd, "curl": with_curl, "aria2c": with_aria2, "floor": with_floor,
+             "webhooks": with_webhooks}
     wall = {name: [] for name in tools}
     cpu = {name: [] for name in tools}
     for r, name in with_warm_up(list(tools), ctx.rounds):
@@ -121,6 +127,8 @@ def run(ctx) -> list[Row]:
         Row(label, "time to last completion", "s", to_completion, "curl --parallel 16", wall["curl"], note=note),
         Row(label, "time to last webhook", "s", wall["fetchd"], "curl --parallel 16", wall["curl"], note=note),
         Row(label, "CPU time (user + sys)", "s", cpu["fetchd"], "floor + curl + nginx", least_cpu, "ratio <= 1.3"),
+        Row(label, "CPU time (user + sys)", "s", cpu["fetchd"], "floor + curl + nginx + curl posting the webhooks",
+            [least + posting for least, posting in zip(least_cpu, cpu["webhooks"])]),
         Row(label, "CPU time (user + sys)", "s", cpu["fetchd"], "the durable floor", cpu["floor"]),
         Row(label, "CPU time (user + sys)", "s", cpu["fetchd"], "curl --parallel 16", cpu["curl"]),
         Row(label, "CPU time (user + sys)", "s", cpu["fetchd"], "aria2c -j 16", cpu["aria2c"]),
