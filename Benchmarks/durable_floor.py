@@ -10,8 +10,8 @@ promises owes each file (see floor.c): the job inserted, claimed and settled in 
 attempt, webhook event and delivery rows; the file written, hashed, fsynced, linked into place and
 its directory synced; an HMAC. Beside it, curl POSTs as many webhooks to a receiver on loopback,
 16 at once (`webhooks.post_with_curl`): the least that delivering them costs. The floor runs in
-four modes: all of it; without any fsync (`nosync`); the database only (`db`); the files only (`files`). Each runs once untimed first, then the timed
-rounds alternate with the order rotating.
+four modes: all of it; without any fsync (`nosync`); the database only (`db`); the files only
+(`files`). Each runs once untimed first, then the timed rounds alternate with the order rotating.
 
 curl's whole run is one process fetching and writing every file, with nginx serving it. The
 floor's CPU time against curl's says how far below curl's pace a durable queue cannot go: fetchd

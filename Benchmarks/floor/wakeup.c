@@ -2,8 +2,9 @@
 // forth through a futex, each sleeping until the other wakes it, as a service's threads do when
 // one hands a file on to the next. Measured twice: with the threads on two CPUs (a wake-up that
 // crosses to another, often idle, CPU) and with both on one CPU.
-// Usage: wakeup [HANDOFFS]; prints one JSON line with the CPU time of the process per hand-off
-// in microseconds, for each placement. Run by Benchmarks/durable_floor.py.
+// Usage: wakeup [ROUNDS] (two hand-offs a round, 20,000 rounds by default); prints one JSON line
+// with the CPU time of the process per hand-off in microseconds, for each placement. Run by
+// Benchmarks/durable_floor.py.
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <pthread.h>
