@@ -138,8 +138,6 @@ public final class HTTPServer: Sendable {
 
     // MARK: Accepting
 
-    /// One loop per core.
-    /// One epoll loop per online core.
     /// Runs `job` after the requests the calling event loop is handling in this turn (those one
     /// `epoll_wait` returned) have run as far as they can without waiting; off an event loop, at
     /// once. For gathering the work of concurrent requests into one batch.
@@ -147,6 +145,8 @@ public final class HTTPServer: Sendable {
         EventLoop.afterTurn(job)
     }
 
+    /// One epoll loop per online core: handlers run on their connection's loop, so with fewer loops
+    /// reads wait behind each other (one loop on two cores made a filtered list's p99 1.6 ×).
     public static var eventLoopCount: Int { max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) }
 
     private func startLoops() throws -> [EventLoop] {
