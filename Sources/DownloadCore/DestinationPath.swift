@@ -34,8 +34,9 @@ public struct Destination: Sendable, Hashable, CustomStringConvertible {
     public var segments: [String] { parts.segments }
     /// The path ends in `/`: it names the directory the file goes into.
     public var isDirectory: Bool { parts.isDirectory }
-    /// The bucket of an object destination; nil for a file under the download root.
-    public var bucket: String? { parts.bucket }
+    /// The bucket of an object destination; nil for a file under the download root (known from
+    /// the path's scheme, without splitting it).
+    public var bucket: String? { path.hasPrefix(Self.objectScheme) ? parts.bucket : nil }
 
     public static func == (lhs: Destination, rhs: Destination) -> Bool { lhs.path == rhs.path }
     public func hash(into hasher: inout Hasher) { hasher.combine(path) }
@@ -68,6 +69,12 @@ public struct Destination: Sendable, Hashable, CustomStringConvertible {
             .map { Destination(path: path, segments: $0, isDirectory: isDirectory, bucket: bucket) }
     }
 
+    /// The same destination with its path split now, for a caller about to read several of its
+    /// parts: a stored path is otherwise split again at each (placing a file read seven).
+    public var withSegments: Destination {
+        split == nil ? Destination(path: path, split: parts) : self
+    }
+
     /// A path read back from where fetchd stored it after checking it: one that no longer
     /// passes (a database edited by hand) has no segments, so nothing is ever written for it.
     public init(stored path: String) {
@@ -76,8 +83,12 @@ public struct Destination: Sendable, Hashable, CustomStringConvertible {
     }
 
     private init(path: String, segments: [String], isDirectory: Bool, bucket: String?) {
+        self.init(path: path, split: Split(segments: segments, isDirectory: isDirectory, bucket: bucket))
+    }
+
+    private init(path: String, split: Split) {
         self.path = path
-        split = Split(segments: segments, isDirectory: isDirectory, bucket: bucket)
+        self.split = split
     }
 
     /// The file called `name` (one safe segment: `FileName.choose`) in this directory destination.

@@ -26,21 +26,26 @@ import Testing
         #expect(top.file(named: "x.bin").relativePath == "x.bin")
     }
 
-    /// Read back from the store, a destination is split only when asked: into the same parts.
+    /// Read back from the store, a destination is split only when asked (each time, or once for
+    /// `withSegments`): into the same parts.
     @Test(arguments: ["s3://bucket/a/b.bin", "s3://bucket/in/", "s3://bucket/", "dir/file.bin", "a/b/", "f"])
     func aStoredDestinationReadsBackTheSame(_ path: String) throws {
         let parsed = try Destination.parse(path).get()
-        let stored = Destination(stored: path)
-        #expect(stored == parsed)
-        #expect(stored.segments == parsed.segments && stored.isDirectory == parsed.isDirectory && stored.bucket == parsed.bucket)
-        #expect(stored.isValid && stored.relativePath == parsed.relativePath && stored.fileName == parsed.fileName)
-        #expect(stored.file(named: "x.bin").relativePath == parsed.file(named: "x.bin").relativePath)
+        for stored in [Destination(stored: path), Destination(stored: path).withSegments] {
+            #expect(stored == parsed)
+            #expect(stored.segments == parsed.segments && stored.isDirectory == parsed.isDirectory && stored.bucket == parsed.bucket)
+            #expect(stored.isValid && stored.relativePath == parsed.relativePath && stored.fileName == parsed.fileName)
+            #expect(stored.directories == parsed.directories && stored.isObject == parsed.isObject)
+            #expect(stored.file(named: "x.bin").relativePath == parsed.file(named: "x.bin").relativePath)
+        }
     }
 
     @Test func aStoredPathThatBreaksTheRulesHasNoParts() {
-        for path in ["a//b", "../x", "s3://Bucket/key", ""] {
-            let stored = Destination(stored: path)
-            #expect(!stored.isValid && stored.segments.isEmpty && stored.bucket == nil && stored.fileName == "", "\(path)")
+        for path in ["a//b", "../x", "s3://Bucket/key", "s3://bucket", ""] {
+            for stored in [Destination(stored: path), Destination(stored: path).withSegments] {
+                #expect(!stored.isValid && stored.segments.isEmpty && stored.bucket == nil && !stored.isObject, "\(path)")
+                #expect(stored.fileName == "" && stored.directories.isEmpty, "\(path)")
+            }
         }
     }
 

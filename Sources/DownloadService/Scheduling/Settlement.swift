@@ -187,9 +187,10 @@ struct Settlement {
     }
 
     private func complete(digest: String) -> JobWrite {
-        let target = job.destination.isDirectory
-            ? job.destination.file(named: FileName.choose(contentDisposition: result.contentDisposition, finalURL: result.effectiveURL ?? job.currentURL))
-            : job.destination
+        let destination = job.destination.withSegments
+        let target = destination.isDirectory
+            ? destination.file(named: FileName.choose(contentDisposition: result.contentDisposition, finalURL: result.effectiveURL ?? job.currentURL))
+            : destination
         if let problem = verify(digest, fileName: target.fileName) { return fail(problem) }
         // A watch's check that got the very file it has: nothing to place.
         if let current = job.watch?.sha256, current == digest { return unchangedCheck() }
