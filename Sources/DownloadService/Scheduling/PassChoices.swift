@@ -52,7 +52,10 @@ final class PassChoices {
     /// nil to leave it queued.
     private func choose(_ candidate: Download) -> Download? {
         guard ledger.load.running < policy.capacity.maxTransfers, !attempts.isActive(candidate.id) else { return nil }
-        let partialBytes = attempts.partials.size(candidate.id)
+        // A job that never started has no partial data to count (its first claim sets `startedAt`;
+        // a watch's check that resets it removes the file): no look at the staging directory,
+        // whose lock the transfers creating and removing their files there hold meanwhile.
+        let partialBytes = candidate.startedAt == nil ? 0 : attempts.partials.size(candidate.id)
         var load = ledger.load
         load.runningByHost.merge(elsewhere, uniquingKeysWith: +)
         load.freeDiskBytes = freeDisk.map { $0 - ledger.load.reservedDiskBytes }
