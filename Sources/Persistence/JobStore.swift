@@ -194,6 +194,9 @@ public struct ClaimPass {
     /// Asked for each candidate, best first: the job as it should be stored when it starts
     /// (state `running`), or nil to leave it queued.
     public var choose: (Download) -> Download?
+    /// Asked after each candidate: false once no more can start (every slot taken), so the rest of
+    /// the lane's candidates are neither read nor decoded.
+    public var wantsMore: () -> Bool = { true }
     /// Told, before the first lane, how many jobs other nodes run per host (under the claim lock,
     /// so exact among live nodes), for the per-host limit to hold across them. Not asked by a
     /// store only this process uses.

@@ -26,8 +26,11 @@ extension PostgresStore {
         // The jobs the pass chooses are claimed together at its end, each only if it is still
         // the row the pass read (its revision): no other claim runs meanwhile (the lock), and
         // a job changed since (cancelled, paused, patched) waits for the next pass.
-        let (chosen, candidates) = try pass.chooseLaneByLane { lane, excludingHosts, limit in
-            try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit)
+        let (chosen, candidates) = try pass.chooseLaneByLane { lane, excludingHosts, limit, offer in
+            // All of a lane's candidates come back in one round trip; offered until the pass is full.
+            for job in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) {
+                guard offer(job) else { break }
+            }
         }
         let (claimed, queueChange) = try claim(db, chosen, readAs: candidates)
         // With the COMMIT, in one round trip: the claim lock is held until then.

@@ -17,8 +17,8 @@ extension SQLiteStore {
 
     private func claim(_ db: SQLiteConnection, _ pass: ClaimPass) throws -> ClaimResult {
         try Self.promote(db, now: pass.now, agedBefore: pass.agedBefore)
-        let (chosen, candidates) = try pass.chooseLaneByLane { lane, excludingHosts, limit in
-            try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit)
+        let (chosen, candidates) = try pass.chooseLaneByLane { lane, excludingHosts, limit, offer in
+            try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit, offer: offer)
         }
         let claimed = try claim(db, chosen, readAs: candidates)
         return ClaimResult(claimed: claimed, nextQueueChange: try Self.nextQueueChange(db, after: pass.now, agingDelay: pass.agingDelay))
@@ -38,20 +38,33 @@ extension SQLiteStore {
             """).run([.integer(agedBefore)])
     }
 
-    /// Due jobs of one lane, best first, leaving out hosts that are at their limit.
-    static func dueJobs(_ db: SQLiteConnection, lane: Lane, excludingHosts: [String], limit: Int) throws -> [Download] {
+    /// Offers up to `limit` due jobs of one lane, best first, leaving out hosts that are at their
+    /// limit, until `offer` returns false; a row after that is not read.
+    static func dueJobs(_ db: SQLiteConnection, lane: Lane, excludingHosts: [String], limit: Int,
+                        offer: (Download) -> Bool) throws {
         let queries = DueQueries.of(lane)
-        let hosts = JSONString.array(excludingHosts)
+        guard !excludingHosts.isEmpty else {
+            try db.prepare(queries.best).forEachRow([.integer(Int64(limit))]) { row in offer(try DownloadColumns.download(row)) }
+            return
+        }
         // Walking the lane in order and skipping full hosts would step over every due job of theirs
         // ranked above the jobs it returns: a million behind one busy host. So the walk stops after
         // a few times `limit` jobs, and if full hosts held too many of those, the best jobs of each
-        // other host are taken instead (a seek per host with due jobs).
-        let walked = excludingHosts.isEmpty ? limit : limit * 4
-        let best = try db.prepare(queries.walk)
-            .query([.integer(Int64(walked)), .text(hosts), .integer(Int64(limit))], DownloadColumns.download)
-        guard best.count < limit, !excludingHosts.isEmpty else { return best }
-        return try db.prepare(queries.byHost)
-            .query([.text(hosts), .integer(Int64(limit)), .integer(Int64(limit))], DownloadColumns.download)
+        // other host follow (a seek per host with due jobs); those the walk offered are not offered again.
+        let hosts = JSONString.array(excludingHosts)
+        var offered: Set<String> = []
+        var wantsMore = true
+        try db.prepare(queries.walk).forEachRow([.integer(Int64(limit * 4)), .text(hosts), .integer(Int64(limit))]) { row in
+            let job = try DownloadColumns.download(row)
+            offered.insert(job.id)
+            wantsMore = offer(job)
+            return wantsMore
+        }
+        guard wantsMore, offered.count < limit else { return }
+        try db.prepare(queries.byHost).forEachRow([.text(hosts), .integer(Int64(limit)), .integer(Int64(limit))]) { row in
+            let job = try DownloadColumns.download(row)
+            return offered.contains(job.id) || offer(job)
+        }
     }
 
     /// The next time a queued job becomes due or a discretionary job ages into the normal lane.
@@ -123,9 +136,13 @@ extension SQLiteStore {
     }
 }
 
-/// The two ways to read a lane's due jobs best first, as SQL. The lane is spelled out, not bound:
+/// The three ways to read a lane's due jobs best first, as SQL. The lane is spelled out, not bound:
 /// a partial index serves only queries whose WHERE implies its own.
 private struct DueQueries {
+    /// With no host left out, the lane's index in order: each row read only when the pass asks for
+    /// it (the walk below sorts all it walked before its first row, every column of each).
+    /// Parameter: the limit.
+    let best: String
     /// Parameters: how many jobs to walk, the excluded hosts (a JSON array), the limit.
     let walk: String
     /// Parameters: the excluded hosts (a JSON array), the limit per host, the limit. The best
@@ -143,6 +160,7 @@ private struct DueQueries {
         let due = "state = 'queued' AND due = 1 AND lane = \(lane.rawValue)"
         let excluded = "NOT IN (SELECT value FROM json_each(?))"
         // INDEXED BY: the planner, without statistics, would rather scan the whole queue by state.
+        best = "SELECT \(DownloadColumns.list) FROM downloads INDEXED BY \(index) WHERE \(due) ORDER BY \(order) LIMIT ?"
         // fair_tag is not a column of `Download`; the walk selects it for the outer ORDER BY.
         walk = """
             SELECT \(DownloadColumns.list) FROM (SELECT \(DownloadColumns.list), fair_tag FROM downloads INDEXED BY \(index)

@@ -85,14 +85,24 @@ final class Statement {
 
     /// Executes a query and maps every row.
     func query<T>(_ values: [SQLValue] = [], _ map: (Row) throws -> T) throws -> [T] {
+        var rows: [T] = []
+        try forEachRow(values) { row in
+            rows.append(try map(row))
+            return true
+        }
+        return rows
+    }
+
+    /// Executes a query and hands over its rows one at a time until `body` returns false: the
+    /// rows after that are neither stepped to nor read.
+    func forEachRow(_ values: [SQLValue] = [], _ body: (Row) throws -> Bool) throws {
         try bind(values)
         defer { sqlite3_reset(raw) }
-        var rows: [T] = []
         while true {
             let rc = sqlite3_step(raw)
-            if rc == SQLITE_DONE { return rows }
+            if rc == SQLITE_DONE { return }
             guard rc == SQLITE_ROW else { throw connection.error(rc, in: sql) }
-            rows.append(try map(Row(raw: raw)))
+            guard try body(Row(raw: raw)) else { return }
         }
     }
 }

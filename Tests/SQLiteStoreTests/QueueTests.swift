@@ -60,6 +60,24 @@ import Testing
         #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 2)) == ["01A00", "01A01"])
     }
 
+    /// A pass that takes no more stops the walk: nothing after is offered, by the walk or by the
+    /// hosts' seeks that follow it; what the walk offered the seeks do not offer again.
+    @Test func theWalkStopsWhenThePassTakesNoMore() throws {
+        let db = try TemporaryStore()
+        for i in 0..<10 { _ = try db.store.insert(makeDownload(String(format: "01A%02d", i), priority: 0.9), idempotency: nil) }
+        for (id, host, priority) in [("01C0", "c.example:80", 0.85), ("01B1", "b.example:80", 0.3), ("01B0", "b.example:80", 0.2)] {
+            var job = makeDownload(id, priority: priority)
+            job.hostKey = host
+            _ = try db.store.insert(job, idempotency: nil)
+        }
+        try db.store.promote(now: 0, agedBefore: -1)
+        let fullHost = ["example.com:80"]
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: fullHost, limit: 3)) == ["01C0", "01B1", "01B0"])
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: fullHost, limit: 3, taking: 1)) == ["01C0"])
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: fullHost, limit: 3, taking: 2)) == ["01C0", "01B1"])
+        #expect(try ids(db.store.dueJobs(lane: .normal, excludingHosts: [], limit: 5, taking: 2)) == ["01A00", "01A01"])
+    }
+
     @Test func discretionaryJobsBehindAFullHostComeSmallestFirst() throws {
         let db = try TemporaryStore()
         let fullHost = (0..<10).map { (String(format: "01A%02d", $0), "example.com:80", Int64($0)) }

@@ -56,8 +56,16 @@ extension SQLiteStore {
         try withConnection { db in try db.transaction { try Self.promote(db, now: now, agedBefore: agedBefore) } }
     }
 
-    func dueJobs(lane: Lane, excludingHosts: [String], limit: Int) throws -> [Download] {
-        try withConnection { db in try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) }
+    /// Every due job the walk offers, or the first `taking` of them (the walk stops there).
+    func dueJobs(lane: Lane, excludingHosts: [String], limit: Int, taking: Int = .max) throws -> [Download] {
+        var offered: [Download] = []
+        try withConnection { db in
+            try Self.dueJobs(db, lane: lane, excludingHosts: excludingHosts, limit: limit) { job in
+                offered.append(job)
+                return offered.count < taking
+            }
+        }
+        return offered
     }
 
     func nextQueueChange(after now: Int64, agingDelay: Int64) throws -> Int64? {

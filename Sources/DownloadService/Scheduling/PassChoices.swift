@@ -34,6 +34,7 @@ final class PassChoices {
             agingDelay: capacity.discretionaryMaxDelay.wholeMilliseconds,
             candidates: { _ in self.candidates() }, choose: { self.choose($0) })
         pass.otherNodesRunning = { self.elsewhere = $0 }
+        pass.wantsMore = { self.ledger.load.running < self.policy.capacity.maxTransfers }
         return pass
     }
 
