@@ -67,12 +67,12 @@ def main() -> int:
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     workdir = tempfile.mkdtemp(prefix="fetchd-bench-")
-    ctx = Context(os.path.abspath(args.fetchd), workdir, args.cache, args.quick, args.rounds,
+    ctx = Context(fresh_copy(args.fetchd, workdir, "fetchd"), workdir, args.cache, args.quick, args.rounds,
                   os.path.abspath(args.profile) if args.profile else None)
     header = describe(repo, args)
     started = time.perf_counter()
     rows, baseline_rows = [], []
-    builds = {"this": ctx.fetchd_bin, "baseline": os.path.abspath(args.baseline)} if args.baseline else {}
+    builds = {"this": ctx.fetchd_bin, "baseline": fresh_copy(args.baseline, workdir, "fetchd-baseline")} if args.baseline else {}
     try:
         for name in args.only.split(","):
             if not builds:
@@ -135,6 +135,17 @@ def describe(repo: str, args) -> str:
     return (f"fetchd {commit or '?'}, {mode}, {args.rounds} rounds{least}, {time.strftime('%Y-%m-%d %H:%M %Z')}, "
             f"nproc {os.cpu_count()}, Linux {platform.release()}{damon_reclaim()}, load average before {os.getloadavg()[0]:.1f}"
             f"{code_layout(repo, args.fetchd)}")
+
+
+def fresh_copy(build: str, workdir: str, name: str) -> str:
+    """A copy of `build` in the run's directory, written now. fetchd's RSS counts the pages of its code
+    that the kernel maps around each one it touches, from those in the page cache: a file just
+    written is all there, one written long ago partly paged out (an identical copy of one build
+    started with 35.2 MB where the half-hour-old file had 34.5, 2026-12-06, six starts each). Both
+    builds compared are copied alike, so their RSS rows differ only by their code."""
+    copy = os.path.join(workdir, name)
+    shutil.copy2(build, copy)
+    return copy
 
 
 def code_layout(repo: str, binary: str) -> str:

@@ -3,8 +3,8 @@ import DownloadCore
 extension ClaimPass {
     /// The walk every backend makes inside its claim transaction: lane by lane, the candidates the
     /// pass asks for, best first, each offered to `choose` until the pass `wantsMore` no longer
-    /// (the backend reads no row after that). Returns the chosen jobs in order, and each as it was
-    /// read, by id: the backend claims the chosen together at the end, each as a compare-and-set
+    /// (the backend reads no row after that). Returns the chosen jobs in order, and each chosen as
+    /// it was read (`candidates`), by id: the backend claims the chosen together at the end, each as a compare-and-set
     /// writing only what `choose` changed. (A job is in one lane, so no later lane's candidates can
     /// hold one chosen before.)
     public func chooseLaneByLane(
