@@ -25,6 +25,27 @@ struct ResponseHeaders {
         self.status = status
     }
 
+    /// The fields `add(line:keeping:)` reads, in lower case.
+    private static let fieldsRead: [[UInt8]] = [
+        "content-length", "content-range", "etag", "last-modified", "retry-after", "location", "content-disposition",
+    ].map { Array($0.utf8) }
+
+    /// One "Name: value" line as curl hands it over, without its line ending: as `add(line:)`, but
+    /// a field this head does not read is not made into strings first (most of a response's are
+    /// not, and each was two or three allocations), unless every field is kept.
+    mutating func add(line: UnsafeRawBufferPointer, keeping: Bool = false) {
+        if !keeping, let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            let name = line[..<colon]
+            let read = Self.fieldsRead.contains { field in
+                field.count == name.count && zip(field, name).allSatisfy { expected, byte in
+                    expected == ((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte)
+                }
+            }
+            guard read else { return }
+        }
+        add(line: String(decoding: line, as: UTF8.self), keeping: keeping)
+    }
+
     /// One "Name: value" line, without its line ending; `keeping`: also into `fields`.
     mutating func add(line: String, keeping: Bool = false) {
         guard let colon = line.firstIndex(of: ":") else { return }

@@ -71,10 +71,10 @@ final class ResponseReceiver {
     func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var end = bytes.count
         while end > 0, bytes[end - 1] == UInt8(ascii: "\n") || bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-        let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)
+        let line = UnsafeRawBufferPointer(rebasing: bytes[..<end])
 
-        if line.hasPrefix("HTTP/") {
-            head = ResponseHeaders(statusLine: line)
+        if line.starts(with: "HTTP/".utf8) {
+            head = ResponseHeaders(statusLine: String(decoding: line, as: UTF8.self))
             plan = nil
             bytesThisResponse = 0
             return true

@@ -26,6 +26,22 @@ import Testing
         #expect(try head(200, "Content-Length: -1").contentLength == nil)
     }
 
+    /// Handed over as bytes, as curl does: a field the head reads is read whatever its case, a line
+    /// without a colon is ignored, and every field is kept when asked.
+    @Test func readsFieldsHandedOverAsBytes() throws {
+        var head = try #require(ResponseHeaders(statusLine: "HTTP/1.1 200 OK"))
+        for line in ["CONTENT-LENGTH: 42", "Etag: \"v2\"", "X-Other: ignored", "no colon here", "Retry-After: 7"] {
+            Array(line.utf8).withUnsafeBytes { head.add(line: $0) }
+        }
+        #expect(head.contentLength == 42 && head.etag == "\"v2\"" && head.retryAfter() == 7 && head.fields.isEmpty)
+        var kept = try #require(ResponseHeaders(statusLine: "HTTP/1.1 206 Partial Content"))
+        for line in ["X-Other: kept", "Content-Range: bytes 0-9/10"] {
+            Array(line.utf8).withUnsafeBytes { kept.add(line: $0, keeping: true) }
+        }
+        #expect(kept.fields.map(\.name) == ["x-other", "content-range"])
+        #expect(kept.contentRange == .bytes(first: 0, last: 9, total: 10))
+    }
+
     @Test func parsesContentRange() {
         #expect(ContentRange("bytes 0-99/1000") == .bytes(first: 0, last: 99, total: 1000))
         #expect(ContentRange("bytes 100-999/*") == .bytes(first: 100, last: 999, total: nil))
