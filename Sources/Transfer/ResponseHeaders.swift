@@ -25,24 +25,29 @@ struct ResponseHeaders {
         self.status = status
     }
 
-    /// The fields `add(line:keeping:)` reads, in lower case.
-    private static let fieldsRead: [[UInt8]] = [
-        "content-length", "content-range", "etag", "last-modified", "retry-after", "location", "content-disposition",
-    ].map { Array($0.utf8) }
+    /// The fields a head reads, by their names in lower case.
+    private enum Field: String, CaseIterable {
+        case contentLength = "content-length", contentRange = "content-range", etag, lastModified = "last-modified"
+        case retryAfter = "retry-after", location, contentDisposition = "content-disposition"
+
+        /// Their names as bytes, to recognise a field before it is made into strings.
+        static let names = allCases.map { Array($0.rawValue.utf8) }
+
+        /// Whether `name`, as sent (in any case), is one of them.
+        static func isRead(_ name: UnsafeRawBufferPointer.SubSequence) -> Bool {
+            names.contains { field in
+                field.count == name.count && zip(field, name).allSatisfy { expected, byte in
+                    expected == ((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte)
+                }
+            }
+        }
+    }
 
     /// One "Name: value" line as curl hands it over, without its line ending: as `add(line:)`, but
     /// a field this head does not read is not made into strings first (most of a response's are
     /// not, and each was two or three allocations), unless every field is kept.
     mutating func add(line: UnsafeRawBufferPointer, keeping: Bool = false) {
-        if !keeping, let colon = line.firstIndex(of: UInt8(ascii: ":")) {
-            let name = line[..<colon]
-            let read = Self.fieldsRead.contains { field in
-                field.count == name.count && zip(field, name).allSatisfy { expected, byte in
-                    expected == ((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte)
-                }
-            }
-            guard read else { return }
-        }
+        if !keeping, let colon = line.firstIndex(of: UInt8(ascii: ":")), !Field.isRead(line[..<colon]) { return }
         add(line: String(decoding: line, as: UTF8.self), keeping: keeping)
     }
 
@@ -52,17 +57,17 @@ struct ResponseHeaders {
         let name = line[..<colon].lowercased()
         let value = line[line.index(after: colon)...].trimmingHTTPWhitespace()
         if keeping { fields.append((name, value)) }
-        switch name {
-        case "content-length": contentLength = Int64(value).flatMap { $0 >= 0 ? $0 : nil }
-        case "content-range":
+        switch Field(rawValue: name) {
+        case .contentLength: contentLength = Int64(value).flatMap { $0 >= 0 ? $0 : nil }
+        case .contentRange:
             contentRangeText = value
             contentRange = ContentRange(value)
-        case "etag": etag = value
-        case "last-modified": lastModified = value
-        case "retry-after": retryAfterText = value
-        case "location": location = value
-        case "content-disposition": contentDisposition = value
-        default: break
+        case .etag: etag = value
+        case .lastModified: lastModified = value
+        case .retryAfter: retryAfterText = value
+        case .location: location = value
+        case .contentDisposition: contentDisposition = value
+        case nil: break
         }
     }
 

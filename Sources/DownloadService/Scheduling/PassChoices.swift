@@ -34,7 +34,7 @@ final class PassChoices {
             agingDelay: capacity.discretionaryMaxDelay.wholeMilliseconds,
             candidates: { _ in self.candidates() }, choose: { self.choose($0) })
         pass.otherNodesRunning = { self.elsewhere = $0 }
-        pass.wantsMore = { self.ledger.load.running < self.policy.capacity.maxTransfers }
+        pass.wantsMore = { self.hasFreeSlot }
         return pass
     }
 
@@ -49,10 +49,13 @@ final class PassChoices {
         return (limit: free * 2 + 8, excludingHosts: Array(ledger.heldHosts.union(fullHosts)))
     }
 
+    /// A transfer slot is free: the pass may start another job.
+    private var hasFreeSlot: Bool { ledger.load.running < policy.capacity.maxTransfers }
+
     /// The job as it starts, with its slot taken (and, see `EarlyStart`, its transfer started), or
     /// nil to leave it queued.
     private func choose(_ candidate: Download) -> Download? {
-        guard ledger.load.running < policy.capacity.maxTransfers, !attempts.isActive(candidate.id) else { return nil }
+        guard hasFreeSlot, !attempts.isActive(candidate.id) else { return nil }
         // A job that never started has no partial data to count (its first claim sets `startedAt`;
         // a watch's check that resets it removes the file): no look at the staging directory,
         // whose lock the transfers creating and removing their files there hold meanwhile.
