@@ -1,18 +1,32 @@
-extension Sequence where Element == UInt8 {
-    /// Lowercase hexadecimal, two digits a byte (digests, their prefixes, bytes sent as text).
-    /// Inlinable so that it is specialised where it is called: PostgreSQL's event log sends every
-    /// payload through it, and the generic version walked each byte through an unspecialised iterator.
+extension Collection where Element == UInt8 {
+    /// Lowercase hexadecimal, two digits a byte (digests, their prefixes, bytes sent as text),
+    /// written straight into the string's storage. Inlinable so that it is specialised where it is
+    /// called: PostgreSQL's event log sends every payload through it, and the generic version
+    /// walked each byte through an unspecialised iterator.
     @inlinable
     public var hex: String {
-        var out: [UInt8] = []
-        out.reserveCapacity(underestimatedCount * 2)
-        for byte in self {
-            let high = byte >> 4, low = byte & 15
-            out.append(high < 10 ? UInt8(ascii: "0") + high : UInt8(ascii: "a") - 10 + high)
-            out.append(low < 10 ? UInt8(ascii: "0") + low : UInt8(ascii: "a") - 10 + low)
+        String(unsafeUninitializedCapacity: count * 2) { digits in
+            var next = 0
+            for byte in self {
+                digits[next] = hexDigit(byte >> 4)
+                digits[next + 1] = hexDigit(byte & 15)
+                next += 2
+            }
+            return next
         }
-        return String(decoding: out, as: UTF8.self)
     }
+}
+
+extension Sequence where Element == UInt8 {
+    /// As a collection's `hex`, for bytes that come one by one (a digest).
+    @inlinable
+    public var hex: String { Array(self).hex }
+}
+
+/// The lowercase hexadecimal digit of a value below 16.
+@usableFromInline
+func hexDigit(_ value: UInt8) -> UInt8 {
+    value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") - 10 + value
 }
 
 extension Array where Element == UInt8 {

@@ -84,6 +84,6 @@ struct Recovery {
             guard count > 0 else { return nil }
             buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
         }
-        return hasher.finalize().hex
+        return hasher.finalize().withUnsafeBytes(\.hex)
     }
 }

@@ -39,21 +39,9 @@ enum ExtraHasher {
 
     func finalize() -> String {
         switch self {
-        case .sha512(let hasher): Hex.lowercase(hasher.finalize())
-        case .sha1(let hasher): Hex.lowercase(hasher.finalize())
-        case .md5(let hasher): Hex.lowercase(hasher.finalize())
+        case .sha512(let hasher): hasher.finalize().withUnsafeBytes(\.hex)
+        case .sha1(let hasher): hasher.finalize().withUnsafeBytes(\.hex)
+        case .md5(let hasher): hasher.finalize().withUnsafeBytes(\.hex)
         }
-    }
-}
-
-enum Hex {
-    static func lowercase(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0xf)])
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 }

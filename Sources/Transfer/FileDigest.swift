@@ -1,6 +1,7 @@
 import Confinement
 import Crypto
 import Dispatch
+import DownloadCore
 import Glibc
 
 /// The SHA-256 (and, when asked, one more digest: `DigestAlgorithm`) of a file being written front to back, computed on a queue of its own from the
@@ -74,7 +75,7 @@ final class FileDigest: QueueConfined, @unchecked Sendable {
             while self.hashed < self.written {
                 guard self.readBack() else { return completion(nil) }
             }
-            completion(FileDigests(sha256: Hex.lowercase(self.hasher.finalize()), extra: self.extraHasher?.finalize()))
+            completion(FileDigests(sha256: self.hasher.finalize().withUnsafeBytes(\.hex), extra: self.extraHasher?.finalize()))
         }
     }
 
@@ -89,7 +90,7 @@ final class FileDigest: QueueConfined, @unchecked Sendable {
             while hashed < written {
                 guard readBack() else { return nil }
             }
-            return FileDigests(sha256: Hex.lowercase(hasher.finalize()), extra: extraHasher?.finalize())
+            return FileDigests(sha256: hasher.finalize().withUnsafeBytes(\.hex), extra: extraHasher?.finalize())
         }
     }
 

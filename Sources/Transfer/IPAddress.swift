@@ -22,7 +22,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         if literal.hasPrefix("["), literal.hasSuffix("]") {
             // Brackets only ever surround an IPv6 literal (as in a URL).
             self.init(ipv6Literal: String(literal.dropFirst().dropLast()))
-        } else if literal.contains(":") {
+        } else if literal.utf8.contains(UInt8(ascii: ":")) {
             self.init(ipv6Literal: literal)
         } else {
             // glibc's inet_pton takes exactly four decimal parts without leading zeros,

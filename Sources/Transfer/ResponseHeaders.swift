@@ -18,11 +18,16 @@ struct ResponseHeaders {
 
     /// "HTTP/1.1 206 Partial Content" or "HTTP/2 200".
     init?(statusLine: String) {
-        let fields = statusLine.split(separator: " ", maxSplits: 2)
-        guard fields.count >= 2, fields[0].hasPrefix("HTTP/"), fields[1].count == 3,
-              let status = Int(fields[1])
-        else { return nil }
-        self.status = status
+        self.init(statusLine: statusLine.utf8)
+    }
+
+    /// A status line as bytes (curl's header callback hands one over for every response).
+    init?(statusLine line: some Collection<UInt8>) {
+        let space = UInt8(ascii: " ")
+        guard line.starts(with: "HTTP/".utf8), let versionEnd = line.firstIndex(of: space) else { return nil }
+        let code = line[versionEnd...].drop { $0 == space }.prefix { $0 != space }
+        guard code.count == 3, code.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        status = code.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
     }
 
     /// The fields a head reads, by their names in lower case.

@@ -74,7 +74,7 @@ final class ResponseReceiver {
         let line = UnsafeRawBufferPointer(rebasing: bytes[..<end])
 
         if line.starts(with: "HTTP/".utf8) {
-            head = ResponseHeaders(statusLine: String(decoding: line, as: UTF8.self))
+            head = ResponseHeaders(statusLine: line)
             plan = nil
             bytesThisResponse = 0
             return true

@@ -100,6 +100,6 @@ public struct ResumableDigest: @unchecked Sendable {  // @unchecked: C structs o
     private static func final(_ length: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int32) -> String {
         var digest = [UInt8](repeating: 0, count: length)
         _ = digest.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map(body) }
-        return Hex.lowercase(digest)
+        return digest.hex
     }
 }

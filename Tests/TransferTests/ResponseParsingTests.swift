@@ -13,6 +13,16 @@ import Testing
         #expect(ResponseHeaders(statusLine: "HTTP/2 200")?.status == 200)
         #expect(ResponseHeaders(statusLine: "HTTP/1.1 20x OK") == nil)
         #expect(ResponseHeaders(statusLine: "ICY 200 OK") == nil)
+        #expect(ResponseHeaders(statusLine: "HTTP/1.1  404  Not Found")?.status == 404)
+        #expect(ResponseHeaders(statusLine: "HTTP/1.1 +20 OK") == nil)
+        #expect(ResponseHeaders(statusLine: "HTTP/1.1 2000 OK") == nil)
+        #expect(ResponseHeaders(statusLine: "HTTP/1.1") == nil)
+    }
+
+    /// As curl's header callback hands them over: bytes, never made into a string.
+    @Test func parsesStatusLinesAsBytes() {
+        #expect(ResponseHeaders(statusLine: Array("HTTP/1.1 304 Not Modified".utf8))?.status == 304)
+        #expect(ResponseHeaders(statusLine: Array("HTTP/1.1 3O4 Not Modified".utf8)) == nil)
     }
 
     @Test func collectsTheFieldsTheEngineNeeds() throws {

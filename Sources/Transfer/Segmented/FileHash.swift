@@ -1,6 +1,7 @@
 import Confinement
 import Crypto
 import Dispatch
+import DownloadCore
 import Glibc
 
 /// The digests of a segmented download's file, read front to back: its ranges arrive out of order,
@@ -56,7 +57,7 @@ final class FileHash: QueueConfined, @unchecked Sendable {  // the hash state on
     private func digests() -> Result<FileDigests, TransferFailure> {
         assertOnQueue()
         if let failure { return .failure(failure) }
-        return .success(FileDigests(sha256: Hex.lowercase(sha256.finalize()), extra: extra?.finalize()))
+        return .success(FileDigests(sha256: sha256.finalize().withUnsafeBytes(\.hex), extra: extra?.finalize()))
     }
 
     private func hash(upTo end: Int64) {
