@@ -18,6 +18,8 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
         var written: Int64
         /// The first error writing, truncating or syncing; nothing is written after it.
         var failure: TransferFailure?
+        /// Made when write-back first starts, a step into the file: a small file has none (nor its queue).
+        var writeBack: WriteBack?
     }
 
     private let fd: Int32
@@ -25,7 +27,6 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
     private let backlog: WriteBacklog
     /// Nil for a segment of a segmented download, whose digest is computed over the finished file.
     private let digest: FileDigest?
-    let writeBack: WriteBack
     /// Told how far the file is written (`WriteLimit.written`).
     private let writeLimit: WriteLimit?
     let queue = DispatchQueue(label: "fetchd.transfer.file", target: .global(qos: .utility))
@@ -47,14 +48,16 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
         self.path = path
         backlog = WriteBacklog(limit: staging.backlogLimit, pool: staging.pool, onShrunk: onWritable)
         digest = hashing ? FileDigest(fd: fd, alreadyWritten: length, extra: extraDigest, backlog: backlog, pool: staging.pool) : nil
-        // A file hashed as it is written is not read back, so its pages may leave the cache; one
-        // that is not (a segment's, an object's staged part) is read once complete.
-        writeBack = WriteBack(fd: fd, dropsWritten: hashing)
         shared = Mutex(Shared(written: length))
         written = length
         writeBackFrom = length
         digestIdle = length == 0
     }
+
+    /// Whether written ranges leave the page cache once on disk (`WriteBack`): a file hashed as it
+    /// is written is not read back; one that is not (a segment's, an object's staged part) is read
+    /// once complete.
+    var dropsWrittenPages: Bool { digest != nil }
 
     /// The first error writing the file, if one happened.
     var failure: TransferFailure? { shared.withLock { $0.failure } }
@@ -168,9 +171,20 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
         digestIdle = false
         if let digest { digest.add(chunk) } else { backlog.giveBack(chunk) }
         if written - writeBackFrom >= WriteBack.step {
-            writeBack.start(from: writeBackFrom, upTo: written)
+            startWriteBack(upTo: written)
             writeBackFrom = written
         }
+    }
+
+    private func startWriteBack(upTo end: Int64) {
+        assertOnQueue()
+        let writeBack = shared.withLock { state in
+            if let made = state.writeBack { return made }
+            let made = WriteBack(fd: fd, dropsWritten: dropsWrittenPages)
+            state.writeBack = made
+            return made
+        }
+        writeBack.start(from: writeBackFrom, upTo: end)
     }
 
     /// Writes the whole chunk, retrying short writes; false (with the failure recorded) on an error.
@@ -201,7 +215,7 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
 
     /// Once neither the writer nor the digest uses the file any more.
     private func close() {
-        writeBack.drain()
+        shared.withLock { $0.writeBack }?.drain()
         Glibc.close(fd)
     }
 }

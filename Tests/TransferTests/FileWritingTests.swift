@@ -83,7 +83,7 @@ import Testing
             let fd = open(path, O_RDWR | O_CREAT, 0o644)
             try #require(fd >= 0)
             let writer = FileWriter(fd: fd, path: path, length: 0, hashing: hashing, extraDigest: nil, staging: WriteStaging()) {}
-            #expect(writer.writeBack.dropsWritten == hashing)
+            #expect(writer.dropsWrittenPages == hashing)
             await withCheckedContinuation { done in writer.abandon { _ in done.resume() } }
         }
     }
