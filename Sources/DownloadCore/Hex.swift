@@ -18,7 +18,7 @@ extension Collection where Element == UInt8 {
 }
 
 extension Sequence where Element == UInt8 {
-    /// As a collection's `hex`, for bytes that come one by one (a digest).
+    /// As a collection's `hex`, for bytes that come one by one (a digest, or its prefix).
     @inlinable
     public var hex: String { Array(self).hex }
 }
