@@ -45,7 +45,7 @@ public struct HTTPURL: Sendable, Equatable {
     public static func hasScheme(_ scheme: String, _ text: String) -> Bool {
         var bytes = text.utf8.makeIterator()
         for expected in scheme.utf8 {
-            guard let byte = bytes.next(), lowercased(byte) == expected else { return false }
+            guard let byte = bytes.next(), byte.asciiLowercased == expected else { return false }
         }
         return bytes.next() == UInt8(ascii: ":")
     }
@@ -60,7 +60,7 @@ public struct HTTPURL: Sendable, Equatable {
         guard bytes.count <= maxLength else { return .failure(.tooLong) }
         guard !bytes.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) else { return .failure(.invalidCharacter) }
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return .failure(.notAbsolute) }
-        let schemeBytes = bytes[..<colon].map(lowercased)
+        let schemeBytes = bytes[..<colon].map(\.asciiLowercased)
         let scheme = String(decoding: schemeBytes, as: UTF8.self)
         guard let first = schemeBytes.first, isLetter(first),
               schemeBytes.allSatisfy({ isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") })
@@ -94,10 +94,9 @@ public struct HTTPURL: Sendable, Equatable {
             }
             port = value
         }
-        return .success(HTTPURL(scheme: scheme, host: String(decoding: host.map(lowercased), as: UTF8.self), port: port))
+        return .success(HTTPURL(scheme: scheme, host: String(decoding: host.map(\.asciiLowercased), as: UTF8.self), port: port))
     }
 
     private static func isLetter(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
     private static func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
-    private static func lowercased(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
 }

@@ -1,4 +1,5 @@
 import CCurl
+import DownloadCore
 import Glibc
 
 /// The head of one HTTP response, collected from curl's header callback line by line.
@@ -40,11 +41,7 @@ struct ResponseHeaders {
 
         /// Whether `name`, as sent (in any case), is one of them.
         static func isRead(_ name: UnsafeRawBufferPointer.SubSequence) -> Bool {
-            names.contains { field in
-                field.count == name.count && zip(field, name).allSatisfy { expected, byte in
-                    expected == ((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte)
-                }
-            }
+            names.contains { $0.elementsEqual(name.lazy.map(\.asciiLowercased)) }
         }
     }
 

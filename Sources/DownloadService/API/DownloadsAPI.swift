@@ -346,8 +346,7 @@ final class DownloadsAPI: Sendable {
         let mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
         func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
         let trimmed = mediaType.drop(while: isBlank).reversed().drop(while: isBlank).reversed()
-        func lowercased(_ byte: UInt8) -> UInt8 { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte }
-        return trimmed.count == expected.utf8.count && zip(trimmed, expected.utf8).allSatisfy { lowercased($0) == $1 }
+        return trimmed.lazy.map(\.asciiLowercased).elementsEqual(expected.utf8)
     }
 
     /// `"abc"` and `abc` are the same key.
