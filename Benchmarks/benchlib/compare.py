@@ -9,12 +9,14 @@ from .table import Row, fmt, markdown
 
 
 def pooled(runs: list[list[Row]]) -> list[Row]:
-    """One row per figure of the scenario runs `runs` (one build's), its rounds and its peer's
-    together, in the order the first run gave them; a note is the first run's."""
-    merged: dict[tuple[str, str], Row] = {}
+    """One row per figure and peer of the scenario runs `runs` (one build's), its rounds and the
+    peer's together, in the order the first run gave them; a note is the first run's. A figure set
+    beside several peers (curl -o, aria2c, ...) keeps a row for each: pooled into one, the peers'
+    values were mixed into one median."""
+    merged: dict[tuple[str, str, str], Row] = {}
     for rows in runs:
         for row in rows:
-            key = (row.scenario, row.metric)
+            key = (row.scenario, row.metric, row.peer)
             if key not in merged:
                 merged[key] = Row(row.scenario, row.metric, row.unit, [], row.peer, [], row.target, row.note)
             merged[key].fetchd.extend(row.fetchd)
@@ -36,13 +38,16 @@ def verdict(this: Row, baseline: Row) -> str:
 
 
 def render(this_rows: list[Row], baseline_rows: list[Row]) -> str:
-    """This build's rows beside the baseline's: median [min–max] of each, the ratio, the verdict."""
+    """This build's rows beside the baseline's: median [min–max] of each, the ratio, the verdict;
+    a figure set beside several peers once."""
     baseline = {(row.scenario, row.metric): row for row in baseline_rows}
     lines = [["scenario", "metric", "this build", "baseline", "this/baseline", "verdict"]]
+    shown: set[tuple[str, str]] = set()
     for row in this_rows:
         other = baseline.get((row.scenario, row.metric))
-        if other is None or row.value is None or other.value is None:
+        if other is None or row.value is None or other.value is None or (row.scenario, row.metric) in shown:
             continue
+        shown.add((row.scenario, row.metric))
         ratio = fmt(row.value / other.value) if other.value else ""
         lines.append([row.scenario, row.metric, _spread(row), _spread(other), ratio, verdict(row, other)])
     return markdown(lines)
