@@ -6,10 +6,11 @@ driver waiting for them need not poll (a poll every 10 ms cost the driver and th
 ~0.1 s of CPU per second, on the cores fetchd was being measured on).
 
 It shares the two cores with fetchd and the origin, and the peers (curl, aria2) send no
-webhooks, so it is kept lean: one asyncio loop reading HTTP/1.1 with keep-alive itself, ~0.1 ms
-of CPU a delivery where http.server's thread per connection and its header parser took 0.2-0.3 ms
-(a fifth of all CPU in the small-files scenario; `small_counts.py`). Each body is still parsed as
-JSON to count it by its `type`.
+webhooks, so it is kept lean: one asyncio loop reading HTTP/1.1 with keep-alive itself, 25-35 µs
+of CPU a delivery (0.05-0.07 s for a small-files round's 2,000) where http.server's thread per
+connection and its header parser took 0.2-0.3 ms (a fifth of all CPU in the small-files scenario;
+`small_counts.py`); one in C with epoll took 0.02-0.03 s, too little a difference to keep. Each
+body is still parsed as JSON to count it by its `type`.
 """
 import asyncio
 import json
