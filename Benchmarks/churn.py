@@ -36,7 +36,7 @@ from benchlib.origin import Origin, make_file  # noqa: E402
 from benchlib.probe import LatencyProbe  # noqa: E402
 from benchlib.standalone import log, scratch  # noqa: E402
 from benchlib.table import fmt, markdown  # noqa: E402
-from benchlib.webhooks import WebhookReceiver  # noqa: E402
+from benchlib.webhooks import SIGNING_SECRET, WebhookReceiver  # noqa: E402
 
 # With retention 0 the housekeeper runs every second (a quarter of the retention, at least 1 s).
 SETTLE_SECONDS = 5
@@ -126,8 +126,8 @@ def churn(args, workdir: str) -> dict:
     origin = Origin(os.path.join(workdir, "origin"), files)
     receiver = WebhookReceiver()
     fetchd = Fetchd(args.fetchd, os.path.join(workdir, "fetchd"), FETCHD_RETENTION="0",
-                    FETCHD_WEBHOOK_URL=receiver.url, FETCHD_MAX_TRANSFERS=args.transfers,
-                    FETCHD_MAX_TRANSFERS_PER_HOST=args.transfers)
+                    FETCHD_WEBHOOK_URL=receiver.url, FETCHD_WEBHOOK_SECRET=SIGNING_SECRET,
+                    FETCHD_MAX_TRANSFERS=args.transfers, FETCHD_MAX_TRANSFERS_PER_HOST=args.transfers)
     landed = os.path.join(fetchd.root, "churn")
     os.makedirs(landed, exist_ok=True)
     window = Window(args.jobs, args.in_flight)

@@ -28,7 +28,7 @@ from benchlib import procs  # noqa: E402
 from benchlib.fetchd import Fetchd  # noqa: E402
 from benchlib.origin import Origin, make_small_files  # noqa: E402
 from benchlib.standalone import file_creation_scratch  # noqa: E402
-from benchlib.webhooks import WebhookReceiver  # noqa: E402
+from benchlib.webhooks import SIGNING_SECRET, WebhookReceiver  # noqa: E402
 
 EVENTS = ["context-switches", "syscalls:sys_enter_fsync", "syscalls:sys_enter_pwrite64", "syscalls:sys_enter_futex",
           "syscalls:sys_enter_connect"]
@@ -50,7 +50,7 @@ def main() -> int:
         origin = Origin(os.path.join(work, "origin"), files)
         receiver = WebhookReceiver()
         fetchd = Fetchd(args.fetchd, os.path.join(work, "fetchd"), FETCHD_MAX_TRANSFERS=PARALLEL,
-                        FETCHD_MAX_TRANSFERS_PER_HOST=PARALLEL)
+                        FETCHD_MAX_TRANSFERS_PER_HOST=PARALLEL, FETCHD_WEBHOOK_SECRET=SIGNING_SECRET)
         jobs = [{"url": origin.url(f"f{i}.bin"), "destination": f"s/f{i}.bin", "session": "s", "webhookURL": receiver.url}
                 for i in range(count)]
         counts_file = os.path.join(work, "perf-stat.txt")

@@ -20,7 +20,7 @@ alternation, measures the least that sending costs, for one more row without a t
 
 fetchd runs with 16 transfer slots, all usable for the one origin (FETCHD_MAX_TRANSFERS=16,
 FETCHD_MAX_TRANSFERS_PER_HOST=16), like the peers' 16; it still hashes, fsyncs, commits and
-delivers a webhook per file.
+delivers a signed webhook per file.
 
 Each tool first runs once untimed (a warm-up), then the timed rounds alternate.
 """
@@ -31,7 +31,7 @@ from benchlib import floor as durable_floor, procs, wrk
 from benchlib.fetchd import Fetchd
 from benchlib.origin import Origin, make_small_files
 from benchlib.table import Row
-from benchlib.webhooks import WebhookReceiver, post_with_curl
+from benchlib.webhooks import SIGNING_SECRET, WebhookReceiver, post_with_curl
 from .common import aria2c, round_label, settle_disk, wait_for_forgotten_deletions, with_warm_up
 
 SIZE, PARALLEL = 16 << 10, 16
@@ -49,7 +49,7 @@ def run(ctx) -> list[Row]:
 
     def with_fetchd(r, _out):  # fetchd writes under its own root
         fetchd = Fetchd(ctx.fetchd_bin, ctx.fresh(f"small-fetchd-{r}"), FETCHD_MAX_TRANSFERS=PARALLEL,
-                        FETCHD_MAX_TRANSFERS_PER_HOST=PARALLEL)
+                        FETCHD_MAX_TRANSFERS_PER_HOST=PARALLEL, FETCHD_WEBHOOK_SECRET=SIGNING_SECRET)
         session = f"small{r}"
         started = []
         before = receiver.counts().get("download.completed", 0)
