@@ -37,8 +37,9 @@ final class InsertBatcher: Sendable {
     private let regathered = DispatchSemaphore(value: 0)
 
     /// `regather`: for PostgreSQL, whose fixed cost per transaction (statements, round trips, the
-    /// kept counts) is most of a small batch's (SQLite's commit waits for an fsync, long enough
-    /// for the next batch to gather by itself).
+    /// kept counts) is most of a small batch's. SQLite's commit (a write to the log, no fsync) is
+    /// cheap enough that a 2 ms regather measured level there, for POSTs alone and beside the
+    /// small files' transfers (docs/benchmarks.md).
     init(store: any JobStore, maxBatch: Int = 256, regather: Duration? = nil) {
         self.store = store
         self.maxBatch = maxBatch
