@@ -1,4 +1,5 @@
-"""Runs webhook_receiver.py as its own process (so it does not share the driver's GIL)."""
+"""Runs webhook_receiver.py as its own process (so it does not share the driver's GIL); the secret
+fetchd signs the benchmarks' webhooks with; curl posting as many webhooks, for the floor's row."""
 import base64
 import json
 import os
