@@ -45,8 +45,12 @@ class Consumer(BaseHTTPRequestHandler):
         ok = verified(self.headers, body)
         event = json.loads(body or b"{}")
         data = event.get("data", {})
-        if "destination" in data:
+        if "destination" in data:  # a download (or a watch that failed)
             what = f"{data['destination']} ({data.get('state')})"
+        elif "source" in data:  # an upload
+            what = f"{data['source']} ({data.get('state')})"
+        elif "watch" in data:  # a watch's file changed
+            what = f"watch {data['watch']}, download {data.get('download')}"
         else:
             what = f"{data.get('session')} {json.dumps(data.get('counts'), separators=(',', ':'))}"
         print(f"{event.get('type')} {what} webhook-id={self.headers.get('webhook-id')} "
