@@ -39,15 +39,14 @@ def verdict(this: Row, baseline: Row) -> str:
 
 def render(this_rows: list[Row], baseline_rows: list[Row]) -> str:
     """This build's rows beside the baseline's: median [min–max] of each, the ratio, the verdict;
-    a figure set beside several peers once."""
+    a figure set beside several peers once (its rows per peer carry the same fetchd rounds)."""
+    this = {(row.scenario, row.metric): row for row in this_rows}
     baseline = {(row.scenario, row.metric): row for row in baseline_rows}
     lines = [["scenario", "metric", "this build", "baseline", "this/baseline", "verdict"]]
-    shown: set[tuple[str, str]] = set()
-    for row in this_rows:
-        other = baseline.get((row.scenario, row.metric))
-        if other is None or row.value is None or other.value is None or (row.scenario, row.metric) in shown:
+    for key, row in this.items():
+        other = baseline.get(key)
+        if other is None or row.value is None or other.value is None:
             continue
-        shown.add((row.scenario, row.metric))
         ratio = fmt(row.value / other.value) if other.value else ""
         lines.append([row.scenario, row.metric, _spread(row), _spread(other), ratio, verdict(row, other)])
     return markdown(lines)
