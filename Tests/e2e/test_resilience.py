@@ -258,6 +258,26 @@ def test_pause_stops_the_bytes_and_resume_continues_with_range(fetchd, origin):
     assert resumed.headers["range"] == f"bytes={at_pause}-"
 
 
+def test_a_paused_jobs_bytes_never_go_back(fetchd, origin):
+    """The pause's answer and every read after it show at least what a read showed before it, and
+    once the transfer has stopped, what is on disk."""
+    fd, _, job = throttled_job_under_way(fetchd, origin, "/pause-bytes")
+    running = wait_for(lambda: (lambda j: j if j["bytesReceived"] >= 100_000 else None)(fd.api.job(job["id"])),
+                       message="a read to show the bytes coming in")
+    assert running["state"] == "running"
+
+    resp = fd.api.post(f"/downloads/{job['id']}/pause")
+    assert resp.status == 200 and resp.json()["state"] == "paused"
+    seen = [resp.json()["bytesReceived"]]
+    assert seen[0] >= running["bytesReceived"]
+
+    def settled():
+        seen.append(fd.api.job(job["id"])["bytesReceived"])
+        return seen[-1] == partial_size(fd, job["id"]) and holds_for(lambda: partial_size(fd, job["id"]) == seen[-1], 0.3)
+    wait_for(settled, message="the paused job to show the bytes on disk")
+    assert seen == sorted(seen), seen
+
+
 # ----- progress
 
 

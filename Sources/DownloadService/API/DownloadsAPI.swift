@@ -331,7 +331,8 @@ final class DownloadsAPI: Sendable {
     }
 
     private func write(_ download: Download, load: Load, now: Int64, into json: inout JSONWriter) {
-        let live = download.state == .running ? scheduler.liveBytes(of: download.id) : nil
+        // A paused job's attempt may still be stopping: until its end is saved, what it reported is newer.
+        let live = download.state == .running || download.state == .paused ? scheduler.liveBytes(of: download.id) : nil
         DownloadJSON.write(download, waitingFor: scheduler.waitingFor(download, load: load, now: now), liveBytes: live, into: &json)
     }
 

@@ -324,7 +324,6 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         }
         active[id] = nil
         if !attempt.slotFreed { ledger.track(attempt, starting: false) }
-        live.withLock { _ = $0.removeValue(forKey: id) }
         let outcome = Settlement(context: settlement, job: attempt.download, result: result, startedAt: attempt.attemptStartedAt,
                                  now: clock.now(), jitter: Double.random(in: 0..<1), digestFile: attempt.digestFile,
                                  reachedURL: !atDigestFile)
@@ -338,7 +337,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             write = outcome.settleUpload(sourceUnchanged: uploads.sourceIsUnchanged(attempt, plan: plan))
         } else if let objects, let object = attempt.object, result.isComplete {
             return objects.settle(outcome, upload: object.upload) { write in
-                self.completer.add(self.sweeper?.sweepingAfter(write) ?? write)
+                self.completer.add(self.forgettingLiveProgress(of: id, after: self.sweeper?.sweepingAfter(write) ?? write))
                 self.completer.attemptEnded()
             }
         } else {
@@ -346,9 +345,24 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             if let (host, until) = write.hostHold { ledger.holdHost(host, until: until) }
         }
         if let sweeper, attempt.object != nil || attempt.sending != nil { write = sweeper.sweepingAfter(write) }
-        completer.add(write)
+        completer.add(forgettingLiveProgress(of: id, after: write))
         // A completed body's slot was passed on already; anything else may put the job back in the queue.
         if !attempt.slotFreed || stopReason != nil || !result.isComplete || stopping { completer.attemptEnded() }
+    }
+}
+
+extension AttemptRunner {
+    /// `write`, after whose commit the job's live progress is forgotten: until then a read shows
+    /// the bytes the attempt reported rather than the older ones stored, so a client reading a
+    /// job that stops (a pause) never sees its bytes go back.
+    private func forgettingLiveProgress(of id: String, after write: JobWrite) -> JobWrite {
+        var forgetting = write
+        let committed = write.committed
+        forgetting.committed = { results in
+            committed(results)
+            self.live.withLock { _ = $0.removeValue(forKey: id) }
+        }
+        return forgetting
     }
 }
 
