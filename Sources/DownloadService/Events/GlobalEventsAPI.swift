@@ -64,20 +64,24 @@ struct GlobalEventsAPI: Sendable {
         while !Task.isCancelled {
             var frames: [UInt8] = []
             var caughtUp = true
+            var changed: Set<String> = []
             do {
                 let events = try store.loggedEvents(after: cursor, session: session, limit: Self.pageSize)
                 for event in events {
                     frames += Array("event: state\nid: \(event.sequence)\ndata: ".utf8) + event.payload + Array("\n\n".utf8)
                     cursor = event.sequence
+                    changed.insert(event.downloadID)
                 }
                 caughtUp = events.count < Self.pageSize
             } catch {
                 // The database is unavailable for now: keep the stream, read again next time.
             }
             // Looked at every poll, each job paced on its own: a count saved elsewhere is shown
-            // as soon as it is read, not up to a second later.
+            // as soon as it is read, not up to a second later. A job whose change this poll sent
+            // waits for the next: one that just ended is counted as running until its end is
+            // committed, and its progress must not follow that end.
             let running = scheduler.liveProgress().merging(elsewhere?.current ?? [:]) { here, _ in here }
-            frames += progress.frames(running, now: clock.now)
+            frames += progress.frames(running.filter { !changed.contains($0.key) }, now: clock.now)
             if frames.isEmpty, lastWrite.duration(to: clock.now) >= Self.keepAliveInterval { frames = Array(": keep-alive\n\n".utf8) }
             if !frames.isEmpty {
                 output.yield(frames)

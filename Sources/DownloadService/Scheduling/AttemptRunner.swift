@@ -354,13 +354,14 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
 extension AttemptRunner {
     /// `write`, after whose commit the job's live progress is forgotten: until then a read shows
     /// the bytes the attempt reported rather than the older ones stored, so a client reading a
-    /// job that stops (a pause) never sees its bytes go back.
+    /// job that stops (a pause) never sees its bytes go back. Forgotten before the write's own
+    /// follow-ups run, which announce the new state: no progress is reported after it.
     private func forgettingLiveProgress(of id: String, after write: JobWrite) -> JobWrite {
         var forgetting = write
         let committed = write.committed
         forgetting.committed = { results in
-            committed(results)
             self.live.withLock { _ = $0.removeValue(forKey: id) }
+            committed(results)
         }
         return forgetting
     }
