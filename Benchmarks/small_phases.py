@@ -13,10 +13,13 @@ connections, a POST a job, each job with a webhook):
   before the jobs fall due (their promotion included) to the last webhook.
 Prints every round and then the medians: split's sum against mixed says whether the intake and the
 transfers make each other dearer, and the transfers' share what a file costs after its POST.
+`--record FILE` also samples the split rounds' transfers with `perf record -g --call-graph dwarf`
+into FILE-<round> (read them with `perf report -i FILE-<round> --no-children`).
 """
 import argparse
 import datetime
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -43,6 +46,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=6, help="rounds of each kind (default 6)")
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--delay", type=float, default=2.5, help="seconds from the first POST to the jobs' earliestBeginDate")
+    parser.add_argument("--record", metavar="FILE", help="also sample the split rounds' transfers with perf into FILE-<round>")
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fetchd-bench-files"))
     args = parser.parse_args()
     files = os.path.join(args.cache, "small")
@@ -58,8 +62,11 @@ def main() -> int:
                     fetchd = Fetchd(args.fetchd, os.path.join(work, f"{kind}-{number}"), FETCHD_MAX_TRANSFERS=PARALLEL,
                                     FETCHD_MAX_TRANSFERS_PER_HOST=PARALLEL, FETCHD_WEBHOOK_SECRET=SIGNING_SECRET)
                     try:
-                        measure = split if kind == "split" else mixed
-                        posts, transfers = measure(fetchd, origin, receiver, f"{kind}{number}", args)
+                        if kind == "split":
+                            record = args.record and f"{args.record}-{number}"
+                            posts, transfers = split(fetchd, origin, receiver, f"{kind}{number}", args, record)
+                        else:
+                            posts, transfers = mixed(fetchd, origin, receiver, f"{kind}{number}", args)
                     finally:
                         fetchd.stop()
                     rounds[kind].append((posts, transfers))
@@ -92,8 +99,8 @@ def mixed(fetchd, origin, receiver, session, args):
     return 0.0, procs.cpu_seconds(fetchd.pid) - cpu
 
 
-def split(fetchd, origin, receiver, session, args):
-    """(CPU for the POSTs, CPU for the transfers after them)."""
+def split(fetchd, origin, receiver, session, args, record=None):
+    """(CPU for the POSTs, CPU for the transfers after them); `record`: a perf file for the transfers."""
     before = receiver.counts().get("download.completed", 0)
     started = time.monotonic()
     due = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=args.delay)
@@ -108,9 +115,16 @@ def split(fetchd, origin, receiver, session, args):
     time.sleep(transfers_from - time.monotonic())
     if fetchd.api.session_counts(session).get("queued", 0) != args.files:
         raise RuntimeError("a job started before its earliestBeginDate")
+    # Sampling slows fetchd: the CPU figures of a recorded round are not comparable to the others.
+    recorder = record and procs.spawn(["perf", "record", "-F", "1999", "-g", "--call-graph", "dwarf,16384",
+                                       "-p", str(fetchd.pid), "-o", record])
     cpu = procs.cpu_seconds(fetchd.pid)
     receiver.wait_for("download.completed", before + args.files, 600)
-    return posts, procs.cpu_seconds(fetchd.pid) - cpu
+    transfers = procs.cpu_seconds(fetchd.pid) - cpu
+    if recorder:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(120)
+    return posts, transfers
 
 
 if __name__ == "__main__":
