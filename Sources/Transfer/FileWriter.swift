@@ -46,7 +46,7 @@ final class FileWriter: QueueConfined, @unchecked Sendable {
         self.writeLimit = writeLimit
         self.fd = fd
         self.path = path
-        backlog = WriteBacklog(limit: staging.backlogLimit, pool: staging.pool, onShrunk: onWritable)
+        backlog = WriteBacklog(limit: staging.backlogLimit(hashing: hashing), pool: staging.pool, onShrunk: onWritable)
         digest = hashing ? FileDigest(fd: fd, alreadyWritten: length, extra: extraDigest, backlog: backlog, pool: staging.pool) : nil
         shared = Mutex(Shared(written: length))
         written = length

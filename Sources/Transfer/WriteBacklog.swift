@@ -10,7 +10,9 @@ final class WriteBacklog: Sendable {
         var engineWaits = false
     }
 
-    /// Enough for writing and hashing to each have a chunk in hand and more waiting: 4 MiB.
+    /// Enough for writing and hashing to each have a chunk in hand and more waiting: 16 MiB. The
+    /// digest is the slowest step of a fast download; with half the room a 512 MiB download cost
+    /// 14 % more CPU (docs/benchmarks.md).
     static let defaultLimit = 8
 
     private let state = Mutex(State())

@@ -16,12 +16,19 @@ final class WriteStaging {
     static let holdTime = DispatchTimeInterval.milliseconds(5)
 
     let pool = ChunkPool()
-    /// How many chunks each sink may have out (`WriteBacklog`).
+    /// How many chunks each sink that hashes may have out (`WriteBacklog`).
     let backlogLimit: Int
     private var holding: [FileSink] = []
 
     init(backlogLimit: Int = WriteBacklog.defaultLimit) {
         self.backlogLimit = backlogLimit
+    }
+
+    /// How many chunks a sink may have out: a sink that does not hash (a segment of a segmented
+    /// download, one of up to 16 connections of a job) only waits for its writes, so a quarter,
+    /// 4 MiB, which bounds a segmented job's memory when the disk is slower than the network.
+    func backlogLimit(hashing: Bool) -> Int {
+        hashing ? backlogLimit : max(1, backlogLimit / 4)
     }
 
     /// Whether some sink may hold bytes: `flush` is due within `holdTime`.
