@@ -16,8 +16,8 @@ final class WriteStaging {
     static let holdTime = DispatchTimeInterval.milliseconds(5)
 
     let pool = ChunkPool()
-    /// How many chunks each sink that hashes may have out (`WriteBacklog`).
-    let backlogLimit: Int
+    /// How many chunks each sink that hashes may have out (`WriteBacklog`); sinks ask `backlogLimit(hashing:)`.
+    private let backlogLimit: Int
     private var holding: [FileSink] = []
 
     init(backlogLimit: Int = WriteBacklog.defaultLimit) {
