@@ -115,7 +115,7 @@ public final class DownloadService: Sendable {
                                    partials: partials, clock: clock, writes: WriteQueue())
         let watches = WatchesAPI(downloads: downloads, writes: WriteQueue())
         server = HTTPServer(configuration: http, router: Self.router(
-            downloads: downloads, sessions: sessions, watches: watches, events: EventsAPI(store: store, hub: hub, present: { downloads.encode($0) }),
+            downloads: downloads, sessions: sessions, watches: watches, events: EventsAPI(store: store, hub: hub, present: { downloads.encodeForEvent($0) }),
             globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler, elsewhere: eventRelay?.elsewhere),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
             metrics: metrics, logger: logger, console: ConsoleAPI(),

@@ -15,7 +15,8 @@ extension DownloadsAPI {
         }
         if case .set(let webhookURL) = patch.webhookURL { try checkWebhookAddress(webhookURL) }
         if case .set(let url) = patch.url { try checkHostKeyTrust(url.text, field: "url") }
-        return tagged(200, try await change(id, by: patch, ifMatch: request.headers["If-Match"], kind: kind))
+        let live = liveBytesBeforeReading(id)
+        return tagged(200, try await change(id, by: patch, ifMatch: request.headers["If-Match"], kind: kind), liveBytes: live)
     }
 
     /// Applies a validated patch to a live job (a watch's check, too), as `patch` describes;

@@ -173,7 +173,7 @@ final class DownloadsAPI: Sendable {
         var headers = HTTPHeaders()
         headers.set("Location", "/\(download.direction == .upload ? "uploads" : "downloads")/\(download.id)")
         let body = encoded.map { $0.showing(scheduler.waitingFor(download, load: scheduler.loadSnapshot(), now: clock.now())) }
-        return .json(201, body ?? encode(download), headers: headers)
+        return .json(201, body ?? encode(download, liveBytes: nil), headers: headers)
     }
 
     /// The job of `kind`, or `404` when the store has none (or a job of the other kind: each is
@@ -186,12 +186,13 @@ final class DownloadsAPI: Sendable {
     }
 
     func get(_ id: String, kind: Direction = .download) throws -> HTTPResponse {
-        tagged(200, try existing(id, kind: kind))
+        let live = liveBytesBeforeReading(id)
+        return tagged(200, try existing(id, kind: kind), liveBytes: live)
     }
 
     /// The Download with its strong `ETag` (its revision, which every stored change moves on).
-    func tagged(_ status: Int, _ download: Download) -> HTTPResponse {
-        .json(status, encode(download), headers: HTTPHeaders([("ETag", EntityTag.of(download))]))
+    func tagged(_ status: Int, _ download: Download, liveBytes: Int64?) -> HTTPResponse {
+        .json(status, encode(download, liveBytes: liveBytes), headers: HTTPHeaders([("ETag", EntityTag.of(download))]))
     }
 
     /// `GET /downloads/{id}/attempts`: every attempt so far, oldest first.
@@ -242,6 +243,7 @@ final class DownloadsAPI: Sendable {
             errors.append(FieldError(field: "cursor", message: "is not a cursor this server issued"))
         }
         guard errors.isEmpty else { throw APIProblem.invalid(errors) }
+        let live = scheduler.liveProgress()  // before the rows: see `liveBytesBeforeReading`
         let page = try store.list(kind: kind, state: state, session: session, limit: limit, cursor: cursor)
         var json = JSONWriter(capacity: 600 * page.items.count + 64)
         let load = scheduler.loadSnapshot()
@@ -249,7 +251,9 @@ final class DownloadsAPI: Sendable {
         json.beginObject()
         json.key("items")
         json.beginArray()
-        for download in page.items { write(download, load: load, now: now, into: &json) }
+        for download in page.items {
+            write(download, liveBytes: live[download.id]?.bytesReceived, load: load, now: now, into: &json)
+        }
         json.endArray()
         json.field("nextCursor", page.nextCursor)
         json.endObject()
@@ -291,8 +295,9 @@ final class DownloadsAPI: Sendable {
         change: @escaping @Sendable (inout Download, Int64) -> Void, after: (Download) -> Void
     ) async throws -> HTTPResponse {
         for _ in 0..<10 {
+            let live = liveBytesBeforeReading(id)
             let current = try existing(id, kind: kind)
-            if unchangedIn.contains(current.state) { return .json(200, encode(current)) }
+            if unchangedIn.contains(current.state) { return .json(200, encode(current, liveBytes: live)) }
             guard from.contains(current.state), current.state.canTransition(to: target) else {
                 throw APIProblem.conflict("the job is \(current.state.rawValue) and cannot become \(target.rawValue) this way")
             }
@@ -316,7 +321,7 @@ final class DownloadsAPI: Sendable {
                 if !jobEvents.isEmpty { dispatcher.poke() }
                 hub.publish(updated.id, .state(updated))
                 after(updated)
-                return .json(200, encode(updated))
+                return .json(200, encode(updated, liveBytes: live))
             }
         }
         throw APIProblem.unavailable("the job kept changing; try again")
@@ -324,15 +329,30 @@ final class DownloadsAPI: Sendable {
 
     // MARK: - Presentation
 
-    func encode(_ download: Download) -> [UInt8] {
+    /// A running job's bytes as its attempt reports them, newer than the stored count; to be read
+    /// before the job's row. They are forgotten only once the attempt's end is committed, so when
+    /// they are gone here, a row read after shows that end. Read after the row, a job that stops
+    /// (a pause) could show its bytes go back: the row older than the end, what it reported already
+    /// forgotten.
+    func liveBytesBeforeReading(_ id: String) -> Int64? {
+        scheduler.liveBytes(of: id)
+    }
+
+    /// `liveBytes`: from `liveBytesBeforeReading`, before `download` was read.
+    func encode(_ download: Download, liveBytes: Int64?) -> [UInt8] {
         var json = JSONWriter()
-        write(download, load: scheduler.loadSnapshot(), now: clock.now(), into: &json)
+        write(download, liveBytes: liveBytes, load: scheduler.loadSnapshot(), now: clock.now(), into: &json)
         return json.bytes
     }
 
-    private func write(_ download: Download, load: Load, now: Int64, into json: inout JSONWriter) {
+    /// A state event's job, with what its attempt reports as the event is written, if it still runs.
+    func encodeForEvent(_ download: Download) -> [UInt8] {
+        encode(download, liveBytes: scheduler.liveBytes(of: download.id))
+    }
+
+    private func write(_ download: Download, liveBytes: Int64?, load: Load, now: Int64, into json: inout JSONWriter) {
         // A paused job's attempt may still be stopping: until its end is saved, what it reported is newer.
-        let live = download.state == .running || download.state == .paused ? scheduler.liveBytes(of: download.id) : nil
+        let live = download.state == .running || download.state == .paused ? liveBytes : nil
         DownloadJSON.write(download, waitingFor: scheduler.waitingFor(download, load: load, now: now), liveBytes: live, into: &json)
     }
 
