@@ -114,8 +114,10 @@ public final class DownloadService: Sendable {
         let sessions = SessionsAPI(store: store, scheduler: scheduler, dispatcher: dispatcher, hub: hub, events: events,
                                    partials: partials, clock: clock, writes: WriteQueue())
         let watches = WatchesAPI(downloads: downloads, writes: WriteQueue())
+        let jobEvents = EventsAPI(store: store, hub: hub, present: { downloads.encodeForEvent($0) },
+                                  liveBytes: { scheduler.liveBytes(of: $0) })
         server = HTTPServer(configuration: http, router: Self.router(
-            downloads: downloads, sessions: sessions, watches: watches, events: EventsAPI(store: store, hub: hub, present: { downloads.encodeForEvent($0) }),
+            downloads: downloads, sessions: sessions, watches: watches, events: jobEvents,
             globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler, elsewhere: eventRelay?.elsewhere),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: metrics, clock: clock), authenticator: authenticator,
             metrics: metrics, logger: logger, console: ConsoleAPI(),

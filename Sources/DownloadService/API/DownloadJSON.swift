@@ -43,7 +43,7 @@ enum DownloadJSON {
         let waitingForAt = json.count
         json.value(waitingFor?.rawValue)
         writeScheduling(d, into: &json)
-        json.field("bytesReceived", liveBytes ?? d.bytesReceived)
+        json.field("bytesReceived", d.bytesShown(liveBytes: liveBytes))
         json.field("bytesExpected", d.bytesExpected)
         json.field("attempts", d.attempts)
         json.field("httpStatus", d.httpStatus)

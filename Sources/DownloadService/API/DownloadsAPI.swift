@@ -319,7 +319,7 @@ final class DownloadsAPI: Sendable {
             }
             if committed {
                 if !jobEvents.isEmpty { dispatcher.poke() }
-                hub.publish(updated.id, .state(updated))
+                hub.publish(updated.id, .state(updated.showing(liveBytes: live)))
                 after(updated)
                 return .json(200, encode(updated, liveBytes: live))
             }
@@ -329,11 +329,8 @@ final class DownloadsAPI: Sendable {
 
     // MARK: - Presentation
 
-    /// A running job's bytes as its attempt reports them, newer than the stored count; to be read
-    /// before the job's row. They are forgotten only once the attempt's end is committed, so when
-    /// they are gone here, a row read after shows that end. Read after the row, a job that stops
-    /// (a pause) could show its bytes go back: the row older than the end, what it reported already
-    /// forgotten.
+    /// A running job's bytes as its attempt reports them, to be read before the job's row
+    /// (`Download.bytesShown(liveBytes:)` says why).
     func liveBytesBeforeReading(_ id: String) -> Int64? {
         scheduler.liveBytes(of: id)
     }
@@ -345,15 +342,14 @@ final class DownloadsAPI: Sendable {
         return json.bytes
     }
 
-    /// A state event's job, with what its attempt reports as the event is written, if it still runs.
+    /// A state event's job (`Download.showing(liveBytes:)` when it was read), with what its attempt
+    /// reports as the event is written if it still runs.
     func encodeForEvent(_ download: Download) -> [UInt8] {
         encode(download, liveBytes: scheduler.liveBytes(of: download.id))
     }
 
     private func write(_ download: Download, liveBytes: Int64?, load: Load, now: Int64, into json: inout JSONWriter) {
-        // A paused job's attempt may still be stopping: until its end is saved, what it reported is newer.
-        let live = download.state == .running || download.state == .paused ? liveBytes : nil
-        DownloadJSON.write(download, waitingFor: scheduler.waitingFor(download, load: load, now: now), liveBytes: live, into: &json)
+        DownloadJSON.write(download, waitingFor: scheduler.waitingFor(download, load: load, now: now), liveBytes: liveBytes, into: &json)
     }
 
     /// `application/json`, in any case, with or without parameters (`; charset=utf-8`). Compared

@@ -61,7 +61,8 @@ struct SessionsAPI: Sendable {
             scheduler.poke()
         }
         for id in hub.subscribed(among: result.changed) {
-            if let job = try store.download(id: id) { hub.publish(id, .state(job)) }
+            let live = scheduler.liveBytes(of: id)  // before the row: see `Download.bytesShown(liveBytes:)`
+            if let job = try store.download(id: id) { hub.publish(id, .state(job.showing(liveBytes: live))) }
         }
     }
 }

@@ -18,7 +18,7 @@ enum UploadJSON {
         json.key("waitingFor")
         let waitingForAt = json.count
         json.value(waitingFor?.rawValue)
-        json.field("bytesSent", liveBytes ?? d.bytesReceived)
+        json.field("bytesSent", d.bytesShown(liveBytes: liveBytes))
         json.field("bytesTotal", plan.pin.size)
         json.field("attempts", d.attempts)
         json.field("httpStatus", d.httpStatus)

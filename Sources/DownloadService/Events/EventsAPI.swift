@@ -10,10 +10,13 @@ struct EventsAPI: Sendable {
     let store: any JobStore
     let hub: EventHub
     let present: @Sendable (Download) -> [UInt8]
+    /// The bytes a job's running attempt reported (`Scheduler.liveBytes(of:)`).
+    let liveBytes: @Sendable (String) -> Int64?
 
     static let keepAliveInterval: Duration = .seconds(15)
 
     func stream(_ id: String, lastEventID: String?, kind: Direction = .download) throws -> HTTPResponse {
+        let live = liveBytes(id)  // before the rows: see `Download.bytesShown(liveBytes:)`
         guard let first = try store.download(id: id), first.direction == kind else { throw APIProblem.notFound() }
         let (body, output) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(512))
         output.yield(Array("retry: 2000\n\n".utf8))
@@ -35,7 +38,7 @@ struct EventsAPI: Sendable {
         } catch {
             snapshot = first
         }
-        output.yield(frame(id: hub.nextEventID(id), .state(snapshot)))
+        output.yield(frame(id: hub.nextEventID(id), .state(snapshot.showing(liveBytes: live))))
         let forward = Task {
             if !snapshot.state.isTerminal {
                 for await (eventID, event) in events {

@@ -34,7 +34,8 @@ final class ServiceAPI: Sendable {
         let watches = WatchesAPI(downloads: downloads, writes: WriteQueue())
         router = DownloadService.router(
             downloads: downloads, sessions: sessions, watches: watches,
-            events: EventsAPI(store: store, hub: hub, present: { downloads.encodeForEvent($0) }),
+            events: EventsAPI(store: store, hub: hub, present: { downloads.encodeForEvent($0) },
+                              liveBytes: { scheduler.liveBytes(of: $0) }),
             globalEvents: GlobalEventsAPI(store: store, scheduler: scheduler, elsewhere: nil),
             status: StatusAPI(store: store, scheduler: scheduler, metrics: fixture.metrics, clock: clock),
             authenticator: try Authenticator(tokens: [], tokensFile: nil), metrics: fixture.metrics, logger: logger,
