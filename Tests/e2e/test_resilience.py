@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -278,16 +279,46 @@ def test_a_paused_jobs_bytes_never_go_back(fetchd, origin):
     assert seen == sorted(seen), seen
 
 
+def test_a_paused_and_resumed_jobs_event_stream_never_shows_its_bytes_go_back(fetchd, origin):
+    """Progress and state events alike, through a pause (whose attempt may still be stopping when
+    its state event is written) and a resume, to the end."""
+    fd, data, job = throttled_job_under_way(fetchd, origin, "/pause-stream")
+    stream = open_events(fd, job["id"])
+    with ThreadPoolExecutor(1) as pool:
+        events = pool.submit(parse_events, stream)
+        assert fd.api.post(f"/downloads/{job['id']}/pause").json()["state"] == "paused"
+        wait_for(lambda: holds_for(lambda: partial_size(fd, job["id"]) == fd.api.job(job["id"])["bytesReceived"], 0.3),
+                 message="the paused job to show the bytes on disk")
+        origin.resources["/pause-stream"].rate = None
+        assert fd.api.post(f"/downloads/{job['id']}/resume").status == 200
+        got = events.result(timeout=30)
+    states = [d["state"] for name, d in got if name == "state"]
+    assert "paused" in states and states[-1] == "completed", states
+    assert got[-1][1]["sha256"] == sha256_hex(data)
+    seen = [d["bytesReceived"] for _, d in got]
+    assert seen == sorted(seen), seen
+
+
 # ----- progress
 
 
 def read_events(fd, job_id: str, timeout: float = 30) -> list[tuple[str, dict]]:
     """Reads the whole SSE stream of a job; returns (event, data) pairs in order."""
+    return parse_events(open_events(fd, job_id, timeout))
+
+
+def open_events(fd, job_id: str, timeout: float = 30) -> http.client.HTTPResponse:
+    """A job's SSE stream, subscribed (its headers are in), its events not read yet."""
     conn = http.client.HTTPConnection(fd.host, fd.port, timeout=timeout)
     conn.request("GET", f"/downloads/{job_id}/events")
     resp = conn.getresponse()
     assert resp.status == 200
     assert resp.getheader("Content-Type").startswith("text/event-stream")
+    return resp
+
+
+def parse_events(resp: http.client.HTTPResponse) -> list[tuple[str, dict]]:
+    """Reads a job's SSE stream to its end; returns (event, data) pairs in order."""
     events, name, data = [], None, []
     for raw in resp:  # ends when the server ends the stream
         line = raw.decode().rstrip("\r\n")
@@ -298,7 +329,7 @@ def read_events(fd, job_id: str, timeout: float = 30) -> list[tuple[str, dict]]:
         elif line == "" and name:
             events.append((name, json.loads("\n".join(data))))
             name, data = None, []
-    conn.close()
+    resp.close()
     return events
 
 
