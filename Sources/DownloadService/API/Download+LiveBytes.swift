@@ -1,7 +1,8 @@
 import DownloadCore
 
-/// What readers see of a job whose attempt runs: the bytes the attempt reported (`Scheduler.liveBytes(of:)`),
-/// newer than the stored count, while the job is running or paused with its attempt still stopping.
+/// What readers see of a job whose attempt runs: the bytes the attempt reported
+/// (`Scheduler.liveBytes(of:)`), newer than the stored count, while the job is running or paused
+/// with its attempt still stopping.
 ///
 /// Those bytes must be read before the job's row. They are forgotten once the attempt's end is
 /// committed, so when they are gone, a row read after shows that end; read after the row, a job
