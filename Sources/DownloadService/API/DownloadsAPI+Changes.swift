@@ -15,7 +15,7 @@ extension DownloadsAPI {
         }
         if case .set(let webhookURL) = patch.webhookURL { try checkWebhookAddress(webhookURL) }
         if case .set(let url) = patch.url { try checkHostKeyTrust(url.text, field: "url") }
-        let live = liveBytesBeforeReading(id)
+        let live = scheduler.liveBytes(of: id)
         return tagged(200, try await change(id, by: patch, ifMatch: request.headers["If-Match"], kind: kind), liveBytes: live)
     }
 

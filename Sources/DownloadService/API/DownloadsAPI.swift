@@ -186,7 +186,7 @@ final class DownloadsAPI: Sendable {
     }
 
     func get(_ id: String, kind: Direction = .download) throws -> HTTPResponse {
-        let live = liveBytesBeforeReading(id)
+        let live = scheduler.liveBytes(of: id)
         return tagged(200, try existing(id, kind: kind), liveBytes: live)
     }
 
@@ -243,7 +243,7 @@ final class DownloadsAPI: Sendable {
             errors.append(FieldError(field: "cursor", message: "is not a cursor this server issued"))
         }
         guard errors.isEmpty else { throw APIProblem.invalid(errors) }
-        let live = scheduler.liveProgress()  // before the rows: see `liveBytesBeforeReading`
+        let live = scheduler.liveProgress()  // before the rows: see `Download.bytesShown(liveBytes:)`
         let page = try store.list(kind: kind, state: state, session: session, limit: limit, cursor: cursor)
         var json = JSONWriter(capacity: 600 * page.items.count + 64)
         let load = scheduler.loadSnapshot()
@@ -295,7 +295,7 @@ final class DownloadsAPI: Sendable {
         change: @escaping @Sendable (inout Download, Int64) -> Void, after: (Download) -> Void
     ) async throws -> HTTPResponse {
         for _ in 0..<10 {
-            let live = liveBytesBeforeReading(id)
+            let live = scheduler.liveBytes(of: id)
             let current = try existing(id, kind: kind)
             if unchangedIn.contains(current.state) { return .json(200, encode(current, liveBytes: live)) }
             guard from.contains(current.state), current.state.canTransition(to: target) else {
@@ -329,13 +329,7 @@ final class DownloadsAPI: Sendable {
 
     // MARK: - Presentation
 
-    /// A running job's bytes as its attempt reports them, to be read before the job's row
-    /// (`Download.bytesShown(liveBytes:)` says why).
-    func liveBytesBeforeReading(_ id: String) -> Int64? {
-        scheduler.liveBytes(of: id)
-    }
-
-    /// `liveBytes`: from `liveBytesBeforeReading`, before `download` was read.
+    /// `liveBytes`: from `Scheduler.liveBytes(of:)`, read before `download` was.
     func encode(_ download: Download, liveBytes: Int64?) -> [UInt8] {
         var json = JSONWriter()
         write(download, liveBytes: liveBytes, load: scheduler.loadSnapshot(), now: clock.now(), into: &json)

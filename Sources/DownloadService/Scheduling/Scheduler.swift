@@ -68,7 +68,8 @@ final class Scheduler: Sendable {
     /// against the store (cancel or pause through another node, a lease lost).
     func startedJobIDs() -> [String] { queue.sync { attempts.startedJobIDs() } }
 
-    /// Bytes on disk of a running job, fresher than its stored count.
+    /// Bytes on disk of a running job, fresher than its stored count. Read before the job's row
+    /// (`Download.bytesShown(liveBytes:)` says why), as is `liveProgress()`.
     func liveBytes(of id: String) -> Int64? { attempts.live.withLock { $0[id]?.bytesReceived } }
 
     /// Every running transfer's progress now, by job id.
