@@ -16,9 +16,12 @@ class TusServer:
         self.uploads, self.log = workdir / "tus-uploads", workdir / "tus-requests.log"
         self.uploads.mkdir(parents=True)
         self.port = free_port()
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "tus_server.py"), str(self.port),
-                                      str(self.uploads), str(self.log), *options],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # aiohttp logs each request a client cut off to stderr: into a file, since a pipe nobody
+        # reads fills and stops the server.
+        with (workdir / "tus-server.log").open("ab") as errors:
+            self.proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "tus_server.py"), str(self.port),
+                                          str(self.uploads), str(self.log), *options],
+                                         stdout=subprocess.DEVNULL, stderr=errors)
         wait_for(lambda: accepting("127.0.0.1", self.port), timeout=20, message="the tus server to listen")
 
     @property
