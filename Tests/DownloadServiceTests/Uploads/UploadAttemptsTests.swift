@@ -104,6 +104,9 @@ import Transfer
         }
         run.transfers.complete("up1", with: answered(201, sentWhole: true))
         #expect(await eventually { (try? run.job("up1").state) != .running })
+        // The source goes after the commit, in the same turn of the scheduler's queue, which a
+        // reader may see committed first.
+        run.settle()
         #expect(FileManager.default.fileExists(atPath: sourcePath(of: run)) == changedAfterwards)
         await run.stop()
     }
