@@ -201,6 +201,25 @@ def test_a_killed_segmented_download_resumes_every_range(fetchd, origin):
     assert origin.served("/killed.bin") <= size * 1.10, origin.served("/killed.bin")
 
 
+def test_a_kill_as_the_ranges_start_does_not_pass_their_holes_off_as_the_file(fetchd, origin):
+    """Starting the ranges makes the partial file full size at once; killed right then, fetchd
+    must resume the ranges, not take the file's size for bytes received (no digest given)."""
+    fd = fetchd()
+    size = 8 * MiB
+    body = os.urandom(size)
+    url = origin.add("/at-start.bin", body, rate=512 * KiB)
+    job = fd.api.submit({"url": url, "destination": "at-start.bin", "connections": 4})
+    partial = fd.partial_path(job["id"])
+    wait_for(lambda: partial.exists() and partial.stat().st_size == size, timeout=30, interval=0.002,
+             message="the ranges to start")
+    fd.kill()
+    origin.resources["/at-start.bin"].rate = None
+    fd.start()
+    done = fd.api.wait_state(job["id"], "completed", timeout=30)
+    assert fd.dest("at-start.bin").read_bytes() == body
+    assert done["sha256"] == sha256_hex(body)
+
+
 # ----- a job's own rate cap
 
 

@@ -205,6 +205,23 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         active[id]?.transferID = transferID
     }
 
+    /// The planned ranges are committed before they start: starting makes the partial file full
+    /// size, and after a crash a full-size file without its ranges would pass for a complete one.
+    private func saveRangesThenStart(_ id: String, firstPart: TransferResult) {
+        guard var attempt = active[id] else { return }
+        attempt.persistedAt = clock.now()
+        active[id] = attempt
+        let job = attempt.download
+        completer.add(JobWrite(changes: [.ranges(id: id, ranges: job.ranges, bytesReceived: job.ranges.bytesOnDisk,
+                                                 bytesExpected: job.bytesExpectedFromOrigin, validator: job.validator)]) { _ in
+            // Stopped meanwhile (nothing was running to cancel): it ends with its first part.
+            if self.active[id]?.stopReason != nil {
+                return self.finished(id, TransferResult(failure: .cancelled, bytesOnDisk: firstPart.bytesOnDisk))
+            }
+            self.startRanges(id)
+        })
+    }
+
     /// Starts (or resumes) the job's ranges; a job whose partial file no longer holds their
     /// progress starts over on one connection.
     private func startRanges(_ id: String) {
@@ -308,7 +325,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         if attempt.stopReason == nil, result.partReceived {
             let next = segmented.goOn(afterFirstPart: &attempt, result)
             active[id] = attempt
-            return next == .ranges ? startRanges(id) : start(attempt.download, resumeFrom: result.bytesOnDisk)
+            return next == .ranges ? saveRangesThenStart(id, firstPart: result) : start(attempt.download, resumeFrom: result.bytesOnDisk)
         }
         if attempt.stopReason == nil, let plan = attempt.download.upload, plan.uploadProtocol == .plain,
            let next = uploads?.redirect(after: result, from: attempt.redirectedTo ?? attempt.download.currentURL, followed: attempt.redirects) {
