@@ -46,6 +46,19 @@ public struct ObjectUpload: Sendable, Equatable {
     /// The URL of the tus upload resource this is, or nil for a multipart upload.
     public var tusResource: String? { uploadID == Self.tusUploadID ? key : nil }
 
+    /// The upload id kept while a multipart upload is being created (no S3 upload id is this short).
+    static let creatingUploadID = "creating"
+
+    /// A multipart upload of `key` about to be created, kept before CreateMultipartUpload is sent:
+    /// a crash before its answer is kept leaves an upload nobody knows the id of, which the next
+    /// attempt, or the sweep of an ended job, finds under the key and aborts.
+    public static func creating(key: String) -> ObjectUpload {
+        ObjectUpload(key: key, uploadID: creatingUploadID)
+    }
+
+    /// Whether this is only the intent to create a multipart upload (`creating(key:)`).
+    public var isBeingCreated: Bool { uploadID == Self.creatingUploadID }
+
     /// Bytes of the object uploaded and committed: where the origin download goes on.
     public var end: Int64 { parts.reduce(0) { $0 + $1.size } }
 

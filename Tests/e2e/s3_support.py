@@ -307,6 +307,7 @@ class _Connection:
         self.lock = threading.Lock()
         self.unanswered: deque[S3Request] = deque()
         self.current: Optional[S3Request] = None  # the request whose body is coming
+        self.holding = False  # the answer being forwarded waits for `S3Proxy.release_answers`
         self.requests = _Stream(self._request_head, self._request_body)
         self.responses = _Stream(self._response_head, lambda n: None)
 
@@ -331,6 +332,7 @@ class _Connection:
         req = self.unanswered.popleft() if self.unanswered else None
         if req is not None:
             req.status = status
+            self.holding = self.proxy.holds(req)
             if req is self.current and req.body_bytes == 0 and "100-continue" in req.headers.get("expect", ""):
                 self.requests.skip_body()  # answered before its body: the client will not send it
         if (req is not None and req.method == "HEAD") or status in (204, 304):
@@ -350,6 +352,8 @@ class _Connection:
                     break
                 with self.lock:
                     stream.feed(data)  # before forwarding: a request is logged before moto sees it
+                if stream is self.responses and self.holding:
+                    self.proxy.answers_released.wait()
                 sink.sendall(data)
             sink.shutdown(socket.SHUT_WR)
         except OSError:
@@ -395,6 +399,9 @@ class S3Proxy:
         self._listener: Optional[socket.socket] = None
         self._connections: set[_Connection] = set()
         self._lock = threading.Lock()
+        self._held: Optional[tuple[str, str]] = None
+        self.answers_released = threading.Event()
+        self.answers_released.set()
 
     @property
     def is_up(self) -> bool:
@@ -473,6 +480,20 @@ class S3Proxy:
             out = self.log[since:]
         return [r for r in out if (method is None or r.method == method)
                 and (path_prefix is None or r.path.startswith(path_prefix))]
+
+    def hold_answers(self, method: str, parameter: str) -> None:
+        """Keep moto's answers to requests of `method` with the query parameter `parameter` from
+        the client until `release_answers`: what moto did, the client does not learn."""
+        self._held = (method, parameter)
+        self.answers_released.clear()
+
+    def release_answers(self) -> None:
+        self._held = None
+        self.answers_released.set()
+
+    def holds(self, req: S3Request) -> bool:
+        held = self._held
+        return held is not None and req.method == held[0] and held[1] in req.params
 
     def down(self) -> None:
         """Refuse new connections (nothing listens on the port) and drop the open ones."""
@@ -706,6 +727,13 @@ class S3:
 
     def up(self) -> None:
         self.proxy.up()
+
+    def hold_answers(self, method: str, parameter: str) -> None:
+        """See `S3Proxy.hold_answers`; released at the end of the test at the latest."""
+        self.proxy.hold_answers(method, parameter)
+
+    def release_answers(self) -> None:
+        self.proxy.release_answers()
 
 
 if __name__ == "__main__":

@@ -203,6 +203,27 @@ def test_after_kill_9_the_object_resumes_from_its_last_part(storage_fetchd, orig
     assert s3.list_multipart_uploads() == []
 
 
+def test_an_upload_whose_creation_was_cut_short_by_kill_9_is_aborted_not_left(storage_fetchd, origin, s3):
+    """Killed after the storage created the multipart upload and before fetchd kept its id: the
+    next start finds the upload under the key (it holds no part) and aborts it."""
+    body = os.urandom(12 * MiB)
+    url = origin.add("/lost.bin", body, rate=8 * MiB)
+    s3.hold_answers("POST", "uploads")
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("lost.bin")})
+    wait_for(lambda: [r for r in s3.requests("POST") if "uploads" in r.params and r.status == 200], timeout=30,
+             message="the storage to create the upload")
+    storage_fetchd.kill()
+    s3.release_answers()
+    [lost] = [u["UploadId"] for u in s3.list_multipart_uploads()]
+
+    storage_fetchd.start()
+    done = storage_fetchd.api.wait_state(job["id"], "completed", timeout=60)
+
+    assert s3.get_object_bytes("lost.bin") == body and done["sha256"] == sha256_hex(body)
+    assert [r.params.get("uploadId") for r in s3.requests("DELETE")] == [lost]
+    assert s3.list_multipart_uploads() == []
+
+
 def test_storage_down_for_20_s_makes_the_job_wait_then_complete(fetchd, origin, s3):
     fd = fetchd(env={**s3.env(), "FETCHD_S3_PART_SIZE": "5MiB", "FETCHD_ALLOW_PRIVATE_NETWORKS": "true",
                      "FETCHD_RETRY_MAX_DELAY": "2s"})

@@ -78,6 +78,27 @@ def test_after_kill_9_only_the_missing_parts_go_up(bucket_fetchd, s3):
     assert s3.list_multipart_uploads() == []
 
 
+def test_an_upload_whose_creation_was_cut_short_by_kill_9_is_aborted_not_left(bucket_fetchd, s3):
+    """Killed after S3 created the multipart upload and before fetchd kept its id: the next start
+    finds the upload under the key (it holds no part) and aborts it before creating another."""
+    body = os.urandom(12 * MiB)
+    source(bucket_fetchd, "lost.bin", body)
+    s3.hold_answers("POST", "uploads")
+    job = upload(bucket_fetchd, s3, "lost.bin", "lost.bin")
+    wait_for(lambda: [r for r in s3.requests("POST") if "uploads" in r.params and r.status == 200], timeout=30,
+             message="S3 to create the upload")
+    bucket_fetchd.kill()
+    s3.release_answers()
+    [lost] = [u["UploadId"] for u in s3.list_multipart_uploads()]
+
+    bucket_fetchd.start()
+    done = wait_upload(bucket_fetchd, job["id"], "completed")
+
+    assert s3.get_object_bytes("lost.bin") == body and done["sha256"] == sha256_hex(body)
+    assert [r.params.get("uploadId") for r in s3.requests("DELETE")] == [lost]
+    assert s3.list_multipart_uploads() == []
+
+
 def test_a_source_appended_to_mid_upload_fails_and_the_upload_is_aborted(bucket_fetchd, s3):
     file = source(bucket_fetchd, "app.log", os.urandom(30 * MiB))
     job = upload(bucket_fetchd, s3, "app.log", "app.log", maxBytesPerSecond=8 * MiB)

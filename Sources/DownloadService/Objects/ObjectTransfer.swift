@@ -79,7 +79,8 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         self.onComplete = onComplete
         releasedEnd = job.objectUpload?.end ?? 0
         parts = PartUploads(queue: queue, client: client, bucket: job.destination.bucket ?? "", staging: staging, extra: extra,
-                            maxInFlight: Int(stagedParts), resuming: job.objectUpload, commit: commit)
+                            maxInFlight: Int(stagedParts), resuming: job.objectUpload.flatMap { $0.isBeingCreated ? nil : $0 },
+                            commit: commit)
         parts.onCommitted = { end in self.committed(upTo: end) }
         parts.onChange = { self.pump() }
     }
@@ -93,8 +94,12 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     /// when it holds more of the same representation).
     func start(_ request: TransferRequest) {
         assertOnQueue()
-        // An upload whose digest state could not be restored starts over.
-        if job.objectUpload != nil, upload == nil { restartObject(abandoning: job.objectUpload) }
+        if let intent = job.objectUpload, intent.isBeingCreated {
+            abortUnrecorded(intent)
+        } else if job.objectUpload != nil, upload == nil {
+            // An upload whose digest state could not be restored starts over.
+            restartObject(abandoning: job.objectUpload)
+        }
         let committedEnd = parts.committedEnd
         do {
             // Without an upload, bytes from the start are needed: a file whose parts went to an
@@ -297,19 +302,39 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
                                             effectiveURL: response.effectiveURL) { chosen in
             guard case .success(let key) = chosen else { return fail(chosen.failureValue ?? .exists) }
             let location = ObjectLocation(bucket: bucket, key: key)
-            client.createMultipartUpload(location) { created in
-                guard case .success(let uploadID) = created else { return fail(created.failureValue ?? .exists) }
-                let new = ObjectUpload(key: key, uploadID: uploadID)
-                guard mustBeNew else { return self.queue.async { self.created(new) } }
-                // With onConflict: fail, an object already there fails the job now rather than
-                // after the whole download (the final write is conditional all the same).
-                client.objectExists(location) { exists in
-                    guard case .success(false) = exists else {
-                        self.abort(new)
-                        return fail(exists.failureValue ?? .exists)
+            self.queue.async {
+                // Kept first: a crash before the answer below is kept leaves an upload to look for.
+                self.commit(.creating(key: key)) { kept in
+                    guard kept else { return self.noLongerWriting() }
+                    client.createMultipartUpload(location) { created in
+                        guard case .success(let uploadID) = created else { return fail(created.failureValue ?? .exists) }
+                        let new = ObjectUpload(key: key, uploadID: uploadID)
+                        guard mustBeNew else { return self.queue.async { self.created(new) } }
+                        // With onConflict: fail, an object already there fails the job now rather than
+                        // after the whole download (the final write is conditional all the same).
+                        client.objectExists(location) { exists in
+                            guard case .success(false) = exists else {
+                                self.abort(new)
+                                return fail(exists.failureValue ?? .exists)
+                            }
+                            self.queue.async { self.created(new) }
+                        }
                     }
-                    self.queue.async { self.created(new) }
                 }
+            }
+        }
+    }
+
+    /// The last attempt kept its intent to create an upload and no answer: the upload it may
+    /// have left is aborted before another is created.
+    private func abortUnrecorded(_ intent: ObjectUpload) {
+        creating = true
+        client.abortUploadsWithoutParts(ObjectLocation(bucket: job.destination.bucket ?? "", key: intent.key)) { swept in
+            self.queue.async {
+                guard case .failure(let failure) = swept else {
+                    return self.commit(nil) { kept in kept ? self.doneCreating() : self.noLongerWriting() }
+                }
+                self.creationFailed(failure)
             }
         }
     }
@@ -320,14 +345,24 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         guard !ended else { return abort(new) }
         parts.begin(new)
         commit(new) { kept in
-            self.creating = false
-            if !kept {
-                // The job is no longer this attempt's to write (cancelled, taken over).
+            guard kept else {
                 self.abort(new)
-                self.stopped = true
+                return self.noLongerWriting()
             }
-            self.pump()
+            self.doneCreating()
         }
+    }
+
+    private func doneCreating() {
+        creating = false
+        pump()
+    }
+
+    /// The job is no longer this attempt's to write (cancelled, taken over).
+    private func noLongerWriting() {
+        creating = false
+        stopped = true
+        pump()
     }
 
     private func creationFailed(_ failure: ObjectStorageFailure) {

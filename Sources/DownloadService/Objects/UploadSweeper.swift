@@ -87,7 +87,13 @@ final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`
             return true
         }
         guard let client, let bucket = job.destination.bucket else { return false }
-        client.abortMultipartUpload(ObjectLocation(bucket: bucket, key: upload.key), uploadID: upload.uploadID) { result in
+        let location = ObjectLocation(bucket: bucket, key: upload.key)
+        guard !upload.isBeingCreated else {
+            // The job ended while creating its upload: the one it may have left has no id to abort by.
+            client.abortUploadsWithoutParts(location) { result in then((try? result.get()) != nil) }
+            return true
+        }
+        client.abortMultipartUpload(location, uploadID: upload.uploadID) { result in
             if case .success = result { then(true) } else { then(false) }
         }
         return true

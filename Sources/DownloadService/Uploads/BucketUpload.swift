@@ -16,8 +16,9 @@ import Transfer
 /// version once it is complete, with `bodySHA256`, the digest of the source; otherwise what
 /// failed, the storage's failures as `TransferFailure.storage`.
 final class BucketUpload: QueueConfined, @unchecked Sendable {  // all mutable state only on `queue` (assertOnQueue)
-    /// Persists the upload as it now stands; called on `queue`.
-    typealias Commit = (ObjectUpload) -> Void
+    /// Persists the upload as it now stands and says whether the job was still this attempt's to
+    /// write; called and answered on `queue`.
+    typealias Commit = (ObjectUpload, @escaping (Bool) -> Void) -> Void
 
     let queue: DispatchQueue
     private let job: Download
@@ -59,9 +60,13 @@ final class BucketUpload: QueueConfined, @unchecked Sendable {  // all mutable s
 
     func start() {
         assertOnQueue()
+        if let kept = job.objectUpload, kept.isBeingCreated { return abortUnrecorded(kept) }
         if let kept = job.objectUpload, kept.tusResource == nil, kept.key == location.key { return check(kept) }
-        if size <= partSize { return putWhole() }
-        create()
+        begin()
+    }
+
+    private func begin() {
+        size <= partSize ? putWhole() : create()
     }
 
     /// Stops the attempt once the request under way answers (S3's requests are not cut off).
@@ -88,16 +93,41 @@ final class BucketUpload: QueueConfined, @unchecked Sendable {  // all mutable s
         }
     }
 
+    /// The intent to create the upload is kept first, and the upload before its first part: a crash
+    /// in between leaves an upload without parts under the key, which the next attempt aborts.
     private func create() {
-        client.createMultipartUpload(location, contentType: plan.contentType) { created in
-            self.queue.async {
-                switch created {
-                case .failure(let failure): self.end(Self.failed(failure))
-                case .success(let uploadID):
-                    self.logger.info("multipart upload created", metadata: ["download.id": "\(self.job.id)"])
-                    self.keep(ObjectUpload(key: self.location.key, uploadID: uploadID))
-                    self.sendPart()
+        commit(.creating(key: location.key)) { kept in
+            guard kept else { return self.end(TransferResult(failure: .cancelled)) }
+            self.client.createMultipartUpload(self.location, contentType: self.plan.contentType) { created in
+                self.queue.async {
+                    switch created {
+                    case .failure(let failure): self.end(Self.failed(failure))
+                    case .success(let uploadID): self.created(ObjectUpload(key: self.location.key, uploadID: uploadID))
+                    }
                 }
+            }
+        }
+    }
+
+    private func created(_ new: ObjectUpload) {
+        logger.info("multipart upload created", metadata: ["download.id": "\(job.id)"])
+        commit(new) { kept in
+            guard kept else {
+                self.client.abortMultipartUpload(self.location, uploadID: new.uploadID) { _ in }
+                return self.end(TransferResult(failure: .cancelled))
+            }
+            self.upload = new
+            self.sendPart()
+        }
+    }
+
+    /// The last attempt kept its intent to create an upload and no answer: the upload it may have
+    /// left is aborted before another is created.
+    private func abortUnrecorded(_ intent: ObjectUpload) {
+        client.abortUploadsWithoutParts(ObjectLocation(bucket: location.bucket, key: intent.key)) { swept in
+            self.queue.async {
+                if case .failure(let failure) = swept { return self.end(Self.failed(failure)) }
+                self.begin()
             }
         }
     }
@@ -109,7 +139,7 @@ final class BucketUpload: QueueConfined, @unchecked Sendable {  // all mutable s
                 switch listed {
                 case .failure(.noSuchUpload):
                     self.logger.info("multipart upload gone; creating another", metadata: ["download.id": "\(self.job.id)"])
-                    self.size <= self.partSize ? self.putWhole() : self.create()
+                    self.begin()
                 case .failure(let failure): self.end(Self.failed(failure))
                 case .success(let parts):
                     let held = Dictionary(parts.map { ($0.number, $0) }, uniquingKeysWith: { first, _ in first })
@@ -174,7 +204,7 @@ final class BucketUpload: QueueConfined, @unchecked Sendable {  // all mutable s
 
     private func keep(_ upload: ObjectUpload) {
         self.upload = upload
-        commit(upload)
+        commit(upload) { _ in }
     }
 
     /// Whether the attempt goes on; a stopped one ends here.

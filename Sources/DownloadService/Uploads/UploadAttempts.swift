@@ -85,16 +85,15 @@ struct UploadAttempts: Sendable {
             let location = ObjectLocation(bucket: bucket, key: attempt.download.destination.relativePath)
             return run(&attempt, BucketUpload(
                 job: attempt.download, plan: plan, location: location, source: source, client: storage.client, partSize: storage.partSize,
-                queue: queue, commit: committing(attempt.download.id, resourceChanged) { _ in }, logger: logger,
+                queue: queue, commit: committing(attempt.download.id, resourceChanged), logger: logger,
                 onProgress: onProgress, onComplete: onComplete))
         }
         if plan.uploadProtocol == .tus {
             logger.info("upload started", metadata: ["download.id": "\(attempt.download.id)", "attempt": "\(attempt.download.attempts)",
                                                      "protocol": "tus"])
-            let id = attempt.download.id
             return run(&attempt, TusUpload(
                 job: attempt.download, plan: plan, source: source, chunkSize: tusChunkSize, queue: queue, template: template,
-                transfers: transfers, commit: { resource, then in self.committing(id, resourceChanged, then)(resource) },
+                transfers: transfers, commit: committing(attempt.download.id, resourceChanged),
                 clock: clock, logger: logger, onProgress: onProgress, onComplete: onComplete))
         }
         var job = attempt.download
@@ -133,12 +132,11 @@ struct UploadAttempts: Sendable {
         return nil
     }
 
-    /// Hands the job's upload (a multipart upload, a tus resource) to the store; `then` learns
-    /// whether the job was still this node's to write.
-    private func committing(_ id: String, _ changed: @escaping (ObjectUpload) -> Void,
-                            _ then: @escaping (Bool) -> Void) -> (ObjectUpload) -> Void {
+    /// Hands the job's upload (a multipart upload, its intent, a tus resource) to the store; the
+    /// answer says whether the job was still this node's to write.
+    private func committing(_ id: String, _ changed: @escaping (ObjectUpload) -> Void) -> TusUpload.Commit {
         let completer = completer
-        return { upload in
+        return { upload, then in
             changed(upload)
             completer.add(JobWrite(changes: [.objectUpload(id: id, upload: upload, expecting: [.running])]) { then($0[0]) })
         }

@@ -63,6 +63,14 @@ public final class ObjectStorageClient: Sendable {
         }, completion) { $0.listedParts() }
     }
 
+    /// The ids of the multipart uploads of exactly this key that the bucket holds (the first 1,000
+    /// of its keys beginning so).
+    public func listMultipartUploads(_ at: ObjectLocation, completion: @escaping @Sendable (Result<[String], ObjectStorageFailure>) -> Void) {
+        perform(.listMultipartUploads, { s3 throws(ObjectStorageFailure) in
+            try s3.listMultipartUploads(at)
+        }, completion) { $0.listedUploads(of: at.key) }
+    }
+
     /// Stores `body` (hex SHA-256 `sha256`) as the object in one request. With `ifNoneMatch`, only
     /// if no object is at the key yet (else `.exists`).
     public func putObject(_ at: ObjectLocation, body: TransferRequest.FileRange, sha256: String, ifNoneMatch: Bool,

@@ -63,6 +63,19 @@ struct S3Answer {
         return .success(parts.sorted { $0.number < $1.number })
     }
 
+    /// ListMultipartUploads: the upload ids of each `Upload` whose key is `key` exactly (the
+    /// listing is by prefix).
+    func listedUploads(of key: String) -> Result<[String], ObjectStorageFailure> {
+        if let failure { return .failure(failure) }
+        guard let document, document.root == "ListMultipartUploadsResult" else { return .failure(notUnderstood("no ListMultipartUploadsResult")) }
+        var ids: [String] = []
+        for record in document.records["Upload", default: []] where record["Key"] == key {
+            guard let id = record["UploadId"], !id.isEmpty else { return .failure(notUnderstood("an upload without its id")) }
+            ids.append(id)
+        }
+        return .success(ids)
+    }
+
     /// AbortMultipartUpload: an upload already gone is as good as aborted.
     func aborted() -> Result<Void, ObjectStorageFailure> {
         switch failure {

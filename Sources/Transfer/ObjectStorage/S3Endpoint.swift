@@ -52,15 +52,18 @@ struct S3Endpoint: Equatable, Sendable {
     /// `scheme://bucket.host[:port]/key`, the key encoded segment by segment.
     func url(for location: ObjectLocation, addressing: ObjectStorageSettings.Addressing) -> Result<String, ObjectStorageFailure> {
         if let problem = Self.keyProblem(location.key) { return .failure(.refused(status: 0, code: "InvalidKey", message: problem)) }
-        if let problem = Self.bucketProblem(location.bucket, addressing: addressing) {
+        return url(ofBucket: location.bucket, addressing: addressing).map { $0 + S3Encoding.encodePath(location.key) }
+    }
+
+    /// The bucket's URL, ending in `/`: path style `endpoint/bucket/`, virtual-host style
+    /// `scheme://bucket.host[:port]/`.
+    func url(ofBucket bucket: String, addressing: ObjectStorageSettings.Addressing) -> Result<String, ObjectStorageFailure> {
+        if let problem = Self.bucketProblem(bucket, addressing: addressing) {
             return .failure(.refused(status: 0, code: "InvalidBucketName", message: problem))
         }
-        let key = S3Encoding.encodePath(location.key)
         switch addressing {
-        case .path:
-            return .success("\(scheme)://\(authority)\(pathPrefix)/\(S3Encoding.encode(location.bucket))/\(key)")
-        case .virtual:
-            return .success("\(scheme)://\(location.bucket).\(authority)\(pathPrefix)/\(key)")
+        case .path: return .success("\(scheme)://\(authority)\(pathPrefix)/\(S3Encoding.encode(bucket))/")
+        case .virtual: return .success("\(scheme)://\(bucket).\(authority)\(pathPrefix)/")
         }
     }
 

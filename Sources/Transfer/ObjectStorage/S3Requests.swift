@@ -2,7 +2,8 @@ import Crypto
 
 /// The S3 operations the client performs, one request each.
 enum S3Operation: Sendable {
-    case createMultipartUpload, uploadPart, completeMultipartUpload, abortMultipartUpload, listParts, putObject, headObject
+    case createMultipartUpload, uploadPart, completeMultipartUpload, abortMultipartUpload, listParts, listMultipartUploads, putObject
+    case headObject
 }
 
 /// The engine request for each S3 operation: URL with its canonical query, the headers S3 needs
@@ -83,6 +84,12 @@ struct S3Requests: Sendable {
     /// The parts one ListParts answer lists at most (S3's own limit).
     static let maxListedParts = 1000
 
+    /// The bucket's multipart uploads of keys that begin with `at.key`, up to 1,000 of them.
+    func listMultipartUploads(_ at: ObjectLocation) throws(ObjectStorageFailure) -> TransferRequest {
+        try request(.get, at, query: S3Query([("prefix", at.key), ("uploads", "")]), headers: [("x-amz-content-sha256", Self.emptySHA256)],
+                    ofBucket: true)
+    }
+
     func putObject(_ at: ObjectLocation, body: TransferRequest.FileRange, sha256: String, ifNoneMatch: Bool,
                    contentType: String) throws(ObjectStorageFailure) -> TransferRequest {
         try checkDigest(sha256)
@@ -98,9 +105,12 @@ struct S3Requests: Sendable {
         try request(.head, at, query: S3Query(), headers: [("x-amz-content-sha256", Self.emptySHA256)])
     }
 
+    /// `ofBucket`: a request of the bucket (its URL without the key), `at.key` only its query's.
     private func request(_ method: TransferRequest.Method, _ at: ObjectLocation, query: S3Query,
-                         headers: [(String, String)]) throws(ObjectStorageFailure) -> TransferRequest {
-        var url = try endpoint.get().url(for: at, addressing: settings.addressing).get()
+                         headers: [(String, String)], ofBucket: Bool = false) throws(ObjectStorageFailure) -> TransferRequest {
+        let endpoint = try endpoint.get()
+        var url = try (ofBucket ? endpoint.url(ofBucket: at.bucket, addressing: settings.addressing)
+                                : endpoint.url(for: at, addressing: settings.addressing)).get()
         let canonical = query.canonical
         if !canonical.isEmpty { url += "?" + canonical }
 

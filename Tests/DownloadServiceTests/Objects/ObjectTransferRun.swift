@@ -120,9 +120,10 @@ final class ObjectTransferRun: Sendable {
         store.holdPartCommits.store(true, ordering: .sequentiallyConsistent)
     }
 
-    /// The store keeps no commit from now on: the job was cancelled or taken over.
-    func refuseCommits() {
-        store.refuses.store(true, ordering: .sequentiallyConsistent)
+    /// The store keeps no commit after the first `kept` of the attempt: the job was cancelled or
+    /// taken over.
+    func refuseCommits(after kept: Int = 0) {
+        store.keptCommits.store(kept, ordering: .sequentiallyConsistent)
     }
 
     /// Each upload handed to the store, in order (nil: the upload forgotten).
@@ -159,15 +160,15 @@ private final class StoreStandIn: @unchecked Sendable {
     var pending: [(Bool) -> Void] = []
     let holdPartCommits = Atomic<Bool>(false)
 
-    /// Every commit is answered "not kept": the job is no longer this node's.
-    let refuses = Atomic<Bool>(false)
+    /// Commits answered "kept"; every later one is answered "not kept": the job is no longer this node's.
+    let keptCommits = Atomic<Int>(.max)
 
     func commit(_ upload: ObjectUpload?, then: @escaping (Bool) -> Void) {
         uploads.append(upload)
         if upload?.parts.isEmpty == false, holdPartCommits.load(ordering: .sequentiallyConsistent) {
             pending.append(then)
         } else {
-            then(!refuses.load(ordering: .sequentiallyConsistent))
+            then(uploads.count <= keptCommits.load(ordering: .sequentiallyConsistent))
         }
     }
 }

@@ -70,13 +70,16 @@ extension Objects {
             #expect(parts.map { $0.header("x-amz-content-sha256") ?? "" } == ranges.map { ObjectTest.sha256(body[$0]) })
             #expect(parts.allSatisfy { $0.query["uploadId"] == "upload-1" })
 
-            // The upload is committed before its first part, then with each part and the digest after it.
+            // The intent is committed before the upload is created, the upload before its first
+            // part, then with each part and the digest after it.
             let commits = run.commits.compactMap { $0 }
-            #expect(run.commits.count == 4 && commits.count == 4)
-            #expect(commits.first == ObjectUpload(key: Self.key, uploadID: "upload-1"))
-            #expect(commits.map { $0.parts.map(\.size) } == [[], [Self.part], [Self.part, Self.part], [Self.part, Self.part, Self.part / 2]])
+            #expect(run.commits.count == 5 && commits.count == 5)
+            #expect(commits.first == .creating(key: Self.key))
+            #expect(commits.dropFirst().first == ObjectUpload(key: Self.key, uploadID: "upload-1"))
+            #expect(commits.dropFirst().map { $0.parts.map(\.size) }
+                    == [[], [Self.part], [Self.part, Self.part], [Self.part, Self.part, Self.part / 2]])
             #expect(commits.last?.parts.map(\.etag) == ["\"etag-1\"", "\"etag-2\"", "\"etag-3\""])
-            for (commit, end) in zip(commits.dropFirst(), ranges.map(\.upperBound)) {
+            for (commit, end) in zip(commits.dropFirst(2), ranges.map(\.upperBound)) {
                 let restored = ResumableDigest(state: commit.digestState, extra: nil)
                 #expect(restored?.finalize().sha256 == ObjectTest.sha256(body[0..<end]))
             }
@@ -136,10 +139,49 @@ extension Objects {
             #expect(run.stagedBytes(0..<Self.part) == body)
         }
 
-        /// An upload begun for a job that is no longer this node's is aborted before any part.
-        @Test func anUploadTheStoreDidNotKeepIsAbortedAndNothingMoreGoesUp() async throws {
+        /// The last attempt kept its intent to create an upload and no upload id (a crash came
+        /// between): the key's uploads without parts are aborted before another is created.
+        @Test func anIntentLeftByACrashIsSweptBeforeTheUploadIsCreated() async throws {
+            let s3 = FakeS3()
+            s3.answer(.other, with: FakeS3.answer(200, """
+                <ListMultipartUploadsResult><Upload><Key>\(Self.key)</Key><UploadId>lost</UploadId></Upload>\
+                </ListMultipartUploadsResult>
+                """))
+            s3.answer(.other, with: FakeS3.answer(200, "<ListPartsResult></ListPartsResult>"))
+            var job = try ObjectTest.job()
+            job.objectUpload = .creating(key: Self.key)
+            let run = try ObjectTransferRun(job, s3: s3)
+            run.start()
+
+            try run.write(ObjectTest.noise(Int(Self.part) * 2)[...], at: 0)
+            run.progress(onDisk: 2 * Self.part)
+
+            #expect(await eventually { s3.operations == [.other, .other, .abort, .create, .head, .part(1), .part(2)] })
+            #expect(s3.requests[2].query["uploadId"] == "lost")
+            #expect(Array(run.commits.prefix(3)) == [nil, .creating(key: Self.key), ObjectUpload(key: Self.key, uploadID: "upload-1")])
+        }
+
+        /// A job that is no longer this node's begins no upload.
+        @Test func aJobTheStoreNoLongerKeepsBeginsNoUpload() async throws {
             let run = try ObjectTransferRun(try ObjectTest.job())
             run.refuseCommits()
+            run.start()
+
+            try run.write(ObjectTest.noise(Int(Self.part) * 2)[...], at: 0)
+            run.progress(onDisk: 2 * Self.part)
+            #expect(await eventually { run.commits == [.creating(key: Self.key)] })
+            run.turn()
+            #expect(run.endingCount == 0)
+
+            run.cancel()
+            #expect(await run.ended()?.failure == .cancelled)
+            #expect(run.s3.requests.isEmpty)
+        }
+
+        /// An upload begun as the job stopped being this node's is aborted before any part.
+        @Test func anUploadTheStoreDidNotKeepIsAbortedAndNothingMoreGoesUp() async throws {
+            let run = try ObjectTransferRun(try ObjectTest.job())
+            run.refuseCommits(after: 1)
             run.start()
 
             try run.write(ObjectTest.noise(Int(Self.part) * 2)[...], at: 0)
@@ -147,7 +189,7 @@ extension Objects {
             #expect(await eventually { run.s3.operations == [.create, .head, .abort] })
             run.turn()
             #expect(run.s3.requests.last?.query["uploadId"] == "upload-1")
-            #expect(run.commits.count == 1)
+            #expect(run.commits.count == 2)
             #expect(run.endingCount == 0)
 
             run.cancel()
@@ -251,9 +293,9 @@ extension Objects {
 
             s3.releaseLast()
             run.turn()
-            #expect(run.commits.count == 1 && run.commits.first??.parts.isEmpty == true)
+            #expect(run.commits.count == 2 && run.commits.last??.parts.isEmpty == true)
             s3.releaseFirst()
-            #expect(await eventually { run.commits.count == 2 })
+            #expect(await eventually { run.commits.count == 3 })
             #expect(run.commits.last??.parts.map(\.number) == [1, 2])
 
             run.originEnds(onDisk: 2 * Self.part)
@@ -273,7 +315,7 @@ extension Objects {
 
             let result = try #require(await run.ended())
             #expect(result.failure == .storage(.noSuchUpload))
-            #expect(run.commits.count == 2 && run.commits.last == .some(nil))
+            #expect(run.commits.count == 3 && run.commits.last == .some(nil))
             #expect(s3.operations == [.create, .head, .part(1)])
         }
 
@@ -289,7 +331,8 @@ extension Objects {
             #expect(result.failure == .storage(.exists))
             #expect(run.s3.operations == [.create, .head, .abort])
             #expect(run.s3.requests.last?.query["uploadId"] == "upload-1")
-            #expect(run.commits.isEmpty)
+            // The intent stays: the job's end sweeps the key for what it may still hold.
+            #expect(run.commits == [.creating(key: Self.key)])
             #expect(run.transfers.cancelled.count == 1)
         }
 

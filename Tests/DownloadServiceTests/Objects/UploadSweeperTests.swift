@@ -22,16 +22,19 @@ extension Objects {
                                     logger: ServiceFixture.quiet)
         }
 
-        /// Stores job `id` into `s3://media/<id>.bin` in `state`, its upload `up-<id>` committed.
+        /// Stores job `id` into `s3://media/<id>.bin` in `state`, its upload (`up-<id>`, unless
+        /// given) committed.
         @discardableResult
-        func stored(_ id: String, _ state: DownloadState, bytesReceived: Int64 = 0, finishedAt: Int64? = nil) throws -> ObjectUpload {
+        func stored(_ id: String, _ state: DownloadState, bytesReceived: Int64 = 0, finishedAt: Int64? = nil,
+                    upload given: ObjectUpload? = nil) throws -> ObjectUpload {
             let destination = try Destination.parse("s3://media/\(id).bin").get()
             var job = try fixture.submit(id) { $0.destination = destination }
             job.state = state
             job.bytesReceived = bytesReceived
             job.finishedAt = state.isTerminal ? finishedAt ?? fixture.clock.now : nil
             #expect(try fixture.store.update(job, expecting: [.queued]))
-            let upload = ObjectUpload(key: "\(id).bin", uploadID: "up-\(id)", parts: [ObjectUpload.Part(number: 1, size: 4096, etag: "\"e1\"")])
+            let upload = given ?? ObjectUpload(key: "\(id).bin", uploadID: "up-\(id)",
+                                               parts: [ObjectUpload.Part(number: 1, size: 4096, etag: "\"e1\"")])
             #expect(try fixture.store.apply([.objectUpload(id: id, upload: upload, expecting: [state])]) == [true])
             return upload
         }
@@ -56,6 +59,25 @@ extension Objects {
             let abort = try #require(s3.requests.first)
             #expect(abort.method == .delete && abort.bucket == "media" && abort.key == "c.bin")
             #expect(abort.query == ["uploadId": "up-c"])
+        }
+
+        /// A job that ended while creating its upload kept no upload id: the sweep aborts the
+        /// uploads of its key that hold no part, then forgets the intent.
+        @Test func anIntentToCreateHasTheKeysUploadsWithoutPartsAborted() async throws {
+            try stored("c", .cancelled, upload: .creating(key: "c.bin"))
+            s3.answer(.other, with: FakeS3.answer(200, """
+                <ListMultipartUploadsResult><Upload><Key>c.bin</Key><UploadId>lost</UploadId></Upload>\
+                <Upload><Key>c.bin.1</Key><UploadId>other</UploadId></Upload></ListMultipartUploadsResult>
+                """))
+            s3.answer(.other, with: FakeS3.answer(200, "<ListPartsResult></ListPartsResult>"))
+
+            sweeper.sweep()
+
+            #expect(await eventually { (try? upload(of: "c")) == .some(nil) })
+            sweepDone()
+            #expect(s3.operations == [.other, .other, .abort])
+            #expect(s3.requests.first?.query == ["prefix": "c.bin", "uploads": ""])
+            #expect(s3.requests.map(\.query["uploadId"]) == [nil, "lost", "lost"])
         }
 
         /// A failed job a retry can go on from keeps its upload until retention is about to prune it;

@@ -59,6 +59,20 @@ import Testing
         #expect(read(S3Fixture.answer(404, S3Fixture.error("NoSuchUpload", "gone")), .listParts).listedParts() == .failure(.noSuchUpload))
     }
 
+    /// The listing is by prefix: only uploads of the key itself are its own.
+    @Test func theListedUploadsOfAKeyAreThoseOfThatKeyAlone() {
+        // As S3 answers (moto's names the same root), an upload's owner and initiator nested in it.
+        let listed = #"<?xml version="1.0" encoding="UTF-8"?><ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>media</Bucket><Prefix>a.bin</Prefix><IsTruncated>false</IsTruncated><Upload><Key>a.bin</Key><UploadId>u1</UploadId><Initiator><ID>arn:aws:iam::1:user/u</ID></Initiator><Initiated>2026-12-07T14:00:00.000Z</Initiated></Upload><Upload><Key>a.bin.old</Key><UploadId>u2</UploadId></Upload><Upload><Key>a.bin</Key><UploadId>u3</UploadId></Upload></ListMultipartUploadsResult>"#
+        #expect(read(S3Fixture.answer(200, listed), .listMultipartUploads).listedUploads(of: "a.bin") == .success(["u1", "u3"]))
+        let none = #"<ListMultipartUploadsResult><Bucket>media</Bucket><IsTruncated>false</IsTruncated></ListMultipartUploadsResult>"#
+        #expect(read(S3Fixture.answer(200, none), .listMultipartUploads).listedUploads(of: "a.bin") == .success([]))
+        let idless = #"<ListMultipartUploadsResult><Upload><Key>a.bin</Key></Upload></ListMultipartUploadsResult>"#
+        #expect(read(S3Fixture.answer(200, idless), .listMultipartUploads).listedUploads(of: "a.bin")
+                == .failure(.unavailable("an upload without its id in the answer (HTTP 200)")))
+        #expect(read(S3Fixture.answer(403, S3Fixture.error("AccessDenied", "no")), .listMultipartUploads).listedUploads(of: "a.bin")
+                == .failure(.refused(status: 403, code: "AccessDenied", message: "no")))
+    }
+
     @Test func aCompleteAnswered200WithAnErrorFails() {
         let internalError = S3Fixture.error("InternalError", "We encountered an internal error. Please try again.")
         // S3 may send white space ahead while it assembles the object.

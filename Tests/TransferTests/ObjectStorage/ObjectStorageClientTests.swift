@@ -29,6 +29,32 @@ import Testing
         #expect(engine.requests.first?.url.hasSuffix("?partNumber=2&uploadId=up-1") == true)
     }
 
+    /// What a crash while an upload was created leaves: the key's uploads without a part are
+    /// aborted, one holding parts is not.
+    @Test func theUploadsOfAKeyThatHoldNoPartAreAborted() async {
+        let key = S3Fixture.location.key
+        let listed = "<ListMultipartUploadsResult><Upload><Key>\(key)</Key><UploadId>held</UploadId></Upload>"
+            + "<Upload><Key>\(key)</Key><UploadId>lost</UploadId></Upload></ListMultipartUploadsResult>"
+        let held = #"<ListPartsResult><Part><PartNumber>1</PartNumber><ETag>"e1"</ETag><Size>5</Size></Part></ListPartsResult>"#
+        let engine = CannedEngine(S3Fixture.answer(200, listed), S3Fixture.answer(200, held),
+                                  S3Fixture.answer(200, "<ListPartsResult></ListPartsResult>"), S3Fixture.answer(204))
+
+        let result = await outcome { engine.client().abortUploadsWithoutParts(S3Fixture.location, completion: $0) }
+
+        #expect(result == .success(1))
+        #expect(engine.requests.map(\.method) == [.get, .get, .get, .delete])
+        #expect(engine.requests.last?.url.hasSuffix("?uploadId=lost") == true)
+    }
+
+    @Test func anUnreadableListingAbortsNothing() async {
+        let engine = CannedEngine(S3Fixture.answer(503, S3Fixture.error("SlowDown", "Reduce your request rate.")))
+
+        let result = await outcome { engine.client().abortUploadsWithoutParts(S3Fixture.location, completion: $0) }
+
+        #expect(result == .failure(.unavailable("SlowDown (HTTP 503): Reduce your request rate.")))
+        #expect(engine.requests.count == 1)
+    }
+
     @Test func aCompletedUploadGivesTheStoredObject() async {
         let engine = CannedEngine(S3Fixture.answer(200, ObjectStorageAnswerTests.completed, headers: [("x-amz-version-id", "v1")]))
         let client = engine.client()

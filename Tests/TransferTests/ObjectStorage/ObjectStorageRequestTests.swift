@@ -130,6 +130,18 @@ import Testing
         #expect(head.headerLines == ["x-amz-content-sha256: \(S3Fixture.emptySHA256)"])
     }
 
+    /// ListMultipartUploads asks the bucket, the key only as the prefix of what it lists.
+    @Test func listingTheUploadsOfAKeyAsksTheBucketWithTheKeyAsPrefix() throws {
+        let list = try requests.listMultipartUploads(S3Fixture.location)
+        expectCommon(list)
+        #expect(list.method == .get)
+        #expect(list.url == "http://127.0.0.1:9000/media/?prefix=jobs%2F42%2Fmovie%20%28final%29.mkv&uploads=")
+        #expect(list.headerLines == ["x-amz-content-sha256: \(S3Fixture.emptySHA256)"])
+        let virtual = try S3Fixture.requests("https://s3.eu-west-1.amazonaws.com", addressing: .virtual)
+            .listMultipartUploads(S3Fixture.location)
+        #expect(virtual.url == "https://media.s3.eu-west-1.amazonaws.com/?prefix=jobs%2F42%2Fmovie%20%28final%29.mkv&uploads=")
+    }
+
     @Test func virtualAddressingChangesOnlyTheURL() throws {
         let requests = S3Fixture.requests("https://s3.eu-west-1.amazonaws.com", addressing: .virtual)
         let request = try requests.uploadPart(S3Fixture.location, uploadID: "u", number: 1, body: S3Fixture.range,
