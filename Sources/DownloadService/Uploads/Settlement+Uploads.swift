@@ -43,7 +43,7 @@ extension Settlement {
         done.error = nil
         done.finishedAt = now
         // The multipart upload or tus resource is the server's object or file now: nothing is left
-        // to resume, abort or terminate.
+        // to resume, abort or terminate (its column is cleared by a change of its own, below).
         done.objectUpload = nil
         // An upload-reply: the server's answer goes to its destination as a download's file does.
         var placed: (directory: PlacedDirectory, destination: Destination)?
@@ -66,6 +66,7 @@ extension Settlement {
             }
         }
         write.placedIn = placed?.directory
+        if job.objectUpload != nil { write.changes.append(.objectUpload(id: id, upload: nil, expecting: [.completed])) }
         return write
     }
 }
