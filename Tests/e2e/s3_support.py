@@ -60,7 +60,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 from urllib.parse import parse_qsl, quote, unquote, unquote_to_bytes, urlsplit
 
 import boto3
@@ -728,9 +728,19 @@ class S3:
     def up(self) -> None:
         self.proxy.up()
 
-    def hold_answers(self, method: str, parameter: str) -> None:
-        """See `S3Proxy.hold_answers`; released at the end of the test at the latest."""
-        self.proxy.hold_answers(method, parameter)
+    def lose_a_created_upload(self, client, start: Callable[[], Any]) -> tuple[Any, str]:
+        """Runs `start`, which makes the fetchd `client` create a multipart upload, with the
+        answers to CreateMultipartUpload held; kills `client` once moto has created the upload.
+        Returns what `start` returned and the id of the upload `client` never learnt (the
+        bucket's only one)."""
+        self.proxy.hold_answers("POST", "uploads")
+        started = start()
+        wait_for(lambda: [r for r in self.requests("POST") if "uploads" in r.params and r.status == 200], timeout=30,
+                 message="the storage to create the upload")
+        client.kill()
+        self.release_answers()
+        [lost] = [u["UploadId"] for u in self.list_multipart_uploads()]
+        return started, lost
 
     def release_answers(self) -> None:
         self.proxy.release_answers()

@@ -65,17 +65,21 @@ def test_every_kind_of_job_ends_right_through_40_kills_at_random_instants(fetchd
         job = fd.api.submit({"url": origin.add(f"/o{i}.bin", data, rate=3 * MiB), "destination": s3.url(f"o{i}.bin"),
                              **hook, **extra})
         downloads[job["id"]] = (lambda key=f"o{i}.bin": s3.get_object_bytes(key), data)
-    for i, url_of in enumerate([lambda n: ftp.url(n, password=PASSWORD), lambda n: sftp.url(files.dir / n, password=PASSWORD)] * 2):
+    remote_files = [lambda n: ftp.url(n, password=PASSWORD), lambda n: sftp.url(files.dir / n, password=PASSWORD)]
+    for i, url_of in enumerate(remote_files * 2):
         data = os.urandom(5 * MiB + i)
         files.put(f"r{i}.bin", data)
         job = fd.api.submit({"url": url_of(f"r{i}.bin"), "destination": f"r{i}.bin", "maxBytesPerSecond": 2 * MiB, **hook})
         downloads[job["id"]] = (lambda name=f"r{i}.bin": fd.dest(name).read_bytes(), data)
 
+    def incoming(name: str) -> bytes:
+        return (files.incoming / name).read_bytes()
+    # Each upload target: its URL for a name, the job's other fields, where the bytes land, the size.
     targets = [(lambda n: dav.url(f"/in/{n}"), {}, lambda n: (dav.root / "in" / n).read_bytes(), 5 * MiB),
                (lambda n: s3.url(f"up/{n}"), {}, lambda n: s3.get_object_bytes(f"up/{n}"), 12 * MiB),
                (lambda n: tus.endpoint, {"protocol": "tus"}, lambda n: (tus.uploads / n).read_bytes(), 5 * MiB),
-               (lambda n: ftp.url(f"incoming/{n}", password=PASSWORD), {}, lambda n: (files.incoming / n).read_bytes(), 5 * MiB),
-               (lambda n: sftp.url(files.incoming / n, password=PASSWORD), {}, lambda n: (files.incoming / n).read_bytes(), 5 * MiB)]
+               (lambda n: ftp.url(f"incoming/{n}", password=PASSWORD), {}, incoming, 5 * MiB),
+               (lambda n: sftp.url(files.incoming / n, password=PASSWORD), {}, incoming, 5 * MiB)]
     fd.uploads.mkdir(parents=True, exist_ok=True)
     for i, (url_of, extra, read_back, size) in enumerate(targets * 2):
         name, data = f"u{i}.bin", os.urandom(size + i)

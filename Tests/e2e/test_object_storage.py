@@ -208,13 +208,8 @@ def test_an_upload_whose_creation_was_cut_short_by_kill_9_is_aborted_not_left(st
     next start finds the upload under the key (it holds no part) and aborts it."""
     body = os.urandom(12 * MiB)
     url = origin.add("/lost.bin", body, rate=8 * MiB)
-    s3.hold_answers("POST", "uploads")
-    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("lost.bin")})
-    wait_for(lambda: [r for r in s3.requests("POST") if "uploads" in r.params and r.status == 200], timeout=30,
-             message="the storage to create the upload")
-    storage_fetchd.kill()
-    s3.release_answers()
-    [lost] = [u["UploadId"] for u in s3.list_multipart_uploads()]
+    job, lost = s3.lose_a_created_upload(
+        storage_fetchd, lambda: storage_fetchd.api.submit({"url": url, "destination": s3.url("lost.bin")}))
 
     storage_fetchd.start()
     done = storage_fetchd.api.wait_state(job["id"], "completed", timeout=60)

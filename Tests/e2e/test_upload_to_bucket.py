@@ -83,13 +83,7 @@ def test_an_upload_whose_creation_was_cut_short_by_kill_9_is_aborted_not_left(bu
     finds the upload under the key (it holds no part) and aborts it before creating another."""
     body = os.urandom(12 * MiB)
     source(bucket_fetchd, "lost.bin", body)
-    s3.hold_answers("POST", "uploads")
-    job = upload(bucket_fetchd, s3, "lost.bin", "lost.bin")
-    wait_for(lambda: [r for r in s3.requests("POST") if "uploads" in r.params and r.status == 200], timeout=30,
-             message="S3 to create the upload")
-    bucket_fetchd.kill()
-    s3.release_answers()
-    [lost] = [u["UploadId"] for u in s3.list_multipart_uploads()]
+    job, lost = s3.lose_a_created_upload(bucket_fetchd, lambda: upload(bucket_fetchd, s3, "lost.bin", "lost.bin"))
 
     bucket_fetchd.start()
     done = wait_upload(bucket_fetchd, job["id"], "completed")
