@@ -305,7 +305,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
             self.queue.async {
                 // Kept first: a crash before the answer below is kept leaves an upload to look for.
                 self.commit(.creating(key: key)) { kept in
-                    guard kept else { return self.noLongerWriting() }
+                    guard kept, !self.stopped else { return self.noLongerWriting() }
                     client.createMultipartUpload(location) { created in
                         guard case .success(let uploadID) = created else { return fail(created.failureValue ?? .exists) }
                         let new = ObjectUpload(key: key, uploadID: uploadID)
@@ -329,12 +329,11 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     /// have left is aborted before another is created.
     private func abortUnrecorded(_ intent: ObjectUpload) {
         creating = true
-        client.abortUploadsWithoutParts(ObjectLocation(bucket: job.destination.bucket ?? "", key: intent.key)) { swept in
+        let location = ObjectLocation(bucket: job.destination.bucket ?? "", key: intent.key)
+        client.abortUnrecordedUploads(location, of: job.id, logger: logger) { failure in
             self.queue.async {
-                guard case .failure(let failure) = swept else {
-                    return self.commit(nil) { kept in kept ? self.doneCreating() : self.noLongerWriting() }
-                }
-                self.creationFailed(failure)
+                if let failure { return self.creationFailed(failure) }
+                self.commit(nil) { kept in kept ? self.doneCreating() : self.noLongerWriting() }
             }
         }
     }

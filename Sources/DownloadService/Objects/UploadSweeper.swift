@@ -90,7 +90,7 @@ final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`
         let location = ObjectLocation(bucket: bucket, key: upload.key)
         guard !upload.isBeingCreated else {
             // The job ended while creating its upload: the one it may have left has no id to abort by.
-            client.abortUploadsWithoutParts(location) { result in then((try? result.get()) != nil) }
+            client.abortUnrecordedUploads(location, of: job.id, logger: logger) { failure in then(failure == nil) }
             return true
         }
         client.abortMultipartUpload(location, uploadID: upload.uploadID) { result in

@@ -98,6 +98,7 @@ final class BucketUpload: QueueConfined, @unchecked Sendable {  // all mutable s
     private func create() {
         commit(.creating(key: location.key)) { kept in
             guard kept else { return self.end(TransferResult(failure: .cancelled)) }
+            guard self.goesOn() else { return }
             self.client.createMultipartUpload(self.location, contentType: self.plan.contentType) { created in
                 self.queue.async {
                     switch created {
@@ -124,9 +125,9 @@ final class BucketUpload: QueueConfined, @unchecked Sendable {  // all mutable s
     /// The last attempt kept its intent to create an upload and no answer: the upload it may have
     /// left is aborted before another is created.
     private func abortUnrecorded(_ intent: ObjectUpload) {
-        client.abortUploadsWithoutParts(ObjectLocation(bucket: location.bucket, key: intent.key)) { swept in
+        client.abortUnrecordedUploads(ObjectLocation(bucket: location.bucket, key: intent.key), of: job.id, logger: logger) { failure in
             self.queue.async {
-                if case .failure(let failure) = swept { return self.end(Self.failed(failure)) }
+                if let failure { return self.end(Self.failed(failure)) }
                 self.begin()
             }
         }

@@ -9,7 +9,8 @@ extension ObjectStorageClient {
     /// whose id nobody kept. fetchd keeps every upload before sending its first part, so one it
     /// lost holds none. An upload of the same key that someone else began an instant ago holds none
     /// either, and is aborted too: two writers of one key conflict whichever way it goes.
-    public func abortUploadsWithoutParts(_ at: ObjectLocation, completion: @escaping @Sendable (Result<Int, ObjectStorageFailure>) -> Void) {
+    public func abortUploadsWithoutParts(_ at: ObjectLocation,
+                                         completion: @escaping @Sendable (Result<Int, ObjectStorageFailure>) -> Void) {
         listMultipartUploads(at) { listed in
             let ids: [String]
             switch listed {

@@ -65,7 +65,8 @@ public final class ObjectStorageClient: Sendable {
 
     /// The ids of the multipart uploads of exactly this key that the bucket holds (the first 1,000
     /// of its keys beginning so).
-    public func listMultipartUploads(_ at: ObjectLocation, completion: @escaping @Sendable (Result<[String], ObjectStorageFailure>) -> Void) {
+    public func listMultipartUploads(_ at: ObjectLocation,
+                                     completion: @escaping @Sendable (Result<[String], ObjectStorageFailure>) -> Void) {
         perform(.listMultipartUploads, { s3 throws(ObjectStorageFailure) in
             try s3.listMultipartUploads(at)
         }, completion) { $0.listedUploads(of: at.key) }

@@ -67,7 +67,9 @@ struct S3Answer {
     /// listing is by prefix).
     func listedUploads(of key: String) -> Result<[String], ObjectStorageFailure> {
         if let failure { return .failure(failure) }
-        guard let document, document.root == "ListMultipartUploadsResult" else { return .failure(notUnderstood("no ListMultipartUploadsResult")) }
+        guard let document, document.root == "ListMultipartUploadsResult" else {
+            return .failure(notUnderstood("no ListMultipartUploadsResult"))
+        }
         var ids: [String] = []
         for record in document.records["Upload", default: []] where record["Key"] == key {
             guard let id = record["UploadId"], !id.isEmpty else { return .failure(notUnderstood("an upload without its id")) }

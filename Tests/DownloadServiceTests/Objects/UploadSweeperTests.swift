@@ -80,6 +80,19 @@ extension Objects {
             #expect(s3.requests.map(\.query["uploadId"]) == [nil, "lost", "lost"])
         }
 
+        /// Credentials that may not list the bucket's uploads: nothing can be looked for, and the
+        /// intent is forgotten (the bucket's lifecycle rules are left to remove such an upload).
+        @Test func anIntentWhoseKeyCannotBeListedIsForgotten() async throws {
+            try stored("c", .cancelled, upload: .creating(key: "c.bin"))
+            s3.answer(.other, with: FakeS3.answer(403, FakeS3.error("AccessDenied", "Access Denied")))
+
+            sweeper.sweep()
+
+            #expect(await eventually { (try? upload(of: "c")) == .some(nil) })
+            sweepDone()
+            #expect(s3.operations == [.other])
+        }
+
         /// A failed job a retry can go on from keeps its upload until retention is about to prune it;
         /// one with nothing kept, and a running one, are settled by what ends them.
         @Test func onlyUploadsNoRetryCanUseAreAborted() async throws {

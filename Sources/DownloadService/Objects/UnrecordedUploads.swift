@@ -1,0 +1,27 @@
+import Logging
+import Transfer
+
+extension ObjectStorageClient {
+    /// Aborts what a crash while the job's multipart upload was created may have left under
+    /// `location` (`abortUploadsWithoutParts`). `then` gets the failure to try again after, or nil
+    /// once that is done — or cannot be: a storage that refuses to list the bucket's uploads
+    /// (credentials without `s3:ListBucketMultipartUploads`, say) leaves such an upload to the
+    /// bucket's lifecycle rules.
+    func abortUnrecordedUploads(_ location: ObjectLocation, of jobID: String, logger: Logger,
+                                then: @escaping @Sendable (ObjectStorageFailure?) -> Void) {
+        abortUploadsWithoutParts(location) { swept in
+            switch swept {
+            case .success(let aborted):
+                if aborted > 0 {
+                    logger.info("upload left by a crash aborted", metadata: ["download.id": "\(jobID)", "uploads": "\(aborted)"])
+                }
+                then(nil)
+            case .failure(let failure):
+                guard case .refused = failure else { return then(failure) }
+                logger.warning("cannot look for an upload a crash may have left",
+                               metadata: ["download.id": "\(jobID)", "error": "\(failure)"])
+                then(nil)
+            }
+        }
+    }
+}
