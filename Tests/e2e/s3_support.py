@@ -2,8 +2,8 @@
 subprocess, IAM authentication on) behind a TCP proxy in this process that the tests
 control, all on loopback.
 
-    fetchd ──▶ S3Proxy (records every request; can go down) ──▶ moto_server
-    tests' boto3 client ─────────────────────────────────────▶ moto_server
+    fetchd ──▶ S3Proxy (records every request; can go down, or hold answers) ──▶ moto_server
+    tests' boto3 client ───────────────────────────────────────────────────────▶ moto_server
 
 moto keeps its state in memory, so an outage is the proxy going down (new connections
 refused, open ones dropped), never a restart of moto.
@@ -384,7 +384,8 @@ def _unprivileged_port_outside_ephemeral_range() -> int:
 class S3Proxy:
     """A TCP proxy to `upstream` that forwards bytes unchanged, records every HTTP request it
     carries (`log`, S3Request each) and can go `down()` — new connections refused, open ones
-    dropped — and `up()` again on the same port.
+    dropped — and `up()` again on the same port, or keep chosen answers from the client
+    (`hold_answers`).
 
     moto answers `Connection: close` to everything, so each connection carries one request;
     the request parser nevertheless follows keep-alive, Content-Length and chunked bodies and
