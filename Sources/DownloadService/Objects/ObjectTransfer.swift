@@ -50,6 +50,8 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     private var response: (contentDisposition: String?, effectiveURL: String?) = (nil, nil)
     /// The upload is being created; nothing goes up until it is.
     private var creating = false
+    /// Old uploads being aborted (the object started over): none is created until they are.
+    private var abandoning = 0
     private var originID: TransferID?
     private var originResult: TransferResult?
     /// The parts being fetched over several connections, once the first part showed they can be.
@@ -225,7 +227,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
             guard parts.isIdle else { return }
             // An object of one part at most goes up whole with PutObject, after the checks.
             if origin != nil, parts.hashedEnd == 0, onDisk <= partSize { return parts.hashOnly(0..<onDisk) }
-            if ready >= partSize || origin != nil { createUpload() }
+            if ready >= partSize || origin != nil, abandoning == 0 { createUpload() }
             return
         }
         if parts.canTake, ready >= partSize || (origin != nil && ready > 0) {
@@ -256,7 +258,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         }
         for index in window.toStart() { fetch(index, of: window) }
         if upload == nil {
-            if parts.isIdle { createUpload() }
+            if parts.isIdle, abandoning == 0 { createUpload() }
             return
         }
         let next = window.index(at: parts.hashedEnd)
@@ -370,14 +372,30 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         pump()
     }
 
-    /// The object starts over from its first byte: a new representation, or an upload that is
-    /// gone. The old upload is forgotten and aborted.
+    /// The object starts over from its first byte: a new representation, or an upload whose
+    /// digest state cannot be restored. The old upload is aborted, and forgotten in the store only
+    /// then: a crash before finds it there to abort again. Nothing new is created meanwhile.
     private func restartObject(abandoning old: ObjectUpload?) {
-        if let forgotten = parts.restart() ?? old { abort(forgotten) }
-        if job.objectUpload != nil || old != nil { commit(nil) { _ in } }
         releasedEnd = 0
         writeLimit?.raise(to: stagedParts * partSize)
         logger.info("object starts over", metadata: ["download.id": "\(job.id)"])
+        guard let forgotten = parts.restart() ?? old, let bucket = job.destination.bucket else { return }
+        abandoning += 1
+        client.abortMultipartUpload(ObjectLocation(bucket: bucket, key: forgotten.key), uploadID: forgotten.uploadID) { aborted in
+            self.queue.async {
+                self.abandoning -= 1
+                if case .failure(let failure) = aborted {
+                    self.storageFailure = self.storageFailure ?? failure
+                } else if self.abandoning == 0, self.upload == nil, !self.ended {
+                    self.commit(nil) { kept in
+                        guard !kept else { return }
+                        self.stopped = true
+                        self.pump()
+                    }
+                }
+                self.pump()
+            }
+        }
     }
 
     private func abort(_ old: ObjectUpload) {

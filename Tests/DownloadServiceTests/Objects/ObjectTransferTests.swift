@@ -241,6 +241,28 @@ extension Objects {
             #expect(run.commits == [nil])
         }
 
+        /// The old upload is forgotten in the store only once its abort is answered (a crash
+        /// before finds it there to abort), and no other upload is created meanwhile.
+        @Test func anAbandonedUploadIsForgottenOnlyOnceItsAbortIsAnswered() async throws {
+            let s3 = FakeS3()
+            s3.reply(to: .abort, with: .hold)
+            let run = try ObjectTransferRun(try Self.resuming(ObjectTest.noise(Int(Self.part))), s3: s3)
+            let fresh = ObjectTest.noise(Int(Self.part) * 2, seed: 99)
+            run.start()
+
+            try writeFile(run.staging.path, fresh)
+            run.progress(onDisk: 2 * Self.part, bodyStart: 0)
+            #expect(await eventually { s3.heldCount == 1 })
+            run.turn()
+            #expect(run.commits.isEmpty)
+            #expect(s3.operations == [.abort])
+
+            s3.releaseFirst()
+            #expect(await eventually { s3.operations == [.abort, .create, .head, .part(1), .part(2)] })
+            #expect(run.commits.first == .some(nil))
+            #expect(run.commits.dropFirst().first == .creating(key: Self.key))
+        }
+
         /// A state written by another build cannot go on: the upload is aborted, the download starts at 0.
         @Test func anUploadWhoseDigestCannotBeRestoredStartsOver() async throws {
             let run = try ObjectTransferRun(try Self.resuming([], digestState: "v1:bm90IGEgc3RhdGU=:"))
