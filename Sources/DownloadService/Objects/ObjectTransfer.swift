@@ -50,8 +50,8 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     private var response: (contentDisposition: String?, effectiveURL: String?) = (nil, nil)
     /// The upload is being created; nothing goes up until it is.
     private var creating = false
-    /// Old uploads being aborted (the object started over): none is created until they are.
-    private var abandoning = 0
+    /// An upload the object no longer goes on with is being aborted (`abandon`); nothing goes up until it is.
+    private var abandoning = false
     private var originID: TransferID?
     private var originResult: TransferResult?
     /// The parts being fetched over several connections, once the first part showed they can be.
@@ -97,7 +97,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     func start(_ request: TransferRequest) {
         assertOnQueue()
         if let intent = job.objectUpload, intent.isBeingCreated {
-            abortUnrecorded(intent)
+            abandon(intent)
         } else if job.objectUpload != nil, upload == nil {
             // An upload whose digest state could not be restored starts over.
             restartObject(abandoning: job.objectUpload)
@@ -206,7 +206,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
 
     /// Does the next things there are to do.
     private func pump() {
-        guard !ended, !creating else { return }
+        guard !ended, !creating, !abandoning else { return }
         let failure = storageFailure ?? parts.failure
         if stopped || failure != nil || windowFailure != nil || (originResult.map { !$0.bodyComplete } ?? false) {
             // Every request still under way ends first (the origin's on its own, or cancelled).
@@ -227,7 +227,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
             guard parts.isIdle else { return }
             // An object of one part at most goes up whole with PutObject, after the checks.
             if origin != nil, parts.hashedEnd == 0, onDisk <= partSize { return parts.hashOnly(0..<onDisk) }
-            if ready >= partSize || origin != nil, abandoning == 0 { createUpload() }
+            if ready >= partSize || origin != nil { createUpload() }
             return
         }
         if parts.canTake, ready >= partSize || (origin != nil && ready > 0) {
@@ -258,7 +258,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         }
         for index in window.toStart() { fetch(index, of: window) }
         if upload == nil {
-            if parts.isIdle, abandoning == 0 { createUpload() }
+            if parts.isIdle { createUpload() }
             return
         }
         let next = window.index(at: parts.hashedEnd)
@@ -298,13 +298,13 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
 
     private func createUpload() {
         creating = true
-        let (bucket, client, mustBeNew) = (job.destination.bucket ?? "", client, !job.overwrite && !job.renameOnConflict)
+        let (client, mustBeNew) = (client, !job.overwrite && !job.renameOnConflict)
         let fail: @Sendable (ObjectStorageFailure) -> Void = { failure in self.queue.async { self.creationFailed(failure) } }
         ObjectNaming(client: client).choose(for: job, contentDisposition: response.contentDisposition,
                                             effectiveURL: response.effectiveURL) { chosen in
             guard case .success(let key) = chosen else { return fail(chosen.failureValue ?? .exists) }
-            let location = ObjectLocation(bucket: bucket, key: key)
             self.queue.async {
+                let location = self.location(of: key)
                 // Kept first: a crash before the answer below is kept leaves an upload to look for.
                 self.commit(.creating(key: key)) { kept in
                     guard kept, !self.stopped else { return self.noLongerWriting() }
@@ -327,19 +327,6 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         }
     }
 
-    /// The last attempt kept its intent to create an upload and no answer: the upload it may
-    /// have left is aborted before another is created.
-    private func abortUnrecorded(_ intent: ObjectUpload) {
-        creating = true
-        let location = ObjectLocation(bucket: job.destination.bucket ?? "", key: intent.key)
-        client.abortUnrecordedUploads(location, of: job.id, logger: logger) { failure in
-            self.queue.async {
-                if let failure { return self.creationFailed(failure) }
-                self.commit(nil) { kept in kept ? self.doneCreating() : self.noLongerWriting() }
-            }
-        }
-    }
-
     /// The upload is committed before its first part goes up: a crash from here on finds it to
     /// resume or abort, never an upload nobody knows of.
     private func created(_ new: ObjectUpload) {
@@ -350,13 +337,9 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
                 self.abort(new)
                 return self.noLongerWriting()
             }
-            self.doneCreating()
+            self.creating = false
+            self.pump()
         }
-    }
-
-    private func doneCreating() {
-        creating = false
-        pump()
     }
 
     /// The job is no longer this attempt's to write (cancelled, taken over).
@@ -373,34 +356,41 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     }
 
     /// The object starts over from its first byte: a new representation, or an upload whose
-    /// digest state cannot be restored. The old upload is aborted, and forgotten in the store only
-    /// then: a crash before finds it there to abort again. Nothing new is created meanwhile.
+    /// digest state cannot be restored. The old upload is abandoned.
     private func restartObject(abandoning old: ObjectUpload?) {
         releasedEnd = 0
         writeLimit?.raise(to: stagedParts * partSize)
         logger.info("object starts over", metadata: ["download.id": "\(job.id)"])
-        guard let forgotten = parts.restart() ?? old, let bucket = job.destination.bucket else { return }
-        abandoning += 1
-        client.abortMultipartUpload(ObjectLocation(bucket: bucket, key: forgotten.key), uploadID: forgotten.uploadID) { aborted in
-            self.queue.async {
-                self.abandoning -= 1
-                if case .failure(let failure) = aborted {
-                    self.storageFailure = self.storageFailure ?? failure
-                } else if self.abandoning == 0, self.upload == nil, !self.ended {
-                    self.commit(nil) { kept in
-                        guard !kept else { return }
-                        self.stopped = true
-                        self.pump()
-                    }
-                }
-                self.pump()
-            }
-        }
+        if let forgotten = parts.restart() ?? old { abandon(forgotten) }
     }
 
-    private func abort(_ old: ObjectUpload) {
-        guard let bucket = job.destination.bucket else { return }
-        client.abortMultipartUpload(ObjectLocation(bucket: bucket, key: old.key), uploadID: old.uploadID) { _ in }
+    /// Aborts an upload the object no longer goes on with — for an intent the last attempt kept
+    /// without an answer, what a crash while it was created may have left under its key — and
+    /// forgets it in the store only then: a crash before finds it there to abort again. Nothing
+    /// goes up meanwhile; a failure to abort ends the attempt as a storage fault.
+    private func abandon(_ old: ObjectUpload) {
+        abandoning = true
+        let abandoned: @Sendable (ObjectStorageFailure?) -> Void = { failure in self.queue.async { self.abandoned(failure) } }
+        guard old.isBeingCreated else { return abort(old) { abandoned($0.failureValue) } }
+        client.abortUnrecordedUploads(location(of: old.key), of: job.id, logger: logger, then: abandoned)
+    }
+
+    private func abandoned(_ failure: ObjectStorageFailure?) {
+        abandoning = false
+        if let failure {
+            storageFailure = storageFailure ?? failure
+        } else if !ended {
+            commit(nil) { kept in if !kept { self.noLongerWriting() } }
+        }
+        pump()
+    }
+
+    private func abort(_ old: ObjectUpload, then: @escaping @Sendable (Result<Void, ObjectStorageFailure>) -> Void = { _ in }) {
+        client.abortMultipartUpload(location(of: old.key), uploadID: old.uploadID, completion: then)
+    }
+
+    private func location(of key: String) -> ObjectLocation {
+        ObjectLocation(bucket: job.destination.bucket ?? "", key: key)
     }
 
     // MARK: - Ending

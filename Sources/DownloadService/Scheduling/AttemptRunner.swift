@@ -209,17 +209,14 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
     /// size, and after a crash a full-size file without its ranges would pass for a complete one.
     private func saveRangesThenStart(_ id: String, firstPart: TransferResult) {
         guard var attempt = active[id] else { return }
-        attempt.persistedAt = clock.now()
-        active[id] = attempt
-        let job = attempt.download
-        completer.add(JobWrite(changes: [.ranges(id: id, ranges: job.ranges, bytesReceived: job.ranges.bytesOnDisk,
-                                                 bytesExpected: job.bytesExpectedFromOrigin, validator: job.validator)]) { _ in
+        segmented.save(&attempt) { _ in
             // Stopped meanwhile (nothing was running to cancel): it ends with its first part.
             if self.active[id]?.stopReason != nil {
                 return self.finished(id, TransferResult(failure: .cancelled, bytesOnDisk: firstPart.bytesOnDisk))
             }
             self.startRanges(id)
-        })
+        }
+        active[id] = attempt
     }
 
     /// Starts (or resumes) the job's ranges; a job whose partial file no longer holds their

@@ -128,14 +128,19 @@ final class SegmentedAttempts: QueueConfined, Sendable {
     /// The ranges' progress, kept in the attempt's job and saved every `rangesPersistInterval`.
     func progressed(_ attempt: inout ActiveAttempt, _ progress: SegmentedProgress) {
         assertOnQueue()
-        let id = attempt.download.id
         attempt.download.ranges = progress.ranges.map { RangeProgress(start: $0.start, end: $0.end, next: $0.next) }
-        let now = clock.now()
-        guard now - attempt.persistedAt >= Self.rangesPersistInterval else { return }
-        attempt.persistedAt = now
-        completer.add(JobWrite(changes: [.ranges(id: id, ranges: attempt.download.ranges, bytesReceived: progress.bytesOnDisk,
-                                                 bytesExpected: attempt.download.bytesExpectedFromOrigin,
-                                                 validator: attempt.download.validator)]))
+        guard clock.now() - attempt.persistedAt >= Self.rangesPersistInterval else { return }
+        save(&attempt)
+    }
+
+    /// Saves the ranges as the attempt's job holds them; `then` runs once they are committed.
+    func save(_ attempt: inout ActiveAttempt, then: @escaping ([Bool]) -> Void = { _ in }) {
+        assertOnQueue()
+        attempt.persistedAt = clock.now()
+        let job = attempt.download
+        completer.add(JobWrite(changes: [.ranges(id: job.id, ranges: job.ranges, bytesReceived: job.ranges.bytesOnDisk,
+                                                 bytesExpected: job.bytesExpectedFromOrigin, validator: job.validator)],
+                               committed: then))
     }
 
     /// The ranges ended: what they come to as one transfer's result, for the attempt to settle

@@ -2,8 +2,8 @@ import Crypto
 
 /// The S3 operations the client performs, one request each.
 enum S3Operation: Sendable {
-    case createMultipartUpload, uploadPart, completeMultipartUpload, abortMultipartUpload, listParts, listMultipartUploads, putObject
-    case headObject
+    case createMultipartUpload, uploadPart, completeMultipartUpload, abortMultipartUpload, listParts, listMultipartUploads
+    case putObject, headObject
 }
 
 /// The engine request for each S3 operation: URL with its canonical query, the headers S3 needs
