@@ -86,8 +86,8 @@ def s3(s3_server, request):
     """An `S3` for this test: `env()` (the FETCHD_S3_* variables: endpoint = the proxy),
     a fresh `bucket`, a boto3 `client` to moto directly, `get_object_bytes`, `object_exists`,
     `list_multipart_uploads`, `requests(method, path_prefix)` made through the proxy during
-    the test, `down()` / `up()` and `lose_a_created_upload(...)`. The proxy is up again, and
-    its answers flow, after the test."""
+    the test, `down()` / `up()`, `hold_answers(...)` and `lose_a_created_upload(...)`. The
+    proxy is up again, and its answers flow, after the test."""
     store = S3(s3_server, request.node.name)
     yield store
     store.release_answers()

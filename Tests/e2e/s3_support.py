@@ -734,7 +734,7 @@ class S3:
         answers to CreateMultipartUpload held; kills `client` once moto has created the upload.
         Returns what `start` returned and the id of the upload `client` never learnt (the
         bucket's only one)."""
-        self.proxy.hold_answers("POST", "uploads")
+        self.hold_answers("POST", "uploads")
         started = start()
         wait_for(lambda: [r for r in self.requests("POST") if "uploads" in r.params and r.status == 200], timeout=30,
                  message="the storage to create the upload")
@@ -742,6 +742,11 @@ class S3:
         self.release_answers()
         [lost] = [u["UploadId"] for u in self.list_multipart_uploads()]
         return started, lost
+
+    def hold_answers(self, method: str, parameter: str) -> None:
+        """moto's answers to requests of `method` with the query parameter `parameter` reach the
+        client only after `release_answers`."""
+        self.proxy.hold_answers(method, parameter)
 
     def release_answers(self) -> None:
         self.proxy.release_answers()

@@ -313,3 +313,25 @@ def test_several_connections_fetch_their_own_parts_into_one_object(storage_fetch
     assert _part_counts(s3, "wide.bin") == {n: 1 for n in range(1, 10)}
     # The four parts being fetched and the one being uploaded, and the file system's rounding.
     assert peak_disk <= 5 * PART + MiB, f"{peak_disk / MiB:.1f} MiB staged at once"
+
+
+def test_a_kill_before_any_part_is_kept_does_not_pass_a_half_fetched_part_off_as_the_object(storage_fetchd, origin, s3):
+    """Over several connections the parts are fetched into the staging file at their offsets:
+    the last part can be in while the one before it is half fetched. Killed then, before any
+    part went up (the storage's answers held), the restart must fetch what is missing, not take
+    the file's length for the bytes received."""
+    body = os.urandom(12 * MiB)
+    url = origin.add("/holes.bin", body, rate=4 * MiB)
+    s3.hold_answers("PUT", "partNumber")
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("holes.bin"), "connections": 3})
+    staging = storage_fetchd.partial_path(job["id"])
+    # The last part (10–12 MiB) ends before the middle one (5–10 MiB): the file has its full length then.
+    wait_for(lambda: staging.exists() and staging.stat().st_size == len(body), interval=0.005,
+             message="the last part to be fetched")
+    storage_fetchd.kill()
+    s3.release_answers()
+    storage_fetchd.start()
+
+    done = storage_fetchd.api.wait_state(job["id"], "completed", timeout=60)
+    assert s3.get_object_bytes("holes.bin") == body
+    assert done["sha256"] == sha256_hex(body)

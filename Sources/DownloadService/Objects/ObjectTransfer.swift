@@ -104,6 +104,9 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         }
         let committedEnd = parts.committedEnd
         do {
+            // Parts fetched out of order since the committed ones may have holes below their
+            // end: they are fetched anew.
+            if staging.isOutOfOrder { try staging.setLength(committedEnd) }
             // Without an upload, bytes from the start are needed: a file whose parts went to an
             // upload since forgotten starts over.
             if upload == nil, staging.beginsWithHole { try staging.setLength(0) }
@@ -239,6 +242,12 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
 
     /// `firstPartEnd`: where the first request's bytes end, which hold the first part when it ends there.
     private func beginWindow(size: Int64, validator: String, firstPartEnd: Int64? = nil) {
+        do {
+            try staging.markOutOfOrder()
+        } catch {
+            windowFailure = TransferResult(failure: .fileError("\(error)"), bytesOnDisk: parts.committedEnd)
+            return pump()
+        }
         var window = PartWindow(size: size, partSize: partSize, validator: validator, connections: connections)
         window.committed(upTo: parts.committedEnd)
         if let firstPartEnd, firstPartEnd == window.range(of: 0).upperBound { window.ended(0, complete: true) }

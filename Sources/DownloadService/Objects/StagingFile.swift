@@ -33,14 +33,46 @@ struct StagingFile: Sendable {
 
     private static let seekData: Int32 = 3
 
-    /// Exactly `length` bytes long: a missing or shorter file grows by a hole (the committed parts
-    /// of an upload staged elsewhere), a longer one is cut to it.
+    /// Exactly `length` bytes long, all of them in order: a missing or shorter file grows by a hole
+    /// (the committed parts of an upload staged elsewhere), a longer one is cut to it, and the mark
+    /// of `markOutOfOrder` is cleared.
     func setLength(_ length: Int64) throws(Failure) {
+        try withOpenFile { fd throws(Failure) in
+            guard ftruncate(fd, off_t(length)) == 0 else {
+                throw .io("cannot size the partial file: \(String(cString: strerror(errno)))")
+            }
+            try setMark(fd, false)
+        }
+    }
+
+    /// Marks the file, before parts are fetched into it at their offsets over several connections:
+    /// a part half fetched then leaves a hole below bytes already in, so the file's length no longer
+    /// says how much arrived. A later attempt finding the mark (`isOutOfOrder`) keeps only what was
+    /// committed. The mark is the owner's execute bit, which nothing else sets on a data file: it
+    /// lives and goes with the file, and another node taking the job over sees it too.
+    func markOutOfOrder() throws(Failure) {
+        try withOpenFile { fd throws(Failure) in try setMark(fd, true) }
+    }
+
+    /// Whether the file is marked by `markOutOfOrder` (and not set in order since).
+    var isOutOfOrder: Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IXUSR != 0
+    }
+
+    private func withOpenFile(_ body: (Int32) throws(Failure) -> Void) throws(Failure) {
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .io("cannot open the partial file: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
-        guard ftruncate(fd, off_t(length)) == 0 else {
-            throw .io("cannot size the partial file: \(String(cString: strerror(errno)))")
+        try body(fd)
+    }
+
+    private func setMark(_ fd: Int32, _ marked: Bool) throws(Failure) {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .io("cannot read the partial file's mode: \(String(cString: strerror(errno)))") }
+        let mode = marked ? info.st_mode | S_IXUSR : info.st_mode & ~S_IXUSR
+        guard mode == info.st_mode || fchmod(fd, mode & 0o7777) == 0 else {
+            throw .io("cannot mark the partial file: \(String(cString: strerror(errno)))")
         }
     }
 

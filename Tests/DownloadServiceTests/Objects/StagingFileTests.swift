@@ -107,5 +107,27 @@ extension Objects {
             #expect(file.length == 4)
             #expect(contents(file.path) == Array("kept".utf8))
         }
+
+        /// Parts fetched at their offsets mark the file until it is cut to what counts; writes in
+        /// between keep the mark, and the file's bytes and permissions are otherwise untouched.
+        @Test func aFileMarkedOutOfOrderStaysSoUntilItsLengthIsSet() throws {
+            let bytes = ObjectTest.noise(4096)
+            let file = try staging(bytes)
+            let permissions = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+            #expect(!file.isOutOfOrder)
+
+            try file.markOutOfOrder()
+            let handle = try #require(FileHandle(forWritingAtPath: file.path))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(bytes))
+            try handle.close()
+
+            #expect(file.isOutOfOrder)
+            #expect(contents(file.path) == bytes + bytes)
+            try file.setLength(4096)
+            #expect(!file.isOutOfOrder)
+            #expect(contents(file.path) == bytes)
+            #expect(try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int == permissions)
+        }
     }
 }
