@@ -1,9 +1,10 @@
 """kill -9 at any instant: every kind of transfer runs at once — downloads to files (one over
 four connections), into objects (one over three), from FTP and SFTP; uploads by PUT, to s3://,
 by tus, to FTP and SFTP — while fetchd is killed 40 times at instants 10–400 ms apart (a fixed
-seed, so the same schedule every run). Each job must then complete with the right bytes where
-they belong, its digest in the API, a signed completion webhook, and no multipart upload or tus
-resource left open."""
+seed, so the same schedule every run): one node on SQLite, and a random node of three on
+PostgreSQL, whose jobs the others take over. Each job must then complete with the right bytes
+where they belong, its digest in the API, a signed completion webhook, and no multipart upload
+or tus resource left open."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import os
 import random
 import secrets
 import time
+from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from e2e_support import sha256_hex, wait_for
+from e2e_support import Api, Fetchd, sha256_hex, wait_for
 from file_servers import Files, Sshd, Vsftpd
+from test_cluster import Cluster, database_schema, needs_postgres
 from test_uploads import DavServer
 from tus_support import TusServer
 
@@ -46,31 +49,62 @@ def servers(tmp_path):
         files.remove()
 
 
+def environment(s3, sftp) -> dict[str, str]:
+    return {**s3.env(), "FETCHD_S3_PART_SIZE": "5MiB", "FETCHD_ALLOW_PRIVATE_NETWORKS": "true",
+            "FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts), "FETCHD_TUS_CHUNK_SIZE": "1MiB", "FETCHD_RETRY_MAX_DELAY": "1s"}
+
+
 def test_every_kind_of_job_ends_right_through_40_kills_at_random_instants(fetchd, origin, s3, receiver, servers):
+    fd = fetchd(env=environment(s3, servers[2]))
+    jobs = submit_every_kind(lambda: fd.api, fd.root, fd.uploads, origin, s3, receiver, servers)
+    kill_at_random([fd])
+    assert_every_job_ended_right(fd.api, jobs, s3, receiver, servers)
+
+
+@needs_postgres
+def test_every_kind_of_job_ends_right_on_three_nodes_killed_at_random(tmp_path, origin, s3, receiver, servers):
+    with database_schema() as url:
+        # Per host as on one node: the jobs share two hosts (the origin, loopback's servers).
+        cluster = Cluster(tmp_path, url, env={**environment(s3, servers[2]), "FETCHD_MAX_TRANSFERS_PER_HOST": "16"})
+        try:
+            nodes = cluster.nodes
+            pick = random.Random(SEED + 1)
+            jobs = submit_every_kind(lambda: pick.choice(nodes).api, cluster.root, nodes[0].uploads, origin, s3, receiver, servers)
+            kill_at_random(nodes)
+            assert_every_job_ended_right(nodes[0].api, jobs, s3, receiver, servers)
+        finally:
+            cluster.close()
+
+
+class Job:
+    def __init__(self, kind: str, read_back: Callable[[], bytes], data: bytes):
+        self.kind, self.read_back, self.data = kind, read_back, data
+
+
+def submit_every_kind(api: Callable[[], Api], root: Path, sources: Path, origin, s3, receiver, servers) -> dict[str, Job]:
+    """Submits every kind of job, each through the node `api` gives; each job by its id, with
+    how to read back what it transferred."""
     files, ftp, sftp, dav, tus = servers
-    fd = fetchd(env={**s3.env(), "FETCHD_S3_PART_SIZE": "5MiB", "FETCHD_ALLOW_PRIVATE_NETWORKS": "true",
-                     "FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts), "FETCHD_TUS_CHUNK_SIZE": "1MiB",
-                     "FETCHD_RETRY_MAX_DELAY": "1s"})
     hook = {"webhookURL": receiver.url}
-    # Each job: where its bytes must end up, read back after the kills, and the bytes.
-    downloads: dict[str, tuple[Callable[[], bytes], bytes]] = {}
-    uploads: dict[str, tuple[Callable[[], bytes], bytes]] = {}
+    jobs: dict[str, Job] = {}
+
+    def download(body: dict, read_back: Callable[[], bytes], data: bytes):
+        jobs[api().submit({**body, **hook})["id"]] = Job("downloads", read_back, data)
 
     for i, extra in enumerate([{"connections": 4}, {}, {}]):
         data = os.urandom(6 * MiB + i)
-        job = fd.api.submit({"url": origin.add(f"/d{i}.bin", data, rate=2 * MiB), "destination": f"d{i}.bin", **hook, **extra})
-        downloads[job["id"]] = (lambda name=f"d{i}.bin": fd.dest(name).read_bytes(), data)
+        download({"url": origin.add(f"/d{i}.bin", data, rate=2 * MiB), "destination": f"d{i}.bin", **extra},
+                 lambda name=f"d{i}.bin": (root / name).read_bytes(), data)
     for i, extra in enumerate([{"connections": 3}, {}, {}]):
         data = os.urandom(12 * MiB + i)
-        job = fd.api.submit({"url": origin.add(f"/o{i}.bin", data, rate=3 * MiB), "destination": s3.url(f"o{i}.bin"),
-                             **hook, **extra})
-        downloads[job["id"]] = (lambda key=f"o{i}.bin": s3.get_object_bytes(key), data)
+        download({"url": origin.add(f"/o{i}.bin", data, rate=3 * MiB), "destination": s3.url(f"o{i}.bin"), **extra},
+                 lambda key=f"o{i}.bin": s3.get_object_bytes(key), data)
     remote_files = [lambda n: ftp.url(n, password=PASSWORD), lambda n: sftp.url(files.dir / n, password=PASSWORD)]
     for i, url_of in enumerate(remote_files * 2):
         data = os.urandom(5 * MiB + i)
         files.put(f"r{i}.bin", data)
-        job = fd.api.submit({"url": url_of(f"r{i}.bin"), "destination": f"r{i}.bin", "maxBytesPerSecond": 2 * MiB, **hook})
-        downloads[job["id"]] = (lambda name=f"r{i}.bin": fd.dest(name).read_bytes(), data)
+        download({"url": url_of(f"r{i}.bin"), "destination": f"r{i}.bin", "maxBytesPerSecond": 2 * MiB},
+                 lambda name=f"r{i}.bin": (root / name).read_bytes(), data)
 
     def incoming(name: str) -> bytes:
         return (files.incoming / name).read_bytes()
@@ -80,33 +114,41 @@ def test_every_kind_of_job_ends_right_through_40_kills_at_random_instants(fetchd
                (lambda n: tus.endpoint, {"protocol": "tus"}, lambda n: (tus.uploads / n).read_bytes(), 5 * MiB),
                (lambda n: ftp.url(f"incoming/{n}", password=PASSWORD), {}, incoming, 5 * MiB),
                (lambda n: sftp.url(files.incoming / n, password=PASSWORD), {}, incoming, 5 * MiB)]
-    fd.uploads.mkdir(parents=True, exist_ok=True)
+    sources.mkdir(parents=True, exist_ok=True)
     for i, (url_of, extra, read_back, size) in enumerate(targets * 2):
         name, data = f"u{i}.bin", os.urandom(size + i)
-        (fd.uploads / name).write_bytes(data)
-        response = fd.api.post("/uploads", {"url": url_of(name), "source": name, "maxBytesPerSecond": 2 * MiB, **hook, **extra})
+        (sources / name).write_bytes(data)
+        response = api().post("/uploads", {"url": url_of(name), "source": name, "maxBytesPerSecond": 2 * MiB, **hook, **extra})
         assert response.status == 201, response
-        uploads[response.json()["id"]] = (lambda name=name, read_back=read_back: read_back(name), data)
+        jobs[response.json()["id"]] = Job("uploads", lambda name=name, read_back=read_back: read_back(name), data)
+    return jobs
 
+
+def kill_at_random(nodes: list[Fetchd]):
+    """Kills a node and starts it again, KILLS times at instants 10–400 ms apart."""
     schedule = random.Random(SEED)
     for _ in range(KILLS):
         time.sleep(schedule.uniform(0.01, 0.4))
-        fd.kill()
-        fd.start()
+        victim = schedule.choice(nodes)
+        victim.kill()
+        victim.start()
+
+
+def assert_every_job_ended_right(api: Api, jobs: dict[str, Job], s3, receiver, servers):
+    tus = servers[4]
 
     def state(job_id: str) -> dict:
-        return fd.api.get(f"/{'uploads' if job_id in uploads else 'downloads'}/{job_id}").json()
-    jobs = {**downloads, **uploads}
+        return api.get(f"/{jobs[job_id].kind}/{job_id}").json()
     wait_for(lambda: all(state(j)["state"] in ("completed", "failed", "cancelled") for j in jobs), timeout=180, interval=0.2,
              message="every job to end")
     wrong = []
-    for job_id, (read_back, data) in jobs.items():
+    for job_id, job in jobs.items():
         ended = state(job_id)
-        if ended["state"] != "completed" or ended["sha256"] != sha256_hex(data) or read_back() != data:
+        if ended["state"] != "completed" or ended["sha256"] != sha256_hex(job.data) or job.read_back() != job.data:
             wrong.append((ended["kind"], ended.get("destination") or ended.get("url"), ended["state"], ended.get("error")))
     assert wrong == []
-    for job_id in jobs:
-        receiver.wait_event("upload.completed" if job_id in uploads else "download.completed", job_id, timeout=30)
+    for job_id, job in jobs.items():
+        receiver.wait_event("upload.completed" if job.kind == "uploads" else "download.completed", job_id, timeout=30)
     assert [d for d in receiver.deliveries if not d.verified] == []
     assert s3.list_multipart_uploads() == []
     assert tus.open_resources() == []
