@@ -219,6 +219,31 @@ def test_an_upload_whose_creation_was_cut_short_by_kill_9_is_aborted_not_left(st
     assert s3.list_multipart_uploads() == []
 
 
+def test_a_completion_whose_answer_was_lost_to_kill_9_completes_the_job_with_its_object(storage_fetchd, origin, s3):
+    """Killed after the storage completed the upload and before fetchd kept its answer: the next
+    start completes the job with that object — not as a conflict with its own object, nor by
+    sending it again. (moto completes an upload twice; a storage that answers `NoSuchUpload`
+    instead has its object recognised by the parts' ETag, a unit test's case.)"""
+    body = os.urandom(12 * MiB)
+    url = origin.add("/answer.bin", body, rate=32 * MiB)
+    s3.hold_answers("POST", "uploadId")
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("answer.bin")})
+    wait_for(lambda: [r for r in s3.requests("POST") if "uploadId" in r.params and r.status == 200], timeout=30,
+             message="the storage to complete the upload")
+    storage_fetchd.kill()
+    s3.release_answers()
+    storage_fetchd.start()
+
+    done = storage_fetchd.api.wait_state(job["id"], {"completed", "failed"}, timeout=60)
+    assert done["state"] == "completed", done.get("error")
+    assert s3.get_object_bytes("answer.bin") == body
+    assert done["sha256"] == sha256_hex(body)
+    assert done["objectETag"] == s3.head_object("answer.bin")["ETag"]
+    assert s3.list_multipart_uploads() == []
+    # The parts went up once: the object was not made again.
+    assert sorted(_part_counts(s3, "answer.bin").values()) == [1, 1, 1]
+
+
 def test_storage_down_for_20_s_makes_the_job_wait_then_complete(fetchd, origin, s3):
     fd = fetchd(env={**s3.env(), "FETCHD_S3_PART_SIZE": "5MiB", "FETCHD_ALLOW_PRIVATE_NETWORKS": "true",
                      "FETCHD_RETRY_MAX_DELAY": "2s"})

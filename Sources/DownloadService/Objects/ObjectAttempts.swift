@@ -64,7 +64,7 @@ final class ObjectAttempts: Sendable {
             }
         }
         if let upload {
-            return client.completeMultipartUpload(ObjectLocation(bucket: bucket, key: upload.key), uploadID: upload.uploadID,
+            return client.completeMultipartUploadOnce(ObjectLocation(bucket: bucket, key: upload.key), uploadID: upload.uploadID,
                                                   parts: upload.parts, ifNoneMatch: !job.overwrite) { finish(upload.key, $0) }
         }
         let (client, body, sha256) = (client, TransferRequest.FileRange(path: partials.path(job.id), offset: 0, length: settlement.result.bytesOnDisk),

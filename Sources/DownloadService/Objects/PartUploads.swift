@@ -35,6 +35,8 @@ final class PartUploads: QueueConfined, @unchecked Sendable {  // all mutable st
     private var inFlight: [Int: (range: Range<Int64>, state: String)] = [:]
     /// Parts sent whose earlier parts are still on their way, by number.
     private var sent: [Int: (part: ObjectUpload.Part, range: Range<Int64>, state: String)] = [:]
+    /// Commits handed to the store and not answered yet.
+    private var committing = 0
     /// Moves on when the object starts over: what the earlier upload's requests answer is ignored.
     private var generation = 0
 
@@ -61,8 +63,10 @@ final class PartUploads: QueueConfined, @unchecked Sendable {  // all mutable st
 
     /// The end of the committed parts.
     var committedEnd: Int64 { upload?.end ?? 0 }
-    /// Nothing is being hashed or sent.
-    var isIdle: Bool { !hashing && inFlight.isEmpty && sent.isEmpty }
+    /// Nothing is being hashed, sent or committed: in particular, an upload completed now names
+    /// only parts the store has, so an attempt after a crash that came before the completion was
+    /// stored finds every part of it.
+    var isIdle: Bool { !hashing && inFlight.isEmpty && sent.isEmpty && committing == 0 }
     /// Another part can be taken now.
     var canTake: Bool { upload != nil && failure == nil && !hashing && inFlight.count + sent.count < maxInFlight }
 
@@ -156,6 +160,11 @@ final class PartUploads: QueueConfined, @unchecked Sendable {  // all mutable st
         guard updated != upload else { return }
         upload = updated
         let end = updated.end
-        commit(updated) { kept in if kept { self.onCommitted(end) } }
+        committing += 1
+        commit(updated) { kept in
+            self.committing -= 1
+            if kept { self.onCommitted(end) }
+            self.onChange()
+        }
     }
 }

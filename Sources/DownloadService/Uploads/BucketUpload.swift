@@ -181,11 +181,17 @@ final class BucketUpload: QueueConfined, @unchecked Sendable {  // all mutable s
         case .success(let part):
             upload.parts.append(part)
             sentThisAttempt += part.size
-            keep(upload)
+            let last = upload.end == size
+            keep(upload) { kept in
+                // The completion names only parts the store has: an attempt after a crash that came
+                // before the completion was stored finds every part of it.
+                guard last else { return }
+                if kept { self.sendPart() } else { self.end(TransferResult(failure: .cancelled)) }
+            }
             var progress = TransferProgress(bytesOnDisk: upload.end, bytesExpected: size)
             progress.bytesSent = upload.end
             onProgress(progress)
-            sendPart()
+            if !last { sendPart() }
         }
     }
 
@@ -194,7 +200,7 @@ final class BucketUpload: QueueConfined, @unchecked Sendable {  // all mutable s
             self.queue.async {
                 guard let digest else { return self.end(Self.unreadable) }
                 guard self.goesOn() else { return }
-                self.client.completeMultipartUpload(self.location, uploadID: upload.uploadID, parts: upload.parts, ifNoneMatch: false) {
+                self.client.completeMultipartUploadOnce(self.location, uploadID: upload.uploadID, parts: upload.parts, ifNoneMatch: false) {
                     stored in self.queue.async { self.stored(stored, digest: digest) }
                 }
             }
@@ -203,9 +209,9 @@ final class BucketUpload: QueueConfined, @unchecked Sendable {  // all mutable s
 
     // MARK: - Ending
 
-    private func keep(_ upload: ObjectUpload) {
+    private func keep(_ upload: ObjectUpload, then: @escaping (Bool) -> Void = { _ in }) {
         self.upload = upload
-        commit(upload) { _ in }
+        commit(upload, then)
     }
 
     /// Whether the attempt goes on; a stopped one ends here.

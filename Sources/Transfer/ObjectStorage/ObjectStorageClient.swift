@@ -87,6 +87,11 @@ public final class ObjectStorageClient: Sendable {
         perform(.headObject, { s3 throws(ObjectStorageFailure) in try s3.headObject(at) }, completion) { $0.exists() }
     }
 
+    /// The object at the key, nil when there is none (HEAD; a missing bucket also answers 404).
+    public func headObject(_ at: ObjectLocation, completion: @escaping @Sendable (Result<StoredObject?, ObjectStorageFailure>) -> Void) {
+        perform(.headObject, { s3 throws(ObjectStorageFailure) in try s3.headObject(at) }, completion) { $0.headObject() }
+    }
+
     private func perform<Value>(
         _ operation: S3Operation,
         _ build: (S3Requests) throws(ObjectStorageFailure) -> TransferRequest,

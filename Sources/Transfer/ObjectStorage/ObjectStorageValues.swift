@@ -1,3 +1,4 @@
+import Crypto
 import DownloadCore
 
 /// An object in a bucket.
@@ -26,5 +27,20 @@ public struct StoredObject: Sendable, Equatable {
     public init(etag: String, versionID: String? = nil) {
         self.etag = etag
         self.versionID = versionID
+    }
+
+    /// The ETag S3 gives the object that `parts` complete: the MD5 of their MD5s, then their count
+    /// (`"<md5>-<count>"`). Nil when a part's ETag is not its MD5 (a part encrypted with a KMS or
+    /// customer key), so that no object can be taken for the parts'.
+    public static func etag(completing parts: [UploadedPart]) -> String? {
+        var md5s: [UInt8] = []
+        for part in parts {
+            guard part.etag.count == 34, part.etag.hasPrefix("\""), part.etag.hasSuffix("\""),
+                  let md5 = [UInt8](hex: String(part.etag.dropFirst().dropLast()).lowercased())
+            else { return nil }
+            md5s += md5
+        }
+        guard !parts.isEmpty else { return nil }
+        return "\"\(Insecure.MD5.hash(data: md5s).hex)-\(parts.count)\""
     }
 }

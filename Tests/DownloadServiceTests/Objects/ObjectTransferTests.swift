@@ -106,6 +106,25 @@ extension Objects {
             #expect(run.stagedBytes(Self.part..<2 * Self.part) == Array(body[Int(Self.part)...]))
         }
 
+        /// The attempt ends (and the caller completes the upload) only once the store has every
+        /// part: a completion whose answer a crash lost is recognised by those parts.
+        @Test func theAttemptEndsOnlyOnceEveryPartIsCommitted() async throws {
+            let run = try ObjectTransferRun(try ObjectTest.job())
+            run.holdPartCommits()
+            let body = ObjectTest.noise(Int(Self.part) * 3 / 2)
+            run.start()
+
+            try run.write(body[...], at: 0)
+            run.originEnds(onDisk: Int64(body.count))
+            #expect(await eventually { run.s3.operations == [.create, .head, .part(1), .part(2)] && run.pendingCommitCount == 2 })
+            run.answerCommit(kept: true)
+            #expect(run.endingCount == 0)
+            run.answerCommit(kept: true)
+
+            let result = try #require(await run.ended())
+            #expect(result.failure == nil && result.sha256 == ObjectTest.sha256(body))
+        }
+
         /// A download waiting at its write limit reports no progress: what its writer wrote is
         /// enough for the parts that let it on.
         @Test func theWritersReportsAloneSendThePartsThatLetTheDownloadOn() async throws {

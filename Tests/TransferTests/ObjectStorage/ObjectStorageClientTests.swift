@@ -121,6 +121,52 @@ import Testing
         #expect(engine.requests.map(\.method) == [.head, .head, .head])
     }
 
+    /// The MD5s of "first part" and "second", and the MD5 of the two (Python's hashlib).
+    static let answeredParts = [UploadedPart(number: 1, size: 10, etag: "\"550cf6b6e60f65a0e3104a26e70fea42\""),
+                                UploadedPart(number: 2, size: 6, etag: "\"A9F0E61A137D86AA9DB53465E0801612\"")]
+    static let theirObject = "\"93f26da1291790e1134809a03511cd15-2\""
+
+    @Test func theETagOfAMultipartObjectIsTheMD5OfItsPartsMD5s() {
+        #expect(StoredObject.etag(completing: Self.answeredParts) == Self.theirObject)
+        // A part encrypted with a KMS or customer key has an ETag that is not its MD5.
+        #expect(StoredObject.etag(completing: [UploadedPart(number: 1, size: 1, etag: "\"e1\"")]) == nil)
+        #expect(StoredObject.etag(completing: []) == nil)
+    }
+
+    /// An earlier completion whose answer was lost: the upload is gone, and its object is at the key.
+    @Test(arguments: [(404, "NoSuchUpload"), (412, "PreconditionFailed")])
+    func anUploadGoneWithItsObjectAtTheKeyWasCompletedAlready(status: Int, code: String) async {
+        let engine = CannedEngine(S3Fixture.answer(status, S3Fixture.error(code, "gone")),
+                                  S3Fixture.answer(200, headers: [("ETag", Self.theirObject), ("x-amz-version-id", "v7")]))
+
+        let result = await outcome {
+            engine.client().completeMultipartUploadOnce(S3Fixture.location, uploadID: "up-1", parts: Self.answeredParts, ifNoneMatch: true,
+                                                        completion: $0)
+        }
+
+        #expect(result == .success(StoredObject(etag: Self.theirObject, versionID: "v7")))
+        #expect(engine.requests.map(\.method) == [.post, .head])
+    }
+
+    @Test func anUploadGoneWithAnotherObjectAtTheKeyStaysGone() async {
+        let engine = CannedEngine(S3Fixture.answer(404, S3Fixture.error("NoSuchUpload", "gone")),
+                                  S3Fixture.answer(200, headers: [("ETag", "\"93f26da1291790e1134809a03511cd15-3\"")]),
+                                  S3Fixture.answer(404, S3Fixture.error("NoSuchUpload", "gone")), S3Fixture.answer(404))
+        let client = engine.client()
+
+        let other = await outcome {
+            client.completeMultipartUploadOnce(S3Fixture.location, uploadID: "up-1", parts: Self.answeredParts, ifNoneMatch: false,
+                                               completion: $0)
+        }
+        let none = await outcome {
+            client.completeMultipartUploadOnce(S3Fixture.location, uploadID: "up-1", parts: Self.answeredParts, ifNoneMatch: false,
+                                               completion: $0)
+        }
+
+        #expect(other == .failure(.noSuchUpload) && none == .failure(.noSuchUpload))
+        #expect(engine.requests.map(\.method) == [.post, .head, .post, .head])
+    }
+
     @Test func whatCannotBeSentIsRefusedWithoutReachingTheEngine() async {
         let engine = CannedEngine()
         let client = engine.client()
