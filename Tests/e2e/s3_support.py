@@ -482,9 +482,10 @@ class S3Proxy:
         return [r for r in out if (method is None or r.method == method)
                 and (path_prefix is None or r.path.startswith(path_prefix))]
 
-    def hold_answers(self, method: str, parameter: str) -> None:
-        """Keep moto's answers to requests of `method` with the query parameter `parameter` from
-        the client until `release_answers`: what moto did, the client does not learn."""
+    def hold_answers(self, method: str, parameter: str | None) -> None:
+        """Keep moto's answers to requests of `method` with the query parameter `parameter` (None:
+        with no query, as PutObject) from the client until `release_answers`: what moto did, the
+        client does not learn."""
         self._held = (method, parameter)
         self.answers_released.clear()
 
@@ -494,7 +495,7 @@ class S3Proxy:
 
     def holds(self, req: S3Request) -> bool:
         held = self._held
-        return held is not None and req.method == held[0] and held[1] in req.params
+        return held is not None and req.method == held[0] and (held[1] in req.params if held[1] else not req.query)
 
     def down(self) -> None:
         """Refuse new connections (nothing listens on the port) and drop the open ones."""
@@ -743,9 +744,9 @@ class S3:
         [lost] = [u["UploadId"] for u in self.list_multipart_uploads()]
         return started, lost
 
-    def hold_answers(self, method: str, parameter: str) -> None:
-        """moto's answers to requests of `method` with the query parameter `parameter` reach the
-        client only after `release_answers`."""
+    def hold_answers(self, method: str, parameter: str | None) -> None:
+        """moto's answers to requests of `method` with the query parameter `parameter` (None: with
+        no query) reach the client only after `release_answers`."""
         self.proxy.hold_answers(method, parameter)
 
     def release_answers(self) -> None:

@@ -244,6 +244,25 @@ def test_a_completion_whose_answer_was_lost_to_kill_9_completes_the_job_with_its
     assert sorted(_part_counts(s3, "answer.bin").values()) == [1, 1, 1]
 
 
+def test_an_object_put_whole_whose_answer_was_lost_to_kill_9_completes_the_job(storage_fetchd, origin, s3):
+    """The same for an object of one part, put whole under `If-None-Match: *`: the next start's
+    put finds an object at the key, and the one whose ETag is its body's MD5 is its own."""
+    body = os.urandom(3 * MiB)
+    url = origin.add("/whole.bin", body)
+    s3.hold_answers("PUT", None)
+    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("whole.bin")})
+    wait_for(lambda: [r for r in s3.requests("PUT") if r.status == 200], timeout=30, message="the storage to take the object")
+    storage_fetchd.kill()
+    s3.release_answers()
+    storage_fetchd.start()
+
+    done = storage_fetchd.api.wait_state(job["id"], {"completed", "failed"}, timeout=60)
+    assert done["state"] == "completed", done.get("error")
+    assert s3.get_object_bytes("whole.bin") == body
+    assert done["sha256"] == sha256_hex(body)
+    assert done["objectETag"] == s3.head_object("whole.bin")["ETag"]
+
+
 def test_storage_down_for_20_s_makes_the_job_wait_then_complete(fetchd, origin, s3):
     fd = fetchd(env={**s3.env(), "FETCHD_S3_PART_SIZE": "5MiB", "FETCHD_ALLOW_PRIVATE_NETWORKS": "true",
                      "FETCHD_RETRY_MAX_DELAY": "2s"})

@@ -65,7 +65,7 @@ final class ObjectAttempts: Sendable {
         }
         if let upload {
             return client.completeMultipartUploadOnce(ObjectLocation(bucket: bucket, key: upload.key), uploadID: upload.uploadID,
-                                                  parts: upload.parts, ifNoneMatch: !job.overwrite) { finish(upload.key, $0) }
+                                                      parts: upload.parts, ifNoneMatch: !job.overwrite) { finish(upload.key, $0) }
         }
         let (client, body, sha256) = (client, TransferRequest.FileRange(path: partials.path(job.id), offset: 0, length: settlement.result.bytesOnDisk),
                                       settlement.result.sha256 ?? "")
@@ -74,7 +74,7 @@ final class ObjectAttempts: Sendable {
             switch chosen {
             case .failure(let failure): finish(key, .failure(failure))
             case .success(let key):
-                client.putObject(ObjectLocation(bucket: bucket, key: key), body: body, sha256: sha256, ifNoneMatch: !job.overwrite) {
+                client.putObjectOnce(ObjectLocation(bucket: bucket, key: key), body: body, sha256: sha256, ifNoneMatch: !job.overwrite) {
                     finish(key, $0)
                 }
             }

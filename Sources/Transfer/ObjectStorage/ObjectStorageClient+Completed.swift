@@ -1,3 +1,5 @@
+import Dispatch
+
 extension ObjectStorageClient {
     /// Completes the upload — or finds that it was: an attempt whose answer to the completion was
     /// lost (a crash, or a database gone, before the answer was stored) leaves the upload gone
@@ -13,6 +15,25 @@ extension ObjectStorageClient {
             self.headObject(at) { found in
                 guard case .success(let object?) = found, object.etag == etag else { return completion(completed) }
                 completion(.success(object))
+            }
+        }
+    }
+
+    /// Puts the object whole — or finds that it was: under `ifNoneMatch`, an object already at the
+    /// key whose ETag is the body's MD5 (S3's ETag of an object put whole) is this body, put by an
+    /// attempt whose answer was lost, and counts as put. The body is read again for that only when
+    /// an object is there (and only a whole file's body, from its first byte, is recognised).
+    public func putObjectOnce(_ at: ObjectLocation, body: TransferRequest.FileRange, sha256: String, ifNoneMatch: Bool,
+                              completion: @escaping @Sendable (Result<StoredObject, ObjectStorageFailure>) -> Void) {
+        putObject(at, body: body, sha256: sha256, ifNoneMatch: ifNoneMatch) { put in
+            guard case .failure(.exists) = put, body.offset == 0 else { return completion(put) }
+            self.headObject(at) { found in
+                guard case .success(let object?) = found else { return completion(put) }
+                DispatchQueue.global(qos: .utility).async {
+                    guard case .success(let digests) = FileHash.digests(ofFileAt: body.path, extra: .md5),
+                          object.etag == "\"\(digests.extra ?? "")\"" else { return completion(put) }
+                    completion(.success(object))
+                }
             }
         }
     }

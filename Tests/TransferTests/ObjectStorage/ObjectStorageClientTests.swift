@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Transfer
 
@@ -165,6 +166,27 @@ import Testing
 
         #expect(other == .failure(.noSuchUpload) && none == .failure(.noSuchUpload))
         #expect(engine.requests.map(\.method) == [.post, .head, .post, .head])
+    }
+
+    /// An object put whole by an attempt whose answer was lost: the put finds an object at the key,
+    /// and the one whose ETag is the body's MD5 is taken for it; another object is a conflict.
+    @Test func aConditionalPutFindingItsOwnBodyAtTheKeyCountsAsPut() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("body")
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: path))
+        let body = TransferRequest.FileRange(path: path, offset: 0, length: 5)
+        let refused = S3Fixture.answer(412, S3Fixture.error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold"))
+        // "5d41402abc4b2a76b9719d911017c592" is the MD5 of "hello".
+        let engine = CannedEngine(refused, S3Fixture.answer(200, headers: [("ETag", "\"5d41402abc4b2a76b9719d911017c592\"")]),
+                                  refused, S3Fixture.answer(200, headers: [("ETag", "\"0d41402abc4b2a76b9719d911017c592\"")]))
+        let client = engine.client()
+
+        let own = await outcome { client.putObjectOnce(S3Fixture.location, body: body, sha256: S3Fixture.bodySHA256, ifNoneMatch: true, completion: $0) }
+        let other = await outcome { client.putObjectOnce(S3Fixture.location, body: body, sha256: S3Fixture.bodySHA256, ifNoneMatch: true, completion: $0) }
+
+        #expect(own == .success(StoredObject(etag: "\"5d41402abc4b2a76b9719d911017c592\"")))
+        #expect(other == .failure(.exists))
+        #expect(engine.requests.map(\.method) == [.put, .head, .put, .head])
     }
 
     @Test func whatCannotBeSentIsRefusedWithoutReachingTheEngine() async {
