@@ -219,6 +219,20 @@ def test_an_upload_whose_creation_was_cut_short_by_kill_9_is_aborted_not_left(st
     assert s3.list_multipart_uploads() == []
 
 
+def _answer_lost_to_kill_9(fd, s3, method: str, parameter: str | None, submit) -> dict:
+    """Submits a job (`submit`) with the storage's answers to `method` requests with the query
+    parameter `parameter` (None: no query) held from fetchd; kills fetchd once the storage has
+    taken one such request, and starts it again. The job as it ended."""
+    s3.hold_answers(method, parameter)
+    job = submit()
+    wait_for(lambda: [r for r in s3.requests(method) if (parameter in r.params if parameter else not r.query) and r.status == 200],
+             timeout=30, message=f"the storage to take the {method}")
+    fd.kill()
+    s3.release_answers()
+    fd.start()
+    return fd.api.wait_state(job["id"], {"completed", "failed"}, timeout=60)
+
+
 def test_a_completion_whose_answer_was_lost_to_kill_9_completes_the_job_with_its_object(storage_fetchd, origin, s3):
     """Killed after the storage completed the upload and before fetchd kept its answer: the next
     start completes the job with that object — not as a conflict with its own object, nor by
@@ -226,15 +240,9 @@ def test_a_completion_whose_answer_was_lost_to_kill_9_completes_the_job_with_its
     instead has its object recognised by the parts' ETag, a unit test's case.)"""
     body = os.urandom(12 * MiB)
     url = origin.add("/answer.bin", body, rate=32 * MiB)
-    s3.hold_answers("POST", "uploadId")
-    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("answer.bin")})
-    wait_for(lambda: [r for r in s3.requests("POST") if "uploadId" in r.params and r.status == 200], timeout=30,
-             message="the storage to complete the upload")
-    storage_fetchd.kill()
-    s3.release_answers()
-    storage_fetchd.start()
+    done = _answer_lost_to_kill_9(storage_fetchd, s3, "POST", "uploadId",
+                                  lambda: storage_fetchd.api.submit({"url": url, "destination": s3.url("answer.bin")}))
 
-    done = storage_fetchd.api.wait_state(job["id"], {"completed", "failed"}, timeout=60)
     assert done["state"] == "completed", done.get("error")
     assert s3.get_object_bytes("answer.bin") == body
     assert done["sha256"] == sha256_hex(body)
@@ -249,14 +257,9 @@ def test_an_object_put_whole_whose_answer_was_lost_to_kill_9_completes_the_job(s
     put finds an object at the key, and the one whose ETag is its body's MD5 is its own."""
     body = os.urandom(3 * MiB)
     url = origin.add("/whole.bin", body)
-    s3.hold_answers("PUT", None)
-    job = storage_fetchd.api.submit({"url": url, "destination": s3.url("whole.bin")})
-    wait_for(lambda: [r for r in s3.requests("PUT") if r.status == 200], timeout=30, message="the storage to take the object")
-    storage_fetchd.kill()
-    s3.release_answers()
-    storage_fetchd.start()
+    done = _answer_lost_to_kill_9(storage_fetchd, s3, "PUT", None,
+                                  lambda: storage_fetchd.api.submit({"url": url, "destination": s3.url("whole.bin")}))
 
-    done = storage_fetchd.api.wait_state(job["id"], {"completed", "failed"}, timeout=60)
     assert done["state"] == "completed", done.get("error")
     assert s3.get_object_bytes("whole.bin") == body
     assert done["sha256"] == sha256_hex(body)
