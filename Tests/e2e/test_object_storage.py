@@ -233,15 +233,17 @@ def _answer_lost_to_kill_9(fd, s3, method: str, parameter: str | None, submit) -
     return fd.api.wait_state(job["id"], {"completed", "failed"}, timeout=60)
 
 
-def test_a_completion_whose_answer_was_lost_to_kill_9_completes_the_job_with_its_object(storage_fetchd, origin, s3):
+@pytest.mark.parametrize("connections", [1, 3])
+def test_a_completion_whose_answer_was_lost_to_kill_9_completes_the_job_with_its_object(storage_fetchd, origin, s3, connections):
     """Killed after the storage completed the upload and before fetchd kept its answer: the next
-    start completes the job with that object — not as a conflict with its own object, nor by
-    sending it again. (moto completes an upload twice; a storage that answers `NoSuchUpload`
-    instead has its object recognised by the parts' ETag, a unit test's case.)"""
+    start, with every part stored, completes the job with that object — not as a conflict with
+    its own object, nor by sending it again. (moto completes an upload twice; a storage that
+    answers `NoSuchUpload` instead has its object recognised by the parts' ETag, a unit test's
+    case.)"""
     body = os.urandom(12 * MiB)
     url = origin.add("/answer.bin", body, rate=32 * MiB)
-    done = _answer_lost_to_kill_9(storage_fetchd, s3, "POST", "uploadId",
-                                  lambda: storage_fetchd.api.submit({"url": url, "destination": s3.url("answer.bin")}))
+    done = _answer_lost_to_kill_9(storage_fetchd, s3, "POST", "uploadId", lambda: storage_fetchd.api.submit(
+        {"url": url, "destination": s3.url("answer.bin"), "connections": connections}))
 
     assert done["state"] == "completed", done.get("error")
     assert s3.get_object_bytes("answer.bin") == body

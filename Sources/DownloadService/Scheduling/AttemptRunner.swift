@@ -191,9 +191,12 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
         var request = template.request(for: job, partialPath: partials.path(id), resumeFrom: resumeFrom, digestFile: digestFile, now: clock.now())
         if job.destination.isObject, let objects {
             let connections = active[id]?.connections ?? 1
-            active[id]?.object = objects.start(
+            // The attempt may change the job as it starts, and end at once (every part of its
+            // object stored): its end is taken at the queue's next turn, once it is kept here.
+            let object = objects.start(
                 job, connections: connections, request: request, uploadChanged: { self.active[id]?.download.objectUpload = $0 },
-                onProgress: { self.progressed(id, $0) }, onComplete: { self.finished(id, $0) })
+                onProgress: { self.progressed(id, $0) }, onComplete: { result in self.queue.async { self.finished(id, result) } })
+            active[id]?.object = object
             return
         }
         if active[id]?.mayUseRanges == true { request.firstPartLength = SegmentedAttempts.minimumRangedSize }

@@ -90,6 +90,35 @@ extension Objects {
             await stop()
         }
 
+        /// Every part of the object stored, the completion's answer lost to a crash: over several
+        /// connections the attempt ends as it starts, and the runner takes that end once it keeps
+        /// the attempt (it had been taken inside the start, a fatal access conflict).
+        @Test func anObjectWhosePartsAreAllStoredCompletesAsItsAttemptStarts() async throws {
+            let part = ObjectTransferRun.partSize
+            let body = ObjectTest.noise(Int(part) * 2)
+            let destination = try Destination.parse("s3://media/reports/q.bin").get()
+            try fixture.submit("obj", connections: 4) { $0.destination = destination }
+            var job = try fixture.claim("obj")
+            job.validator = "\"v1\""
+            job.bytesExpectedFromOrigin = Int64(body.count)
+            job.objectUpload = ObjectUpload(key: "reports/q.bin", uploadID: "upload-7",
+                                            parts: [.init(number: 1, size: part, etag: "\"e1\""), .init(number: 2, size: part, etag: "\"e2\"")],
+                                            digestState: ObjectTest.digestState(after: body))
+            #expect(try fixture.store.update(job, expecting: [.running]))
+            let now = fixture.clock.now
+            scheduler.queue.sync {
+                _ = scheduler.attempts.reserve(job, now: now, partialBytes: 0, discretionary: false)
+                scheduler.attempts.start(job, resumeFrom: 0)
+            }
+
+            #expect(await eventually { state() == .completed })
+            #expect(try fixture.job("obj").sha256 == ObjectTest.sha256(body))
+            #expect(s3.operations == [.complete])
+            #expect(s3.requests.first?.query["uploadId"] == "upload-7")
+            #expect(transfers.all.isEmpty)
+            await stop()
+        }
+
         /// The e2e cancel: the origin stops, and the upload the attempt had begun is aborted.
         @Test func aCancelledObjectJobLeavesNoUploadBehind() async throws {
             try begin()
