@@ -151,21 +151,37 @@ import Testing
 
     @Test func anUploadGoneWithAnotherObjectAtTheKeyStaysGone() async {
         let engine = CannedEngine(S3Fixture.answer(404, S3Fixture.error("NoSuchUpload", "gone")),
-                                  S3Fixture.answer(200, headers: [("ETag", "\"93f26da1291790e1134809a03511cd15-3\"")]),
-                                  S3Fixture.answer(404, S3Fixture.error("NoSuchUpload", "gone")), S3Fixture.answer(404))
+                                  S3Fixture.answer(200, headers: [("ETag", "\"93f26da1291790e1134809a03511cd15-3\"")]))
+
+        let result = await outcome {
+            engine.client().completeMultipartUploadOnce(S3Fixture.location, uploadID: "up-1", parts: Self.answeredParts, ifNoneMatch: false,
+                                                        rechecks: [.zero], completion: $0)
+        }
+
+        #expect(result == .failure(.noSuchUpload))
+        #expect(engine.requests.map(\.method) == [.post, .head])
+    }
+
+    /// The earlier completion may still be at work (its object not there yet): the key is looked
+    /// at again, and the upload taken for gone only once the looks are spent.
+    @Test func anUploadGoneWithNoObjectYetIsLookedForAgain() async {
+        let gone = S3Fixture.answer(404, S3Fixture.error("NoSuchUpload", "gone"))
+        let engine = CannedEngine(gone, S3Fixture.answer(404), S3Fixture.answer(404), S3Fixture.answer(200, headers: [("ETag", Self.theirObject)]),
+                                  gone, S3Fixture.answer(404), S3Fixture.answer(404))
         let client = engine.client()
 
-        let other = await outcome {
+        let late = await outcome {
             client.completeMultipartUploadOnce(S3Fixture.location, uploadID: "up-1", parts: Self.answeredParts, ifNoneMatch: false,
-                                               completion: $0)
+                                               rechecks: [.zero, .zero, .zero], completion: $0)
         }
-        let none = await outcome {
+        let never = await outcome {
             client.completeMultipartUploadOnce(S3Fixture.location, uploadID: "up-1", parts: Self.answeredParts, ifNoneMatch: false,
-                                               completion: $0)
+                                               rechecks: [.zero], completion: $0)
         }
 
-        #expect(other == .failure(.noSuchUpload) && none == .failure(.noSuchUpload))
-        #expect(engine.requests.map(\.method) == [.post, .head, .post, .head])
+        #expect(late == .success(StoredObject(etag: Self.theirObject)))
+        #expect(never == .failure(.noSuchUpload))
+        #expect(engine.requests.map(\.method) == [.post, .head, .head, .head, .post, .head, .head])
     }
 
     /// An object put whole by an attempt whose answer was lost: the put finds an object at the key,
