@@ -318,21 +318,29 @@ def test_a_node_killed_mid_object_leaves_its_parts_to_another_node(tmp_path, ori
     assert s3.list_multipart_uploads() == []
 
 
+def _completed_with_staging_peak(fd, job: dict, interval: float) -> int:
+    """Waits for the job to complete; the most disk its staging file took meanwhile (st_blocks × 512)."""
+    staged = fd.data_dir / "partial" / job["id"]
+    peak = 0
+
+    def done() -> bool:
+        nonlocal peak
+        try:
+            peak = max(peak, staged.stat().st_blocks * 512)
+        except FileNotFoundError:
+            pass  # not made yet, or removed as the job completed
+        return fd.api.get(f"/downloads/{job['id']}").json()["state"] == "completed"
+
+    wait_for(done, timeout=60, interval=interval)
+    return peak
+
+
 def test_a_fast_origin_waits_for_the_parts_and_keeps_at_most_two_on_disk(storage_fetchd, origin, s3):
     size = 48 * MiB
     body = os.urandom(size)
     url = origin.add("/fast.bin", body)
     job = storage_fetchd.api.submit({"url": url, "destination": s3.url("fast.bin")})
-    staged = storage_fetchd.data_dir / "partial" / job["id"]
-    peak = 0
-
-    def done() -> bool:
-        nonlocal peak
-        if staged.exists():
-            peak = max(peak, staged.stat().st_blocks * 512)
-        return storage_fetchd.api.get(f"/downloads/{job['id']}").json()["state"] == "completed"
-
-    wait_for(done, timeout=60, interval=0.01)
+    peak = _completed_with_staging_peak(storage_fetchd, job, interval=0.01)
     assert s3.get_object_bytes("fast.bin") == body
     # Two parts beyond the committed ones, and the file system's rounding.
     assert 0 < peak <= 2 * PART + MiB, f"{peak / MiB:.1f} MiB staged at once"
@@ -343,16 +351,7 @@ def test_several_connections_fetch_their_own_parts_into_one_object(storage_fetch
     body = os.urandom(size)
     url = origin.add("/wide.bin", body, rate=4 * MiB)
     job = storage_fetchd.api.submit({"url": url, "destination": s3.url("wide.bin"), "connections": 4})
-    staged = storage_fetchd.data_dir / "partial" / job["id"]
-    peak_disk = 0
-
-    def done() -> bool:
-        nonlocal peak_disk
-        if staged.exists():
-            peak_disk = max(peak_disk, staged.stat().st_blocks * 512)
-        return storage_fetchd.api.get(f"/downloads/{job['id']}").json()["state"] == "completed"
-
-    wait_for(done, timeout=60, interval=0.02)
+    peak_disk = _completed_with_staging_peak(storage_fetchd, job, interval=0.02)
     assert s3.get_object_bytes("wide.bin") == body
     assert storage_fetchd.api.get(f"/downloads/{job['id']}").json()["sha256"] == sha256_hex(body)
     # The parts came over several connections at once, never more than the job's four...
