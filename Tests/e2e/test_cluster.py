@@ -157,8 +157,14 @@ def test_a_killed_node_loses_nothing_and_no_job_runs_twice(cluster, origins, rec
         if best["runningTransfers"] == 0:
             return None
         victims = [job["id"] for _, _, _, job in jobs if cluster.runner_of(job["id"]) == best["name"]]
-        started = [j for j in victims if (cluster.staging / j).exists() and (cluster.staging / j).stat().st_size > 0]
+        started = [j for j in victims if has_partial_data(j)]
         return (best["name"], victims) if victims and len(started) == len(victims) else None
+
+    def has_partial_data(job_id: str) -> bool:
+        try:
+            return (cluster.staging / job_id).stat().st_size > 0
+        except FileNotFoundError:  # not made yet, or removed as the job completed
+            return False
 
     name, victims = wait_for(busiest, message="the busiest node to have partial data")
     assert cluster.node(name).kill() == -9
