@@ -190,6 +190,10 @@ class S3Request:
         """The query's parameters, decoded; a bare `uploads` is {"uploads": ""}."""
         return dict(parse_qsl(self.query, keep_blank_values=True))
 
+    def asks(self, method: str, parameter: str | None) -> bool:
+        """Whether this is a `method` request with the query parameter `parameter` (None: with no query)."""
+        return self.method == method and (parameter in self.params if parameter else not self.query)
+
     def __repr__(self) -> str:
         return f"<S3Request {self.method} {self.target} -> {self.status}>"
 
@@ -495,7 +499,7 @@ class S3Proxy:
 
     def holds(self, req: S3Request) -> bool:
         held = self._held
-        return held is not None and req.method == held[0] and (held[1] in req.params if held[1] else not req.query)
+        return held is not None and req.asks(*held)
 
     def down(self) -> None:
         """Refuse new connections (nothing listens on the port) and drop the open ones."""
@@ -737,7 +741,7 @@ class S3:
         bucket's only one)."""
         self.hold_answers("POST", "uploads")
         started = start()
-        wait_for(lambda: [r for r in self.requests("POST") if "uploads" in r.params and r.status == 200], timeout=30,
+        wait_for(lambda: [r for r in self.requests("POST") if r.asks("POST", "uploads") and r.status == 200], timeout=30,
                  message="the storage to create the upload")
         client.kill()
         self.release_answers()

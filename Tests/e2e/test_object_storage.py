@@ -225,8 +225,8 @@ def _answer_lost_to_kill_9(fd, s3, method: str, parameter: str | None, submit) -
     taken one such request, and starts it again. The job as it ended."""
     s3.hold_answers(method, parameter)
     job = submit()
-    wait_for(lambda: [r for r in s3.requests(method) if (parameter in r.params if parameter else not r.query) and r.status == 200],
-             timeout=30, message=f"the storage to take the {method}")
+    wait_for(lambda: [r for r in s3.requests(method) if r.asks(method, parameter) and r.status == 200], timeout=30,
+             message=f"the storage to take the {method}")
     fd.kill()
     s3.release_answers()
     fd.start()

@@ -197,14 +197,14 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         pump()
     }
 
-    /// A commit was kept: the parts up to `end` leave the disk, and the download may go on.
+    /// A commit was kept: the parts up to `end` leave the disk, and the download may go on (once
+    /// `PartUploads` calls `onChange` right after).
     private func committed(upTo end: Int64) {
         guard end > releasedEnd else { return }
         staging.release(releasedEnd..<end)
         releasedEnd = end
         writeLimit?.raise(to: end + stagedParts * partSize)
         window?.committed(upTo: end)
-        pump()
     }
 
     /// Does the next things there are to do.

@@ -18,7 +18,8 @@ final class PartUploads: QueueConfined, @unchecked Sendable {  // all mutable st
     private let extra: DigestAlgorithm?
     private let maxInFlight: Int
     private let commit: ObjectTransfer.Commit
-    /// A commit was kept: the parts up to the offset may leave the disk. Set by the owner.
+    /// A commit was kept: the parts up to the offset may leave the disk (`onChange` follows). Set by
+    /// the owner.
     var onCommitted: (Int64) -> Void = { _ in }
     /// Something changed that the owner waits for (a part hashed, sent or committed, a failure).
     /// Set by the owner.

@@ -36,7 +36,7 @@ public struct StoredObject: Sendable, Equatable {
         var md5s: [UInt8] = []
         for part in parts {
             guard part.etag.count == 34, part.etag.hasPrefix("\""), part.etag.hasSuffix("\""),
-                  let md5 = [UInt8](hex: String(part.etag.dropFirst().dropLast()).lowercased())
+                  let md5 = [UInt8](hex: String(part.etag.dropFirst().dropLast()))
             else { return nil }
             md5s += md5
         }

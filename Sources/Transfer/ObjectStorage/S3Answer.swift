@@ -88,8 +88,7 @@ struct S3Answer {
 
     /// HeadObject: the object's ETag and version id, nil when there is none (404).
     func headObject() -> Result<StoredObject?, ObjectStorageFailure> {
-        if result.failure == nil && result.httpStatus == 404 { return .success(nil) }
-        return storedObject().map { $0 }
+        exists().flatMap { $0 ? storedObject().map { $0 } : .success(nil) }
     }
 
     /// HeadObject: 200 there, 404 not (a HEAD answer has no body to tell a missing object from a
