@@ -1,8 +1,8 @@
 """Watches end to end (API.md, "Watches: keeping a file fresh"): a watch checks its URL with a
 conditional GET, against nginx (which answers If-None-Match and If-Modified-Since itself) and
 the test origin (which ignores them); a 304 writes nothing and sends nothing, a new file
-replaces the destination atomically and sends `watch.changed`, a failing origin sends one
-`watch.failed`; pause, resume, check, PATCH and DELETE; one owner per destination; a check
+replaces the destination atomically and sends `watch.changed`, the same bytes again store
+nothing (in a file or in object storage), a failing origin sends one `watch.failed`; pause, resume, check, PATCH and DELETE; one owner per destination; a check
 missed while fetchd was down runs once at start; three nodes on PostgreSQL check once per due
 time. FETCHD_WATCH_MIN_INTERVAL is lowered so that checks come a second apart."""
 
@@ -136,6 +136,23 @@ def test_an_origin_that_ignores_conditions_and_sends_the_same_bytes_changes_noth
     assert all(r.headers.get("if-none-match") == requests[1].headers["if-none-match"] for r in requests[1:])
     assert len(events(receiver, "watch.changed", watch["id"])) == 1
     assert fd.dest("same.bin").read_bytes() == body
+
+
+@pytest.mark.parametrize("size", [64 * 1024, 6 * 1024 * 1024 + 3], ids=["put-whole", "multipart"])
+def test_an_object_the_origin_sends_again_unchanged_is_stored_once(fetchd, origin, s3, receiver, size):
+    fd = fetchd(env={**FAST, **s3.env(), "FETCHD_S3_PART_SIZE": "5MiB", "FETCHD_WEBHOOK_URL": receiver.url})
+    body = os.urandom(size)
+    origin.add("/same.bin", body)
+    watch = create(fd, {"url": origin.url("/same.bin"), "destination": s3.url("mirror/same.bin"), "interval": "300ms"})
+    now = checked(fd, watch["id"], 4)
+    assert now["changes"] == 1 and now["lastResult"] == "unchanged" and now["sha256"] == sha256_hex(body)
+    assert len(events(receiver, "watch.changed", watch["id"])) == 1
+    assert s3.get_object_bytes("mirror/same.bin") == body
+    # Written once: one PutObject, or one CompleteMultipartUpload; the later checks' parts given up.
+    key = f"/{s3.bucket}/mirror/same.bin"
+    writes = [r for r in s3.requests(path_prefix=key) if r.asks("PUT", None) or r.asks("POST", "uploadId")]
+    assert len(writes) == 1, writes
+    wait_for(lambda: s3.list_multipart_uploads() == [], message="no upload left open")
 
 
 def test_a_failing_origin_sends_one_watch_failed_then_watch_changed_when_it_recovers(fetchd, origin, receiver):

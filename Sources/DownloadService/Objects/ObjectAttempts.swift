@@ -55,6 +55,9 @@ final class ObjectAttempts: Sendable {
         let key = upload?.key ?? ObjectNaming.intendedKey(of: job, contentDisposition: settlement.result.contentDisposition,
                                                           effectiveURL: settlement.result.effectiveURL)
         if let problem = settlement.objectProblem(key: key) { return then(settlement.failing(problem)) }
+        if let current = job.watch?.sha256, current == settlement.result.sha256 {
+            return leaveUnchanged(settlement, upload: upload, bucket: bucket, then: then)
+        }
         let finish: @Sendable (String, Result<StoredObject, ObjectStorageFailure>) -> Void = { key, stored in
             self.queue.async {
                 switch stored {
@@ -77,6 +80,23 @@ final class ObjectAttempts: Sendable {
                 client.putObjectOnce(ObjectLocation(bucket: bucket, key: key), body: body, sha256: sha256, ifNoneMatch: !job.overwrite) {
                     finish(key, $0)
                 }
+            }
+        }
+    }
+
+    /// A watch's check that got the very object its watch has: the object is left as it is (no
+    /// new version, no `watch.changed`) and the upload of the check's parts aborted, then
+    /// forgotten in the check's settlement. An abort that fails leaves the upload kept, for the
+    /// next check's attempt to abort before it starts over, or the sweep once the check ends.
+    private func leaveUnchanged(_ settlement: Settlement, upload: ObjectUpload?, bucket: String,
+                                then: @escaping @Sendable (JobWrite) -> Void) {
+        let id = settlement.job.id
+        guard let upload else { return then(settlement.unchangedCheck()) }
+        client.abort(upload, in: bucket, of: id, logger: logger) { failure in
+            self.queue.async {
+                var write = settlement.unchangedCheck()
+                if failure == nil { write.changes.append(.objectUpload(id: id, upload: nil, expecting: [.queued])) }
+                then(write)
             }
         }
     }

@@ -379,9 +379,9 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
     /// goes up meanwhile; a failure to abort ends the attempt as a storage fault.
     private func abandon(_ old: ObjectUpload) {
         abandoning = true
-        let abandoned: @Sendable (ObjectStorageFailure?) -> Void = { failure in self.queue.async { self.abandoned(failure) } }
-        guard old.isBeingCreated else { return abort(old) { abandoned($0.failureValue) } }
-        client.abortUnrecordedUploads(location(of: old.key), of: job.id, logger: logger, then: abandoned)
+        client.abort(old, in: job.destination.bucket ?? "", of: job.id, logger: logger) { failure in
+            self.queue.async { self.abandoned(failure) }
+        }
     }
 
     private func abandoned(_ failure: ObjectStorageFailure?) {
@@ -394,8 +394,10 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         pump()
     }
 
-    private func abort(_ old: ObjectUpload, then: @escaping @Sendable (Result<Void, ObjectStorageFailure>) -> Void = { _ in }) {
-        client.abortMultipartUpload(location(of: old.key), uploadID: old.uploadID, completion: then)
+    /// Aborts an upload this attempt created and will not go on with (best effort: an upload the
+    /// store never kept has no one to abort it again).
+    private func abort(_ old: ObjectUpload) {
+        client.abortMultipartUpload(location(of: old.key), uploadID: old.uploadID) { _ in }
     }
 
     private func location(of key: String) -> ObjectLocation {
@@ -427,13 +429,5 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         guard !ended else { return }
         ended = true
         onComplete(result)
-    }
-}
-
-private extension Result {
-    /// The error; nil for a success.
-    var failureValue: Failure? {
-        if case .failure(let failure) = self { return failure }
-        return nil
     }
 }

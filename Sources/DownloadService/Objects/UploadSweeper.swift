@@ -87,15 +87,7 @@ final class UploadSweeper: QueueConfined, @unchecked Sendable {  // `sweepAsked`
             return true
         }
         guard let client, let bucket = job.destination.bucket else { return false }
-        let location = ObjectLocation(bucket: bucket, key: upload.key)
-        guard !upload.isBeingCreated else {
-            // The job ended while creating its upload: the one it may have left has no id to abort by.
-            client.abortUnrecordedUploads(location, of: job.id, logger: logger) { failure in then(failure == nil) }
-            return true
-        }
-        client.abortMultipartUpload(location, uploadID: upload.uploadID) { result in
-            if case .success = result { then(true) } else { then(false) }
-        }
+        client.abort(upload, in: bucket, of: job.id, logger: logger) { failure in then(failure == nil) }
         return true
     }
 
