@@ -1,16 +1,18 @@
 """kill -9 at any instant: every kind of transfer runs at once — downloads to files (one over
 four connections), into objects (one over three), from FTP and SFTP; uploads by PUT, to s3://,
-by tus, to FTP and SFTP — while fetchd is killed 40 times at instants 10–400 ms apart (a fixed
-seed, so the same schedule every run): one node on SQLite, and a random node of three on
-PostgreSQL, whose jobs the others take over. Each job must then complete with the right bytes
-where they belong, its digest in the API, a signed completion webhook, and no multipart upload
-or tus resource left open."""
+by tus, to FTP and SFTP; watches of a file and of an object, whose origin changes halfway — while
+fetchd is killed 40 times at instants 10–400 ms apart (a fixed seed, so the same schedule every
+run): one node on SQLite, and a random node of three on PostgreSQL, whose jobs the others take
+over. Each job must then complete with the right bytes where they belong, its digest in the API,
+a signed completion webhook, and no multipart upload or tus resource left open; each watch must
+hold the origin's last bytes, and a reader of its destination never see anything else."""
 
 from __future__ import annotations
 
 import os
 import random
 import secrets
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -51,14 +53,17 @@ def servers(tmp_path):
 
 def environment(s3, sftp) -> dict[str, str]:
     return {**s3.env(), "FETCHD_S3_PART_SIZE": "5MiB", "FETCHD_ALLOW_PRIVATE_NETWORKS": "true",
-            "FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts), "FETCHD_TUS_CHUNK_SIZE": "1MiB", "FETCHD_RETRY_MAX_DELAY": "1s"}
+            "FETCHD_SSH_KNOWN_HOSTS": str(sftp.known_hosts), "FETCHD_TUS_CHUNK_SIZE": "1MiB", "FETCHD_RETRY_MAX_DELAY": "1s",
+            "FETCHD_WATCH_MIN_INTERVAL": "1s"}
 
 
 def test_every_kind_of_job_ends_right_through_40_kills_at_random_instants(fetchd, origin, s3, receiver, servers):
     fd = fetchd(env=environment(s3, servers[2]))
     jobs = submit_every_kind(lambda: fd.api, fd.root, fd.uploads, origin, s3, receiver, servers)
-    kill_at_random([fd])
+    watches = Watches(fd.api, fd.root, origin, s3)
+    kill_at_random([fd], halfway=watches.change_origin)
     assert_every_job_ended_right(fd.api, jobs, s3, receiver, servers)
+    watches.assert_current(fd.api)
 
 
 @needs_postgres
@@ -70,8 +75,10 @@ def test_every_kind_of_job_ends_right_on_three_nodes_killed_at_random(tmp_path, 
             nodes = cluster.nodes
             pick = random.Random(SEED + 1)
             jobs = submit_every_kind(lambda: pick.choice(nodes).api, cluster.root, nodes[0].uploads, origin, s3, receiver, servers)
-            kill_at_random(nodes)
+            watches = Watches(nodes[1].api, cluster.root, origin, s3)
+            kill_at_random(nodes, halfway=watches.change_origin)
             assert_every_job_ended_right(nodes[0].api, jobs, s3, receiver, servers)
+            watches.assert_current(nodes[2].api)
         finally:
             cluster.close()
 
@@ -124,10 +131,13 @@ def submit_every_kind(api: Callable[[], Api], root: Path, sources: Path, origin,
     return jobs
 
 
-def kill_at_random(nodes: list[Fetchd]):
-    """Kills a node and starts it again, KILLS times at instants 10–400 ms apart."""
+def kill_at_random(nodes: list[Fetchd], halfway: Callable[[], None]):
+    """Kills a node and starts it again, KILLS times at instants 10–400 ms apart, `halfway` called
+    after half of them."""
     schedule = random.Random(SEED)
-    for _ in range(KILLS):
+    for kill in range(KILLS):
+        if kill == KILLS // 2:
+            halfway()
         time.sleep(schedule.uniform(0.01, 0.4))
         victim = schedule.choice(nodes)
         victim.kill()
@@ -152,3 +162,60 @@ def assert_every_job_ended_right(api: Api, jobs: dict[str, Job], s3, receiver, s
     assert [d for d in receiver.deliveries if not d.verified] == []
     assert s3.list_multipart_uploads() == []
     assert tus.open_resources() == []
+
+
+class Watches:
+    """A watch of a file and one of an object, checked every second, and a reader that opens their
+    destinations again and again until `assert_current`, noting any bytes the origin never sent."""
+
+    def __init__(self, api: Api, root: Path, origin, s3):
+        self.origin = origin
+        self.versions: dict[str, list[bytes]] = {}
+        self.read_back: dict[str, Callable[[], bytes | None]] = {}
+        self.ids: dict[str, str] = {}
+        self.unsent: list[tuple[str, int]] = []
+        destinations = {"w.bin": ("watched/w.bin", lambda: _bytes_or_none(root / "watched" / "w.bin")),
+                        "wo.bin": (s3.url("watched/wo.bin"), lambda: s3.get_object_bytes("watched/wo.bin")
+                                   if s3.object_exists("watched/wo.bin") else None)}
+        for name, (destination, read_back) in destinations.items():
+            self.versions[name] = [os.urandom(MiB)]
+            origin.add("/" + name, self.versions[name][0])
+            response = api.post("/watches", {"url": origin.url("/" + name), "destination": destination, "interval": "1s"})
+            assert response.status == 201, response
+            self.ids[name], self.read_back[name] = response.json()["id"], read_back
+        self.stop = threading.Event()
+        self.reader = threading.Thread(target=self._read)
+        self.reader.start()
+
+    def change_origin(self) -> None:
+        for name, versions in self.versions.items():
+            versions.append(os.urandom(MiB + 1))
+            self.origin.add("/" + name, versions[-1])
+
+    def _read(self) -> None:
+        while not self.stop.is_set():
+            for name, read_back in self.read_back.items():
+                seen = read_back()
+                if seen is not None and seen not in self.versions[name]:
+                    self.unsent.append((name, len(seen)))
+            self.stop.wait(0.05)
+
+    def assert_current(self, api: Api) -> None:
+        def current(name: str) -> bool:
+            watch = api.get(f"/watches/{self.ids[name]}").json()
+            return watch["state"] == "active" and watch["sha256"] == sha256_hex(self.versions[name][-1])
+        try:
+            wait_for(lambda: all(current(name) for name in self.ids), timeout=60, interval=0.2,
+                     message=lambda: [api.get(f"/watches/{w}").json() for w in self.ids.values()])
+        finally:
+            self.stop.set()
+            self.reader.join()
+        assert self.unsent == []
+        assert all(self.read_back[name]() == versions[-1] for name, versions in self.versions.items())
+
+
+def _bytes_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
