@@ -59,6 +59,19 @@ public struct ObjectUpload: Sendable, Equatable {
     /// Whether this is only the intent to create a multipart upload (`creating(key:)`).
     public var isBeingCreated: Bool { uploadID == Self.creatingUploadID }
 
+    /// The upload id kept with the key of an object put whole (no S3 upload id is this short).
+    static let puttingUploadID = "put"
+
+    /// The free name a rename chose for an object put whole, kept before the `PutObject` is sent:
+    /// a crash before its answer is kept finds the object there as its own on the next attempt,
+    /// rather than choosing the next free name and storing it twice. The storage holds no upload.
+    public static func putting(key: String) -> ObjectUpload {
+        ObjectUpload(key: key, uploadID: puttingUploadID)
+    }
+
+    /// Whether this is only the key of an object put whole (`putting(key:)`).
+    public var isBeingPut: Bool { uploadID == Self.puttingUploadID }
+
     /// Bytes of the object uploaded and committed: where the origin download goes on.
     public var end: Int64 { parts.reduce(0) { $0 + $1.size } }
 

@@ -254,18 +254,22 @@ def test_a_completion_whose_answer_was_lost_to_kill_9_completes_the_job_with_its
     assert sorted(_part_counts(s3, "answer.bin").values()) == [1, 1, 1]
 
 
-def test_an_object_put_whole_whose_answer_was_lost_to_kill_9_completes_the_job(storage_fetchd, origin, s3):
+@pytest.mark.parametrize("on_conflict", ["fail", "rename"])
+def test_an_object_put_whole_whose_answer_was_lost_to_kill_9_completes_the_job(storage_fetchd, origin, s3, on_conflict):
     """The same for an object of one part, put whole under `If-None-Match: *`: the next start's
-    put finds an object at the key, and the one whose ETag is its body's MD5 is its own."""
+    put finds an object at the key, and the one whose ETag is its body's MD5 is its own. A rename
+    keeps the free name it chose before the put, so the object is not put again under the next."""
     body = os.urandom(3 * MiB)
     url = origin.add("/whole.bin", body)
-    done = _answer_lost_to_kill_9(storage_fetchd, s3, "PUT", None,
-                                  lambda: storage_fetchd.api.submit({"url": url, "destination": s3.url("whole.bin")}))
+    done = _answer_lost_to_kill_9(storage_fetchd, s3, "PUT", None, lambda: storage_fetchd.api.submit(
+        {"url": url, "destination": s3.url("whole.bin"), "onConflict": on_conflict}))
 
     assert done["state"] == "completed", done.get("error")
+    assert done["path"] == "whole.bin"
     assert s3.get_object_bytes("whole.bin") == body
     assert done["sha256"] == sha256_hex(body)
     assert done["objectETag"] == s3.head_object("whole.bin")["ETag"]
+    assert [o["Key"] for o in s3.client.list_objects_v2(Bucket=s3.bucket).get("Contents", [])] == ["whole.bin"]
 
 
 def test_storage_down_for_20_s_makes_the_job_wait_then_complete(fetchd, origin, s3):

@@ -72,15 +72,30 @@ final class ObjectAttempts: Sendable {
         }
         let (client, body, sha256) = (client, TransferRequest.FileRange(path: partials.path(job.id), offset: 0, length: settlement.result.bytesOnDisk),
                                       settlement.result.sha256 ?? "")
+        let put: @Sendable (String) -> Void = { key in
+            client.putObjectOnce(ObjectLocation(bucket: bucket, key: key), body: body, sha256: sha256, ifNoneMatch: !job.overwrite) {
+                finish(key, $0)
+            }
+        }
+        if let kept = job.objectUpload, kept.isBeingPut { return put(kept.key) }
         ObjectNaming(client: client).choose(for: job, contentDisposition: settlement.result.contentDisposition,
                                             effectiveURL: settlement.result.effectiveURL) { chosen in
             switch chosen {
             case .failure(let failure): finish(key, .failure(failure))
-            case .success(let key):
-                client.putObjectOnce(ObjectLocation(bucket: bucket, key: key), body: body, sha256: sha256, ifNoneMatch: !job.overwrite) {
-                    finish(key, $0)
+            case .success(let key) where job.renameOnConflict:
+                self.keep(key, of: job) { kept in
+                    kept ? put(key) : finish(key, .failure(.unavailable("the job is no longer this node's to write")))
                 }
+            case .success(let key): put(key)
             }
+        }
+    }
+
+    /// Keeps the free name a rename chose before the object is put there (`ObjectUpload.putting`);
+    /// `then` gets whether the job was still this node's to write.
+    private func keep(_ key: String, of job: Download, then: @escaping @Sendable (Bool) -> Void) {
+        queue.async {
+            self.completer.add(JobWrite(changes: [.objectUpload(id: job.id, upload: .putting(key: key), expecting: [.running])]) { then($0[0]) })
         }
     }
 

@@ -81,7 +81,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         self.onComplete = onComplete
         releasedEnd = job.objectUpload?.end ?? 0
         parts = PartUploads(queue: queue, client: client, bucket: job.destination.bucket ?? "", staging: staging, extra: extra,
-                            maxInFlight: Int(stagedParts), resuming: job.objectUpload.flatMap { $0.isBeingCreated ? nil : $0 },
+                            maxInFlight: Int(stagedParts), resuming: job.objectUpload.flatMap { $0.isBeingCreated || $0.isBeingPut ? nil : $0 },
                             commit: commit)
         parts.onCommitted = { end in self.committed(upTo: end) }
         parts.onChange = { self.pump() }
@@ -98,7 +98,7 @@ final class ObjectTransfer: QueueConfined, @unchecked Sendable {  // all mutable
         assertOnQueue()
         if let intent = job.objectUpload, intent.isBeingCreated {
             abandon(intent)
-        } else if job.objectUpload != nil, upload == nil {
+        } else if let kept = job.objectUpload, !kept.isBeingPut, upload == nil {
             // An upload whose digest state could not be restored starts over.
             restartObject(abandoning: job.objectUpload)
         }

@@ -4,10 +4,12 @@ import Transfer
 
 extension ObjectStorageClient {
     /// Aborts `upload`, a job's multipart upload of an object in `bucket`; for the intent a crash
-    /// left without an id (`isBeingCreated`), what it may have left under its key. `then` gets the
-    /// failure to try again after, or nil once the storage holds none of it.
+    /// left without an id (`isBeingCreated`), what it may have left under its key; for the key of
+    /// an object put whole, nothing. `then` gets the failure to try again after, or nil once the
+    /// storage holds none of it.
     func abort(_ upload: ObjectUpload, in bucket: String, of jobID: String, logger: Logger,
                then: @escaping @Sendable (ObjectStorageFailure?) -> Void) {
+        guard !upload.isBeingPut else { return then(nil) }
         let location = ObjectLocation(bucket: bucket, key: upload.key)
         guard !upload.isBeingCreated else { return abortUnrecordedUploads(location, of: jobID, logger: logger, then: then) }
         abortMultipartUpload(location, uploadID: upload.uploadID) { then($0.failureValue) }

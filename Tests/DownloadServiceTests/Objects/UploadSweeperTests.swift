@@ -80,6 +80,18 @@ extension Objects {
             #expect(s3.requests.map(\.query["uploadId"]) == [nil, "lost", "lost"])
         }
 
+        /// The key a rename kept for an object put whole holds no upload: it is forgotten, and
+        /// nothing is asked of the storage.
+        @Test func theKeyOfAnObjectPutWholeIsForgottenWithoutARequest() async throws {
+            try stored("p", .failed, upload: .putting(key: "p (1).bin"))
+
+            sweeper.sweep()
+
+            #expect(await eventually { (try? upload(of: "p")) == .some(nil) })
+            sweepDone()
+            #expect(s3.requests.isEmpty)
+        }
+
         /// Credentials that may not list the bucket's uploads: nothing can be looked for, and the
         /// intent is forgotten (the bucket's lifecycle rules are left to remove such an upload).
         @Test func anIntentWhoseKeyCannotBeListedIsForgotten() async throws {
