@@ -22,8 +22,14 @@ extension Objects {
             return job
         }
 
-        @Test func aBodyUnderOnePartEndsWithItsDigestAndSendsNothingToTheBucket() async throws {
-            let run = try ObjectTransferRun(try ObjectTest.job())
+        /// Under one part nothing goes up during the attempt: the caller puts the object whole.
+        /// So too with the key a rename kept for an earlier attempt's put, which is neither resumed
+        /// nor aborted as an upload.
+        @Test(arguments: [nil, ObjectUpload.putting(key: "b (1).bin")])
+        func aBodyUnderOnePartEndsWithItsDigestAndSendsNothingToTheBucket(kept: ObjectUpload?) async throws {
+            var job = try ObjectTest.job()
+            job.objectUpload = kept
+            let run = try ObjectTransferRun(job)
             let body = ObjectTest.noise(3000)
             run.start()
 
@@ -39,25 +45,6 @@ extension Objects {
             let request = try #require(run.originRequest)
             #expect(!request.hashesFile && request.firstPartLength == nil)
             #expect(run.writeLimit == 2 * Self.part)
-        }
-
-        /// The key a rename kept for an earlier attempt's put is neither resumed nor aborted as an
-        /// upload: the object under one part goes up whole again, by the caller, to that key.
-        @Test func theKeyKeptForAPutIsNoUploadToResume() async throws {
-            var job = try ObjectTest.job()
-            job.objectUpload = .putting(key: "b (1).bin")
-            let run = try ObjectTransferRun(job)
-            let body = ObjectTest.noise(3000)
-            run.start()
-
-            try run.write(body[...], at: 0)
-            run.progress(onDisk: 3000)
-            run.originEnds(onDisk: 3000)
-
-            let result = try #require(await run.ended())
-            #expect(result.failure == nil && result.sha256 == ObjectTest.sha256(body))
-            #expect(run.s3.requests.isEmpty)
-            #expect(run.commits.isEmpty)
         }
 
         @Test func aBodyOfTwoAndAHalfPartsGoesUpAsThreePartsInOrder() async throws {
