@@ -2,9 +2,11 @@
 conditional GET, against nginx (which answers If-None-Match and If-Modified-Since itself) and
 the test origin (which ignores them); a 304 writes nothing and sends nothing, a new file
 replaces the destination atomically and sends `watch.changed`, the same bytes again store
-nothing (in a file or in object storage), a failing origin sends one `watch.failed`; pause, resume, check, PATCH and DELETE; one owner per destination; a check
-missed while fetchd was down runs once at start; three nodes on PostgreSQL check once per due
-time. FETCHD_WATCH_MIN_INTERVAL is lowered so that checks come a second apart."""
+nothing (in a file or in object storage), a failing origin sends one `watch.failed`, a check
+slower than the interval is let finish and one that cannot reach its origin fails; pause,
+resume, check, PATCH and DELETE; one owner per destination; a check missed while fetchd was
+down runs once at start; three nodes on PostgreSQL check once per due time.
+FETCHD_WATCH_MIN_INTERVAL is lowered so that checks come a second apart."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from e2e_support import holds_for, parse_rfc3339, sha256_hex, wait_for
+from file_servers import free_port
 from nginx_support import LoopbackNginx
 from test_cluster import Cluster, database_schema, needs_postgres
 
@@ -153,6 +156,32 @@ def test_an_object_the_origin_sends_again_unchanged_is_stored_once(fetchd, origi
     writes = [r for r in s3.requests(path_prefix=key) if r.asks("PUT", None) or r.asks("POST", "uploadId")]
     assert len(writes) == 1, writes
     wait_for(lambda: s3.list_multipart_uploads() == [], message="no upload left open")
+
+
+def test_a_check_whose_bytes_flow_past_the_next_time_is_let_finish(fetchd, origin, receiver):
+    """A file that takes longer to download than the interval: the check goes on past the watch's
+    next time while its bytes flow, and the next check comes after it, rather than each check
+    failing with `timeout` and the file never placed."""
+    fd = fetchd(env={**FAST, "FETCHD_WEBHOOK_URL": receiver.url})
+    body = os.urandom(3 * 1024 * 1024)
+    origin.add("/slow.bin", body, rate=1024 * 1024)
+    watch = create(fd, {"url": origin.url("/slow.bin"), "destination": "slow.bin", "interval": "1s"})
+    changed = wait_for(lambda: events(receiver, "watch.changed", watch["id"]), timeout=30, message="watch.changed")
+    assert changed[0].data["download"]["sha256"] == sha256_hex(body)
+    assert fd.dest("slow.bin").read_bytes() == body
+    assert events(receiver, "watch.failed", watch["id"]) == []
+    assert watch_of(fd, watch["id"])["changes"] == 1
+    assert [job for job in fd.api.list_all() if job.get("watch") == watch["id"] and job["state"] == "failed"] == []
+
+
+def test_an_origin_that_cannot_be_reached_fails_the_check_at_the_next_time(fetchd):
+    """Nothing answers: the check waits the outage out until the watch's next time, then fails
+    with `timeout`, and the next check begins."""
+    fd = fetchd(env=FAST)
+    watch = create(fd, {"url": f"http://127.0.0.1:{free_port()}/gone.bin", "destination": "gone.bin", "interval": "1s"})
+    now = checked(fd, watch["id"], 1)
+    assert now["lastResult"] == "failed" and now["lastError"]["code"] == "timeout", now
+    checked(fd, watch["id"], 2)
 
 
 def test_a_failing_origin_sends_one_watch_failed_then_watch_changed_when_it_recovers(fetchd, origin, receiver):

@@ -41,7 +41,9 @@ struct TransferTemplate: Sendable {
         request.maxBytes = maxBytes
         request.stallTimeout = stallTimeout.inSeconds
         request.addressPolicy = addressPolicy
-        if let deadline = job.resourceDeadline {
+        // A watch's check whose bytes flow is let finish past its watch's next time: its deadline
+        // fails only a check that is still trying to reach its origin (`Settlement`).
+        if let deadline = job.resourceDeadline, job.watch == nil {
             // At least a millisecond: curl takes 0 as no limit at all.
             request.totalTimeout = Double(max(1, deadline - now)) / 1000
         }
