@@ -199,8 +199,8 @@ def test_a_failing_origin_sends_one_watch_failed_then_watch_changed_when_it_reco
     assert len(events(receiver, "watch.failed", watch["id"])) == 1
 
 
-def test_pause_resume_check_patch_and_delete(fetchd, origin):
-    fd = fetchd(env=FAST)
+def test_pause_resume_check_patch_and_delete(fetchd, origin, receiver):
+    fd = fetchd(env={**FAST, "FETCHD_WEBHOOK_URL": receiver.url})
     origin.add("/steer.bin", b"steered\n")
     watch = create(fd, {"url": origin.url("/steer.bin"), "destination": "steer.bin", "interval": "1h", "metadata": {"team": "a"}})
     first = checked(fd, watch["id"], 1)
@@ -236,6 +236,9 @@ def test_pause_resume_check_patch_and_delete(fetchd, origin):
     assert fd.api.job(deleted.json()["currentCheck"])["state"] == "cancelled"
     assert fd.dest("steer.bin").read_bytes() == b"steered\n"
     assert [w["id"] for w in fd.api.get("/watches").json()["items"]] == []
+    # The cancelled check speaks through its watch, as every check does: no download.cancelled,
+    # no session.finished.
+    assert holds_for(lambda: [d.type for d in receiver.deliveries] == ["watch.changed"], 1.0), receiver.deliveries
 
 
 def test_one_owner_per_destination(fetchd, origin):

@@ -261,12 +261,16 @@ final class DownloadsAPI: Sendable {
     }
 
     func cancel(_ id: String, kind: Direction = .download) async throws -> HTTPResponse {
-        try await transition(id, kind: kind, to: .cancelled, from: [.queued, .running, .paused], unchangedIn: [.cancelled]) { job, now in
-            job.finishedAt = now
-            job.nextAttemptAt = nil
-        } after: { job in
+        try await transition(id, kind: kind, to: .cancelled, from: [.queued, .running, .paused], unchangedIn: [.cancelled],
+                             change: Self.cancelling) { job in
             scheduler.stop(job.id, reason: .cancel)
         }
+    }
+
+    /// What a cancel changes besides the state.
+    static func cancelling(_ job: inout Download, now: Int64) {
+        job.finishedAt = now
+        job.nextAttemptAt = nil
     }
 
     func pause(_ id: String, kind: Direction = .download) async throws -> HTTPResponse {
@@ -302,29 +306,47 @@ final class DownloadsAPI: Sendable {
                 throw APIProblem.conflict("the job is \(current.state.rawValue) and cannot become \(target.rawValue) this way")
             }
             let now = clock.now()
-            var updated = current
-            updated.state = target
-            change(&updated, now)
-            let jobEvents = target.isTerminal ? [events.terminal(updated, now: now)] : []
-            let (store, events, changed) = (store, events, updated)
+            let updated = Self.transitioned(current, to: target, now: now, change: change)
             let committed: Bool
             do {
-                committed = try await writes.perform {
-                    try store.update(changed, expecting: [current.state], events: jobEvents, sessionFinished: {
-                        [events.sessionFinished($0, now: now)]
-                    }, unchangedSince: current.revision)
-                }
+                committed = try await writes.perform { [self] in try store.apply([transitionWrite(current, as: updated, now: now)])[0] }
             } catch is DestinationBusy {
                 throw APIProblem.conflict("another live job writes to this job's destination now")
             }
             if committed {
-                if !jobEvents.isEmpty { dispatcher.poke() }
-                hub.publish(updated.id, .state(updated.showing(liveBytes: live)))
+                announce(updated, liveBytes: live)
                 after(updated)
                 return .json(200, encode(updated, liveBytes: live))
             }
         }
         throw APIProblem.unavailable("the job kept changing; try again")
+    }
+
+    /// `current` in the state `target`, changed as a client's transition there changes it.
+    static func transitioned(_ current: Download, to target: DownloadState, now: Int64,
+                             change: (inout Download, Int64) -> Void) -> Download {
+        var updated = current
+        updated.state = target
+        change(&updated, now)
+        return updated
+    }
+
+    /// The write of a client's transition from `current` to `updated`: compare-and-set on the
+    /// state and on the revision read. A terminal state records the job's webhook event (and
+    /// `session.finished` when it ends its session's last live job); a watch's check records
+    /// none: its watch speaks for it.
+    func transitionWrite(_ current: Download, as updated: Download, now: Int64) -> StoreChange {
+        guard updated.watch == nil else { return .update(updated, expecting: [current.state], unchangedSince: current.revision) }
+        let events = events
+        let jobEvents = updated.state.isTerminal ? [events.terminal(updated, now: now)] : []
+        return .update(updated, expecting: [current.state], events: jobEvents, sessionFinished: { [events.sessionFinished($0, now: now)] },
+                       unchangedSince: current.revision)
+    }
+
+    /// Tells the webhook dispatcher and the event streams of a committed transition.
+    func announce(_ updated: Download, liveBytes: Int64?) {
+        if updated.state.isTerminal, updated.watch == nil { dispatcher.poke() }
+        hub.publish(updated.id, .state(updated.showing(liveBytes: liveBytes)))
     }
 
     // MARK: - Presentation

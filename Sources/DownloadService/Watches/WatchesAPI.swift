@@ -147,15 +147,32 @@ struct WatchesAPI: Sendable {
         return tagged(200, try existing(id))
     }
 
-    /// Stops the watch and cancels its live check; the file stays.
+    /// Stops the watch and cancels its live check, in one transaction: the watch goes only with
+    /// the check it names, so neither a crash nor a check that ends meanwhile (and makes the next)
+    /// leaves a check running on without its watch. The file stays.
     func delete(_ id: String) async throws -> HTTPResponse {
-        let current = try existing(id)
-        let now = clock.now()
-        let store = store
-        let deleted = try await writes.perform { try store.apply([.watch(WatchChange(id: id) { _, _ in WatchWrite(watch: nil, now: now) })]) }
-        guard deleted.first == true else { throw APIProblem.notFound("no watch with this id") }
-        try await onCheck(of: current) { try await downloads.cancel($0) }
-        return tagged(200, current)
+        for _ in 0..<10 {
+            let current = try existing(id)
+            let check = try current.checkID.flatMap { try store.download(id: $0) }.flatMap { $0.state.isTerminal ? nil : $0 }
+            let now = clock.now()
+            let cancelled = check.map { DownloadsAPI.transitioned($0, to: .cancelled, now: now, change: DownloadsAPI.cancelling) }
+            let (downloads, named) = (downloads, current.checkID)
+            let written = try await writes.perform { [store] in
+                var changes: [StoreChange] = []
+                if let check, let cancelled { changes.append(downloads.transitionWrite(check, as: cancelled, now: now)) }
+                changes.append(.watch(WatchChange(id: id, afterPrevious: cancelled != nil) { watch, _ in
+                    watch.checkID == named ? WatchWrite(watch: nil, now: now) : nil
+                }))
+                return try store.apply(changes)
+            }
+            guard written.last == true else { continue }
+            if let cancelled {
+                downloads.announce(cancelled, liveBytes: nil)
+                scheduler.stop(cancelled.id, reason: .cancel)
+            }
+            return tagged(200, current)
+        }
+        throw APIProblem.unavailable("the watch kept changing; try again")
     }
 
     /// Does to the watch's check what the watch just had done; a check that ended meanwhile
