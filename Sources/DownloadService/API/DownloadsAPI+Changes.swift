@@ -60,21 +60,8 @@ extension DownloadsAPI {
         }
     }
 
-    /// A failed job goes back to the queue with a fresh retry budget (`attempts` keeps counting),
-    /// going on from its partial data where its failure left some.
+    /// `ClientTransition.retry`.
     func retry(_ id: String, kind: Direction = .download) async throws -> HTTPResponse {
-        try await transition(id, kind: kind, to: .queued, from: [.failed], unchangedIn: []) { job, now in
-            job.runAt = max(now, job.earliestBeginDate ?? now)
-            job.error = nil
-            job.finishedAt = nil
-            job.nextAttemptAt = nil
-            job.sha256 = nil
-            job.attemptsBeforeRetry = job.attempts
-            job.outageAttempts = 0
-            job.diskFullSince = nil
-            job.progressAt = nil
-        } after: { job in
-            scheduler.jobStored(runAt: job.runAt)
-        }
+        try await transition(id, kind: kind, .retry)
     }
 }

@@ -261,52 +261,31 @@ final class DownloadsAPI: Sendable {
     }
 
     func cancel(_ id: String, kind: Direction = .download) async throws -> HTTPResponse {
-        try await transition(id, kind: kind, to: .cancelled, from: [.queued, .running, .paused], unchangedIn: [.cancelled],
-                             change: Self.cancelling) { job in
-            scheduler.stop(job.id, reason: .cancel)
-        }
-    }
-
-    /// What a cancel changes besides the state.
-    static func cancelling(_ job: inout Download, now: Int64) {
-        job.finishedAt = now
-        job.nextAttemptAt = nil
+        try await transition(id, kind: kind, .cancel)
     }
 
     func pause(_ id: String, kind: Direction = .download) async throws -> HTTPResponse {
-        try await transition(id, kind: kind, to: .paused, from: [.queued, .running], unchangedIn: [.paused]) { job, _ in
-            job.nextAttemptAt = nil
-        } after: { job in
-            scheduler.stop(job.id, reason: .pause)
-        }
+        try await transition(id, kind: kind, .pause)
     }
 
     func resume(_ id: String, kind: Direction = .download) async throws -> HTTPResponse {
-        try await transition(id, kind: kind, to: .queued, from: [.paused], unchangedIn: [.queued, .running]) { job, now in
-            job.runAt = max(now, job.earliestBeginDate ?? now)
-            job.error = nil
-        } after: { _ in
-            scheduler.poke()
-        }
+        try await transition(id, kind: kind, .resume)
     }
 
     /// A client-requested transition, as compare-and-set on the job as just read, its revision
     /// (retried on a fresh read if the scheduler wrote the job meanwhile, its progress too: a
     /// pause or resume written from an older copy would undo the ranges an attempt saved), written
     /// off the event loop. A job in a state not in `from` (or `unchangedIn`) is a conflict.
-    func transition(
-        _ id: String, kind: Direction, to target: DownloadState, from: Set<DownloadState>, unchangedIn: Set<DownloadState>,
-        change: @escaping @Sendable (inout Download, Int64) -> Void, after: (Download) -> Void
-    ) async throws -> HTTPResponse {
+    func transition(_ id: String, kind: Direction, _ transition: ClientTransition) async throws -> HTTPResponse {
         for _ in 0..<10 {
             let live = scheduler.liveBytes(of: id)
             let current = try existing(id, kind: kind)
-            if unchangedIn.contains(current.state) { return .json(200, encode(current, liveBytes: live)) }
-            guard from.contains(current.state), current.state.canTransition(to: target) else {
-                throw APIProblem.conflict("the job is \(current.state.rawValue) and cannot become \(target.rawValue) this way")
+            if transition.unchangedIn.contains(current.state) { return .json(200, encode(current, liveBytes: live)) }
+            guard transition.from.contains(current.state), current.state.canTransition(to: transition.target) else {
+                throw APIProblem.conflict("the job is \(current.state.rawValue) and cannot become \(transition.target.rawValue) this way")
             }
             let now = clock.now()
-            let updated = Self.transitioned(current, to: target, now: now, change: change)
+            let updated = transition.applied(to: current, now: now)
             let committed: Bool
             do {
                 committed = try await writes.perform { [self] in try store.apply([transitionWrite(current, as: updated, now: now)])[0] }
@@ -315,20 +294,11 @@ final class DownloadsAPI: Sendable {
             }
             if committed {
                 announce(updated, liveBytes: live)
-                after(updated)
+                transition.committed(scheduler, updated)
                 return .json(200, encode(updated, liveBytes: live))
             }
         }
         throw APIProblem.unavailable("the job kept changing; try again")
-    }
-
-    /// `current` in the state `target`, changed as a client's transition there changes it.
-    static func transitioned(_ current: Download, to target: DownloadState, now: Int64,
-                             change: (inout Download, Int64) -> Void) -> Download {
-        var updated = current
-        updated.state = target
-        change(&updated, now)
-        return updated
     }
 
     /// The write of a client's transition from `current` to `updated`: compare-and-set on the

@@ -128,62 +128,60 @@ struct WatchesAPI: Sendable {
     }
 
     func pause(_ id: String) async throws -> HTTPResponse {
-        let watch = try await steer(id) { _, _ in { watch in
-            watch.state = .paused
-            return nil
-        } }
-        try await onCheck(of: watch) { try await downloads.pause($0) }
+        _ = try await changeWithCheck(id, .pause) { watch, _ in watch.state = .paused }
         return tagged(200, try existing(id))
     }
 
     /// Resumed, the watch checks at its next time, or at once if that passed while it was paused.
     func resume(_ id: String) async throws -> HTTPResponse {
-        let watch = try await steer(id) { _, now in { watch in
+        _ = try await changeWithCheck(id, .resume) { watch, now in
             watch.state = .active
             watch.nextCheckAt = max(now, watch.nextCheckAt ?? now)
-            return nil
-        } }
-        try await onCheck(of: watch) { try await downloads.resume($0) }
+        }
         return tagged(200, try existing(id))
     }
 
-    /// Stops the watch and cancels its live check, in one transaction: the watch goes only with
-    /// the check it names, so neither a crash nor a check that ends meanwhile (and makes the next)
-    /// leaves a check running on without its watch. The file stays.
+    /// Stops the watch and cancels its live check; the file stays.
     func delete(_ id: String) async throws -> HTTPResponse {
+        tagged(200, try await changeWithCheck(id, .cancel, deleting: true))
+    }
+
+    /// Changes the watch (`change`, or with `deleting` removes it) and makes the same
+    /// `transition` of its live check, in one transaction, so that no crash leaves the two apart:
+    /// a paused watch whose check runs on, an active one whose check stays paused for ever, a
+    /// check without its watch. The watch is written only as it was read (its revision: a check
+    /// that ended meanwhile made the next) and only with its check's transition, where the check
+    /// was in a state to make it; read again otherwise. Returns the watch as read.
+    private func changeWithCheck(_ id: String, _ transition: ClientTransition, deleting: Bool = false,
+                                 _ change: @escaping @Sendable (inout Watch, Int64) -> Void = { _, _ in }) async throws -> Watch {
         for _ in 0..<10 {
             let current = try existing(id)
-            let check = try current.checkID.flatMap { try store.download(id: $0) }.flatMap { $0.state.isTerminal ? nil : $0 }
+            let check = try current.checkID.flatMap { try store.download(id: $0) }.flatMap {
+                transition.from.contains($0.state) && $0.state.canTransition(to: transition.target) ? $0 : nil
+            }
             let now = clock.now()
-            let cancelled = check.map { DownloadsAPI.transitioned($0, to: .cancelled, now: now, change: DownloadsAPI.cancelling) }
-            let (downloads, named) = (downloads, current.checkID)
+            let moved = check.map { transition.applied(to: $0, now: now) }
+            let (downloads, revision) = (downloads, current.revision)
             let written = try await writes.perform { [store] in
                 var changes: [StoreChange] = []
-                if let check, let cancelled { changes.append(downloads.transitionWrite(check, as: cancelled, now: now)) }
-                changes.append(.watch(WatchChange(id: id, afterPrevious: cancelled != nil) { watch, _ in
-                    watch.checkID == named ? WatchWrite(watch: nil, now: now) : nil
+                if let check, let moved { changes.append(downloads.transitionWrite(check, as: moved, now: now)) }
+                changes.append(.watch(WatchChange(id: id, afterPrevious: moved != nil) { watch, _ in
+                    guard watch.revision == revision else { return nil }
+                    guard !deleting else { return WatchWrite(watch: nil, now: now) }
+                    var next = watch
+                    change(&next, now)
+                    return WatchWrite(watch: next, now: now)
                 }))
                 return try store.apply(changes)
             }
             guard written.last == true else { continue }
-            if let cancelled {
-                downloads.announce(cancelled, liveBytes: nil)
-                scheduler.stop(cancelled.id, reason: .cancel)
+            if let moved {
+                downloads.announce(moved, liveBytes: nil)
+                transition.committed(scheduler, moved)
             }
-            return tagged(200, current)
+            return current
         }
         throw APIProblem.unavailable("the watch kept changing; try again")
-    }
-
-    /// Does to the watch's check what the watch just had done; a check that ended meanwhile
-    /// (or was already so) is left alone.
-    private func onCheck(of watch: Watch, _ action: (String) async throws -> HTTPResponse) async throws {
-        guard let checkID = watch.checkID else { return }
-        do {
-            _ = try await action(checkID)
-        } catch let problem as APIProblem where problem.status == 409 || problem.status == 404 {
-            // Nothing live to change: the next check is made as the watch now is.
-        }
     }
 
     /// Reads the watch, lets `prepare` judge it (throwing what a client gets) and give the change
