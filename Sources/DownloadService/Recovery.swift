@@ -13,6 +13,8 @@ struct Recovery {
     let files: DestinationFiles
     let partials: PartialFiles
     let events: WebhookEvents
+    /// What a recovered completion of a watch's check tells its watch.
+    let watches: WatchChecks
     let logger: Logger
 
     func run(now: Int64) throws {
@@ -38,10 +40,7 @@ struct Recovery {
                 done.sha256 = digest
                 done.bytesReceived = partials.size(job.id)
                 done.finishedAt = now
-                if try store.update(done, expecting: [.running], events: [events.terminal(done, now: now)],
-                                    sessionFinished: { [events.sessionFinished($0, now: now)] }) {
-                    partials.remove(job.id)
-                }
+                if try store.apply(completion(done, now: now))[0] { partials.remove(job.id) }
                 logger.info("download completion recovered", metadata: ["download.id": "\(job.id)"])
                 continue
             }
@@ -58,6 +57,18 @@ struct Recovery {
             _ = try store.update(queued, expecting: [.running])
             logger.info("interrupted download requeued", metadata: ["download.id": "\(job.id)", "bytes": "\(queued.bytesReceived)"])
         }
+    }
+
+    /// The write of a recovered completion: the job's own event; or, for a watch's check, what its
+    /// settlement would have told its watch — the change, `watch.changed`, the next check.
+    private func completion(_ done: Download, now: Int64) -> [StoreChange] {
+        let events = events
+        guard done.watch != nil else {
+            return [.update(done, expecting: [.running], events: events.ended(done, now: now),
+                            sessionFinished: { [events.sessionFinished($0, now: now)] })]
+        }
+        let ending = WatchChecks.Ending(result: .changed, sha256: done.sha256)
+        return [.update(done, expecting: [.running])] + [watches.ended(done, ending, now: now)].compactMap { $0 }
     }
 
     /// Where a completion was placed before fetchd stopped, under the root; nil if it was not.

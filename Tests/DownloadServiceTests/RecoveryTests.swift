@@ -6,8 +6,7 @@ import Testing
 /// The start after a crash: what was running when fetchd stopped, and partial files left behind.
 @Suite struct RecoveryTests {
     func recover(_ fixture: ServiceFixture) throws {
-        try Recovery(store: fixture.store, files: fixture.files, partials: fixture.partials, events: fixture.events,
-                     logger: ServiceFixture.quiet).run(now: fixture.clock.now)
+        try fixture.recovery.run(now: fixture.clock.now)
     }
 
     /// Crashed after the finished file was linked into place and before the completion was committed.
@@ -54,6 +53,33 @@ import Testing
         #expect(done.state == .completed && done.path == "inbox/report.pdf")
         #expect(fixture.destinationBytes("inbox/report.pdf") == body)
         #expect(!fixture.partialExists("j1"))
+    }
+
+    /// A watch's check placed before the crash: its watch records the change, `watch.changed` is
+    /// sent (not `download.completed`: a check speaks through its watch) and the next check made.
+    @Test func aPlacedCheckIsCommittedThroughItsWatch() throws {
+        let fixture = try ServiceFixture()
+        let spec: [String: JSONValue] = ["url": .string("http://origin.example/feed"), "destination": .string("feed.xml"),
+                                         "interval": .string("1h")]
+        var watch = Watch(id: "w1", spec: spec, destination: try Destination.parse("feed.xml").get(), createdAt: fixture.clock.now)
+        watch.revision = 1
+        var check = try #require(WatchChecks.check(of: watch, id: "c1", runAt: fixture.clock.now, now: fixture.clock.now))
+        watch.checkID = check.id
+        check.overwrite = true
+        #expect(try fixture.store.insertWatch(watch, firstCheck: check, idempotency: nil) == .created)
+        _ = try fixture.claim("c1")
+        let digest = try fixture.writePartial("c1", Array("<feed/>\n".utf8))
+        try FileManager.default.linkItem(atPath: fixture.partials.path("c1"), toPath: fixture.files.root + "/feed.xml")
+
+        try recover(fixture)
+
+        #expect(try fixture.job("c1").state == .completed)
+        let recorded = try #require(try fixture.store.watch(id: "w1"))
+        #expect(recorded.changes == 1 && recorded.lastResult == .changed && recorded.sha256 == digest)
+        let next = try #require(recorded.checkID)
+        #expect(next != "c1")
+        #expect(try fixture.job(next).state == .queued)
+        #expect(try fixture.webhooksDue() == ["watch.changed"])
     }
 
     @Test func anInterruptedTransferIsQueuedWithWhatItsFileHolds() throws {

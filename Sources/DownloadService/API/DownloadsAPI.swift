@@ -308,9 +308,8 @@ final class DownloadsAPI: Sendable {
     func transitionWrite(_ current: Download, as updated: Download, now: Int64) -> StoreChange {
         guard updated.watch == nil else { return .update(updated, expecting: [current.state], unchangedSince: current.revision) }
         let events = events
-        let jobEvents = updated.state.isTerminal ? [events.terminal(updated, now: now)] : []
-        return .update(updated, expecting: [current.state], events: jobEvents, sessionFinished: { [events.sessionFinished($0, now: now)] },
-                       unchangedSince: current.revision)
+        return .update(updated, expecting: [current.state], events: updated.state.isTerminal ? events.ended(updated, now: now) : [],
+                       sessionFinished: { [events.sessionFinished($0, now: now)] }, unchangedSince: current.revision)
     }
 
     /// Tells the webhook dispatcher and the event streams of a committed transition.

@@ -34,7 +34,7 @@ struct SessionsAPI: Sendable {
             try store.act(SessionAction(
                 kind: kind, session: session, state: narrowed, now: now,
                 // A job nobody subscribes to gets no event: 100,000 cancellations build no payloads.
-                events: { job in job.webhookURL == nil && events.globalURL == nil ? [] : [events.terminal(job, now: now)] },
+                events: { job in events.ended(job, now: now) },
                 sessionFinished: { [events.sessionFinished($0, now: now)] }))
         }
         try afterCommit(kind, result)

@@ -6,9 +6,9 @@ import Persistence
 
 /// Gives a new check to each active watch left without a live one. A check's own settlement
 /// always makes the next, in its transaction; this finds the watches whose check ended another
-/// way — cancelled through `/downloads` or a session action, or completed by recovery at start —
-/// at start and then every `interval`. With many nodes any may find one: the watch's row lock
-/// and its check's state, read under it, let only the first give it a check.
+/// way — cancelled through `/downloads` or a session action — at start and then every
+/// `interval`. With many nodes any may find one: the watch's row lock and its check's state,
+/// read under it, let only the first give it a check.
 final class WatchKeeper: QueueConfined, @unchecked Sendable {  // `timer` only on `queue` (assertOnQueue)
     let queue = DispatchQueue(label: "fetchd.watches", target: Upkeep.queue)
     let store: any JobStore

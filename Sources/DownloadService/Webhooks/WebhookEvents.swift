@@ -25,6 +25,12 @@ struct WebhookEvents: Sendable {
         }
     }
 
+    /// `terminal`, for a job that announces its own end: none for a watch's check, which speaks
+    /// through its watch (`watch.changed`, `watch.failed`), nor for a job nobody subscribes to.
+    func ended(_ download: Download, now: Int64) -> [WebhookEvent] {
+        download.watch != nil || download.webhookURL == nil && globalURL == nil ? [] : [terminal(download, now: now)]
+    }
+
     /// `download.url_expired` (`upload.url_expired`): the server refused the link of a job with URL
     /// refresh; it waits for a new one.
     func urlExpired(_ download: Download, now: Int64) -> WebhookEvent {

@@ -26,8 +26,7 @@ extension Objects {
         }
 
         func recover() throws {
-            try Recovery(store: fixture.store, files: fixture.files, partials: fixture.partials, events: fixture.events,
-                         logger: ServiceFixture.quiet).run(now: fixture.clock.now)
+            try fixture.recovery.run(now: fixture.clock.now)
         }
 
         /// Taken over from a node whose staging file is not here: its parts are what it has.

@@ -54,6 +54,12 @@ final class ServiceFixture: Sendable {
                                  eventsRecorded: {}, read: read ?? { try store.download(id: $0) }, sources: UploadSources(root: directory + "/uploads"))
     }
 
+    /// The start's recovery over this store and these files.
+    var recovery: Recovery {
+        Recovery(store: store, files: files, partials: partials, events: events,
+                 watches: WatchChecks(events: events, ids: IDSource(), times: CheckTimes()), logger: Self.quiet)
+    }
+
     /// The configuration of `settings` (flag names), with no disk space held in reserve unless they say.
     func configuration(_ settings: [String: String]) throws -> Configuration {
         try Configuration(values: settings.merging(["disk-reserve": "0"]) { mine, _ in mine })
