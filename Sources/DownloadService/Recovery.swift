@@ -44,6 +44,9 @@ struct Recovery {
                 logger.info("download completion recovered", metadata: ["download.id": "\(job.id)"])
                 continue
             }
+            // An upload's reply linked into place before the crash is taken back out: the upload goes
+            // again (a plain one cannot go on from where it was) and places the reply it gets then.
+            if let reply = job.upload?.replyDestination { files.unplace(partial: partialPath, destination: reply) }
             var queued = job
             queued.state = .queued
             queued.runAt = now

@@ -1,8 +1,9 @@
 """A finished file's name is durable before its completion is committed, at the end of a transfer
 and when a start finds it placed: when the fsync of its directory fails (the disk reports EIO),
 the job stays `running` with its partial data and no webhook goes out, and it completes once the
-directory can be synced. The fault is injected into the real fsync(2) by an LD_PRELOAD library
-built here with the toolchain's clang."""
+directory can be synced. The same fault holds a watch's check, and an upload's reply, placed
+but not committed while fetchd is killed: the next start ends each right. The fault is injected
+into the real fsync(2) by an LD_PRELOAD library built here with the toolchain's clang."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from e2e_support import holds_for, sha256_hex, wait_for
+from test_uploads import DavServer, source
+from test_watches import create, events, watch_of
 
 # fsync(2) of a directory fails with EIO while the file named by FAIL_DIRECTORY_FSYNC_WHILE exists.
 SHIM = r"""
@@ -98,8 +101,54 @@ def test_a_completion_found_placed_at_start_waits_for_its_directory_too(fetchd, 
     wait_for(lambda: "placed download not made durable" in fd.logs[-1].read_text(errors="replace"), timeout=20)
     assert held_back(fd, receiver, job["id"])
 
-    fd.kill()
+    kill_and_start_with_syncs_working(fd, flag)
+
+    assert_completed(fd, receiver, job["id"], "recovered/file.bin", data)
+
+
+def kill_and_start_with_syncs_working(fd, flag) -> None:
+    fd.kill()  # the file is placed, its completion not committed
     Path(flag).unlink()
     fd.start()
 
-    assert_completed(fd, receiver, job["id"], "recovered/file.bin", data)
+
+def test_a_watch_check_placed_before_a_kill_is_recovered_through_its_watch(fetchd, origin, receiver, failing_directory_sync):
+    env, flag = failing_directory_sync
+    fd = fetchd(env={**env, "FETCHD_WEBHOOK_URL": receiver.url})
+    data = os.urandom(100_000)
+    watch = create(fd, {"url": origin.add("/feed.bin", data), "destination": "held/feed.bin", "interval": "1h"})
+    wait_for(lambda: "names not durable" in fd.log_text(), timeout=20)
+    kill_and_start_with_syncs_working(fd, flag)
+
+    changed = wait_for(lambda: events(receiver, "watch.changed", watch["id"]), message="watch.changed")
+    assert changed[0].verified and changed[0].data["download"]["sha256"] == sha256_hex(data)
+    now = watch_of(fd, watch["id"])
+    assert now["changes"] == 1 and now["sha256"] == sha256_hex(data) and now["currentCheck"] != watch["currentCheck"]
+    assert fd.dest("held/feed.bin").read_bytes() == data
+    # The check speaks through its watch only, after a crash as always.
+    assert holds_for(lambda: [d.type for d in receiver.deliveries] == ["watch.changed"], 1.0), receiver.deliveries
+
+
+def test_an_upload_whose_reply_was_placed_before_a_kill_completes(fetchd, tmp_path, receiver, failing_directory_sync):
+    env, flag = failing_directory_sync
+    dav = DavServer(tmp_path / "dav")
+    try:
+        fd = fetchd(env=env)
+        body = b"id,total\n1,42\n"
+        source(fd, "report.csv", body)
+        upload = fd.api.post("/uploads", {"url": dav.url("/receipt"), "source": "report.csv", "replyDestination": "receipts/r.json",
+                                          "deleteSource": True, "webhookURL": receiver.url}).json()
+        wait_for(lambda: "names not durable" in fd.log_text(), timeout=20)
+        assert (fd.root / "receipts" / "r.json").exists()
+        kill_and_start_with_syncs_working(fd, flag)
+
+        # Sent again (a plain upload cannot go on), its reply placed again, not taken for another's.
+        done = wait_for(lambda: (u := fd.api.get(f"/uploads/{upload['id']}").json())["state"] in ("completed", "failed") and u,
+                        timeout=30, message="the upload to end")
+        assert done["state"] == "completed", done["error"]
+        assert done["sha256"] == sha256_hex(body) and done["reply"]["status"] == 200
+        assert (fd.root / "receipts" / "r.json").read_bytes() == b'{"receipt":"r-42"}'
+        assert not (fd.uploads / "report.csv").exists()
+        assert all(d.verified for d in receiver.wait_event("upload.completed", upload["id"]))
+    finally:
+        dav.stop()
