@@ -97,8 +97,11 @@ extension PostgresStore {
         // A destination taken meanwhile leaves the watch without a live check; `watchesWithoutLiveCheck` finds it.
         if let check = write.newCheck { _ = try insert([NewJob(download: check, idempotency: nil)], into: db) }
         if let (id, runAt) = write.reschedule {
+            // The check waits for its next time as a new arrival, with a fair-queueing tag of now:
+            // with its first one it would stay ahead of every job that came after it, for ever.
             try db.run("""
-                UPDATE downloads SET run_at = $2, earliest_begin_at = $2, next_attempt_at = NULL, due = false, revision = revision + 1
+                UPDATE downloads SET run_at = $2, earliest_begin_at = $2, next_attempt_at = NULL, due = false, revision = revision + 1,
+                fair_tag = (SELECT value FROM scheduler_state WHERE key = 'virtual_time') + 1
                 WHERE id = $1 AND state = 'queued'
                 """, [.text(id), .integer(runAt)])
         }

@@ -184,6 +184,20 @@ def test_an_origin_that_cannot_be_reached_fails_the_check_at_the_next_time(fetch
     checked(fd, watch["id"], 2)
 
 
+def test_checks_always_due_do_not_starve_a_download_of_their_host(fetchd, origin):
+    """One slot for the host, and three watches whose checks take longer than their interval, so
+    that one of them is always due: a download for the same host still gets its turn, as each
+    check goes back to the queue as a new arrival, not ahead of everything that came after it."""
+    fd = fetchd(env={**FAST, "FETCHD_MAX_TRANSFERS_PER_HOST": "1"})
+    watches = [create(fd, {"url": origin.add(f"/busy{i}.bin", os.urandom(300_000), rate=1024 * 1024),
+                           "destination": f"busy/{i}.bin", "interval": "200ms"}) for i in range(3)]
+    for watch in watches:
+        checked(fd, watch["id"], 2)
+    job = fd.api.submit({"url": origin.add("/meanwhile.bin", b"meanwhile\n"), "destination": "meanwhile.bin"})
+    fd.api.wait_state(job["id"], "completed", timeout=20)
+    assert fd.dest("meanwhile.bin").read_bytes() == b"meanwhile\n"
+
+
 def test_a_failing_origin_sends_one_watch_failed_then_watch_changed_when_it_recovers(fetchd, origin, receiver):
     fd = fetchd(env={**FAST, "FETCHD_WEBHOOK_URL": receiver.url})
     origin.add("/flaky.bin", status=404)
