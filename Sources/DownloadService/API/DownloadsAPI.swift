@@ -306,10 +306,10 @@ final class DownloadsAPI: Sendable {
     /// `session.finished` when it ends its session's last live job); a watch's check records
     /// none: its watch speaks for it.
     func transitionWrite(_ current: Download, as updated: Download, now: Int64) -> StoreChange {
-        guard updated.watch == nil else { return .update(updated, expecting: [current.state], unchangedSince: current.revision) }
         let events = events
+        let sessionFinished: ((SessionSnapshot) -> [WebhookEvent])? = updated.watch == nil ? { [events.sessionFinished($0, now: now)] } : nil
         return .update(updated, expecting: [current.state], events: updated.state.isTerminal ? events.ended(updated, now: now) : [],
-                       sessionFinished: { [events.sessionFinished($0, now: now)] }, unchangedSince: current.revision)
+                       sessionFinished: sessionFinished, unchangedSince: current.revision)
     }
 
     /// Tells the webhook dispatcher and the event streams of a committed transition.
