@@ -5,7 +5,8 @@ import Testing
 
 /// Watches in every `JobStore`: a watch and its first check stored together, one owner per
 /// destination, a check's settlement and the next check in one transaction, a change that finds
-/// the watch moved on writes nothing, and watches left without a live check are found.
+/// the watch moved on writes nothing, watches left without a live check are found, and a
+/// rescheduled check queues as a new arrival.
 @Suite struct WatchesConformanceTests {
     func watch(_ id: String, destination: String = "feed.xml") throws -> Watch {
         let spec: [String: JSONValue] = ["url": .string("https://example.com/feed.xml"), "destination": .string(destination),
@@ -113,5 +114,24 @@ import Testing
         #expect(try db.store.watches(limit: 10, cursor: nil).items.map(\.id) == ["W1"])
         #expect(try db.store.apply([.watch(WatchChange(id: "W1") { _, _ in WatchWrite(watch: nil, now: 4000) })]) == [true])
         #expect(try db.store.watch(id: "W1") == nil)
+    }
+
+    /// A check that goes back to wait for its next time (an unchanged one) queues as a job
+    /// arriving then: behind a job queued after its first time, not ahead of it for ever.
+    @Test(arguments: StoreBackend.all) func aRescheduledCheckQueuesBehindWhatCameAfterIt(_ backend: StoreBackend) throws {
+        let db = try backend.scratch()
+        let stored = try watch("W1")
+        var check = try check(of: stored)
+        #expect(try db.store.insertWatch(stored, firstCheck: check, idempotency: nil) == .created)
+        #expect(try db.store.insert([NewJob(download: makeDownload("A1"), idempotency: nil)]).count == 1)
+        check.state = .running
+        #expect(try db.claim(check))
+
+        var waiting = check
+        waiting.state = .queued
+        #expect(try db.store.apply([.update(waiting, expecting: [.running]), .watch(WatchChange(id: "W1") { watch, _ in
+            WatchWrite(watch: watch, reschedule: ("CW1", 1000), now: 1000)
+        })]) == [true, true])
+        #expect(try db.candidates(now: 2000) == ["A1", "CW1"])
     }
 }
