@@ -55,9 +55,7 @@ final class ObjectAttempts: Sendable {
         let key = upload?.key ?? ObjectNaming.intendedKey(of: job, contentDisposition: settlement.result.contentDisposition,
                                                           effectiveURL: settlement.result.effectiveURL)
         if let problem = settlement.objectProblem(key: key) { return then(settlement.failing(problem)) }
-        if let current = job.watch?.sha256, current == settlement.result.sha256 {
-            return leaveUnchanged(settlement, upload: upload, bucket: bucket, then: then)
-        }
+        if settlement.isWatchedFileAgain(settlement.result.sha256) { return leaveUnchanged(settlement, upload: upload, bucket: bucket, then: then) }
         let finish: @Sendable (String, Result<StoredObject, ObjectStorageFailure>) -> Void = { key, stored in
             self.queue.async {
                 switch stored {

@@ -193,7 +193,7 @@ struct Settlement {
             : destination
         if let problem = verify(digest, fileName: target.fileName) { return fail(problem) }
         // A watch's check that got the very file it has: nothing to place.
-        if let current = job.watch?.sha256, current == digest { return unchangedCheck() }
+        if isWatchedFileAgain(digest) { return unchangedCheck() }
         switch place(target, overwrite: job.overwrite, renameOnConflict: job.renameOnConflict) {
         case .failed(let error):
             return fail(error)

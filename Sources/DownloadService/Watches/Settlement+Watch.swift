@@ -11,6 +11,13 @@ extension Settlement {
         return unchangedCheck()
     }
 
+    /// Whether a watch's check got the very bytes its watch has (their digest): nothing is placed
+    /// or stored, and the check counts as unchanged.
+    func isWatchedFileAgain(_ digest: String?) -> Bool {
+        guard let current = job.watch?.sha256 else { return false }
+        return current == digest
+    }
+
     /// The same job waits for the watch's next time (which the watch's change sets), its retry
     /// budget and its `resourceTimeout` starting over there; nothing is placed, no partial data kept.
     func unchangedCheck() -> JobWrite {
