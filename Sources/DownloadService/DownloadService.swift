@@ -80,7 +80,8 @@ public final class DownloadService: Sendable {
         let ids = IDSource()
         let checkTimes = CheckTimes()
         let watchChecks = WatchChecks(events: events, ids: ids, times: checkTimes)
-        recovery = Recovery(store: store, files: files, partials: partials, events: events, watches: watchChecks, logger: logger)
+        recovery = Recovery(store: store, files: files, partials: partials, events: events, watches: watchChecks, logger: logger,
+                            sources: sources)
         let settlement = SettlementContext(
             files: files, partials: partials,
             retryPolicy: RetryPolicy(maxAttempts: configuration.maxAttempts, baseDelay: configuration.retryBaseDelay,

@@ -16,10 +16,14 @@ struct Recovery {
     /// What a recovered completion of a watch's check tells its watch.
     let watches: WatchChecks
     let logger: Logger
+    /// Where uploads' sources are, for a `deleteSource` a stop left undone; nil where the service
+    /// takes no uploads.
+    var sources: UploadSources? = nil
 
     func run(now: Int64) throws {
         try settle(try store.interruptedJobs(), now: now)
-        try PartialFiles.removeUnkept(partials, store: store)
+        // A completed upload that still has its partial file stopped before removing its source.
+        try PartialFiles.removeUnkept(partials, store: store) { sources?.removeSent(by: $0, logger: logger) }
     }
 
     /// Settles jobs a process left running: placed ones complete, the others go back to the queue

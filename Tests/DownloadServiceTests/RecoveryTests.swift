@@ -1,6 +1,7 @@
 import DownloadCore
 @testable import DownloadService
 import Foundation
+import TestSupport
 import Testing
 
 /// The start after a crash: what was running when fetchd stopped, and partial files left behind.
@@ -80,6 +81,33 @@ import Testing
         #expect(next != "c1")
         #expect(try fixture.job(next).state == .queued)
         #expect(try fixture.webhooksDue() == ["watch.changed"])
+    }
+
+    /// Stopped after an upload's completion committed and before its `deleteSource` removed the
+    /// source: the partial file that marks the removal as left to do is found, and the source
+    /// removed — if it is still the file sent.
+    @Test(arguments: [false, true])
+    func aCompletedUploadsSourceLeftBehindIsRemovedAtStart(_ changedAfterwards: Bool) throws {
+        let fixture = try ServiceFixture()
+        let sourcePath = fixture.directory + "/uploads/a.csv"
+        try FileManager.default.createDirectory(atPath: fixture.directory + "/uploads", withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: sourcePath, contents: Data("id\n1\n".utf8)))
+        let source = try Destination.parse("a.csv").get()
+        var job = makeDownload("up1")
+        job.upload = UploadPlan(source: source, method: .put, deleteSource: true,
+                                pin: try UploadSources(root: fixture.directory + "/uploads").pin(source).get())
+        job.state = .completed
+        #expect(try fixture.store.insert(job, idempotency: nil) == .created)
+        #expect(fixture.partials.mark("up1"))
+        if changedAfterwards {
+            #expect(FileManager.default.createFile(atPath: sourcePath, contents: Data("id\n2\n3\n".utf8)))
+        }
+
+        try recover(fixture)
+
+        #expect(FileManager.default.fileExists(atPath: sourcePath) == changedAfterwards)
+        #expect(!fixture.partialExists("up1"))
+        #expect(try fixture.job("up1").state == .completed)
     }
 
     @Test func anInterruptedTransferIsQueuedWithWhatItsFileHolds() throws {

@@ -16,6 +16,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import struct
@@ -27,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -379,6 +381,19 @@ def small_volume(fd: "Fetchd", size: str, data_only: bool = False, root_only: bo
     finally:
         fd.close()
         subprocess.run(["umount", str(volume)], check=False)
+
+
+def preload_library(directory: Path, name: str, code: str) -> Path:
+    """A fault-injecting library for fetchd's `LD_PRELOAD`, built from the C `code` in `directory`
+    with the toolchain's clang; the test is skipped where there is no C compiler."""
+    compiler = shutil.which("clang") or shutil.which("cc")
+    if compiler is None:
+        pytest.skip("no C compiler to build the fault-injecting library")
+    source = directory / f"{name}.c"
+    source.write_text(code)
+    library = directory / f"{name}.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-o", str(library), str(source), "-ldl"], check=True)
+    return library
 
 
 class FetchdFactory:

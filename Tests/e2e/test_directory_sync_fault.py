@@ -8,13 +8,11 @@ into the real fsync(2) by an LD_PRELOAD library built here with the toolchain's 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from e2e_support import holds_for, sha256_hex, wait_for
+from e2e_support import holds_for, preload_library, sha256_hex, wait_for
 from test_uploads import DavServer, source
 from test_watches import create, events, watch_of
 
@@ -43,13 +41,7 @@ int fsync(int fd) {
 
 @pytest.fixture
 def failing_directory_sync(tmp_path):
-    compiler = shutil.which("clang") or shutil.which("cc")
-    if compiler is None:
-        pytest.skip("no C compiler to build the fault-injecting library")
-    source = tmp_path / "fail_directory_fsync.c"
-    source.write_text(SHIM)
-    library = tmp_path / "fail_directory_fsync.so"
-    subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-o", str(library), str(source), "-ldl"], check=True)
+    library = preload_library(tmp_path, "fail_directory_fsync", SHIM)
     flag = tmp_path / "directories-fail"
     flag.touch()
     return {"LD_PRELOAD": str(library), "FAIL_DIRECTORY_FSYNC_WHILE": str(flag)}, flag

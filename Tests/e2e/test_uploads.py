@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_support import wait_for
+from e2e_support import preload_library, wait_for
 from nginx_support import LoopbackNginx
 
 class DavServer(LoopbackNginx):
@@ -115,6 +115,54 @@ def test_a_refusal_fails_the_upload_with_the_servers_answer(fetchd, dav):
                       timeout=20, message="the upload to fail")
     assert failed["error"]["code"] == "http_status" and failed["httpStatus"] == 403
     assert failed["reply"]["status"] == 403
+
+
+# unlinkat(2) of the name HOLD_UNLINK_OF never returns: it makes the file HOLD_UNLINK_REACHED and
+# waits, so that fetchd can be killed between an upload's committed completion and its source's removal.
+HOLD_UNLINK = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int unlinkat(int dir, const char *name, int flags) {
+    static int (*real)(int, const char *, int);
+    if (!real) real = (int (*)(int, const char *, int))dlsym(RTLD_NEXT, "unlinkat");
+    const char *held = getenv("HOLD_UNLINK_OF");
+    if (held && strcmp(name, held) == 0) {
+        close(open(getenv("HOLD_UNLINK_REACHED"), O_WRONLY | O_CREAT, 0600));
+        for (;;) pause();
+    }
+    return real(dir, name, flags);
+}
+"""
+
+
+def test_delete_source_left_undone_by_a_kill_is_done_at_the_next_start(fetchd, dav, receiver, tmp_path):
+    reached = tmp_path / "removal-reached"
+    fd = fetchd(env={"LD_PRELOAD": str(preload_library(tmp_path, "hold_unlink", HOLD_UNLINK)),
+                     "HOLD_UNLINK_OF": "sent-once.csv", "HOLD_UNLINK_REACHED": str(reached)})
+    body = os.urandom(100_000)
+    file = source(fd, "exports/sent-once.csv", body)
+    upload = fd.api.post("/uploads", {"url": dav.url("/in/sent-once.csv"), "source": "exports/sent-once.csv",
+                                      "deleteSource": True, "webhookURL": receiver.url}).json()
+    wait_for(reached.exists, timeout=20, message="the source's removal to begin")
+    # Committed, announced, and the source still there when fetchd is killed.
+    assert fd.api.get(f"/uploads/{upload['id']}").json()["state"] == "completed" and file.exists()
+    fd.kill()
+    del fd.extra_env["LD_PRELOAD"]
+    fd.start()
+
+    wait_for(lambda: not file.exists(), timeout=20, message="the source to be removed")
+    done = fd.api.get(f"/uploads/{upload['id']}").json()
+    assert done["state"] == "completed" and done["sha256"] == hashlib.sha256(body).hexdigest()
+    # Sent once: the start removed the source of an upload it did not send again.
+    assert (dav.root / "in" / "sent-once.csv").read_bytes() == body
+    assert [r[:3] for r in dav.requests()] == [["PUT", "/in/sent-once.csv", "201"]]
+    assert all(d.verified for d in receiver.wait_event("upload.completed", upload["id"]))
+    assert not fd.partial_path(upload["id"]).exists()
 
 
 def test_a_source_changed_after_submit_is_not_sent(fetchd, dav):

@@ -1,3 +1,4 @@
+import DownloadCore
 import Glibc
 import Persistence
 
@@ -19,12 +20,23 @@ struct PartialFiles: Sendable {
         unlink(path(id))
     }
 
+    /// An empty partial file, for a job that has none, as the mark of work left after its
+    /// completion commits (an upload's `deleteSource`); whether it is there.
+    func mark(_ id: String) -> Bool {
+        let fd = open(path(id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return false }
+        close(fd)
+        return true
+    }
+
     /// Removes the partial files no job keeps: of jobs that are gone (pruned) or that completed or
     /// were cancelled. A failed job's partial file is there only if a retry can use it.
-    static func removeUnkept(_ partials: PartialFiles, store: any JobStore) throws {
+    /// `completed` sees each completed job whose partial file was still there, before it goes.
+    static func removeUnkept(_ partials: PartialFiles, store: any JobStore, completed: (Download) -> Void = { _ in }) throws {
         for id in partials.ids() {
-            let state = try store.download(id: id)?.state
-            if state == nil || state == .completed || state == .cancelled { partials.remove(id) }
+            let job = try store.download(id: id)
+            if let job, job.state == .completed { completed(job) }
+            if job == nil || job?.state == .completed || job?.state == .cancelled { partials.remove(id) }
         }
     }
 

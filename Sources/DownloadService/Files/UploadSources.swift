@@ -1,5 +1,6 @@
 import DownloadCore
 import Glibc
+import Logging
 
 /// The files uploads send, under the upload root: looked up without following symbolic links
 /// (the destination rules), pinned at submit by size and modification time, and held to that pin
@@ -38,6 +39,15 @@ struct UploadSources: Sendable {
         // One that cannot be opened (gone, replaced by a link) is not removed either.
         guard case .success(true) = removed else { return false }
         return true
+    }
+
+    /// `deleteSource` of `upload`, completed: its source removed if it is still the file sent, a
+    /// warning if not.
+    func removeSent(by upload: Download, logger: Logger) {
+        guard let plan = upload.upload, plan.deleteSource else { return }
+        if !remove(plan.source, pinned: plan.pin) {
+            logger.warning("the source was not removed: it changed or is gone", metadata: ["download.id": "\(upload.id)"])
+        }
     }
 
     /// Opens the source (a regular file, reached without links) and hands it to `body` with its

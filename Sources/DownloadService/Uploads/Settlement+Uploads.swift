@@ -54,16 +54,19 @@ extension Settlement {
             }
             done.path = placed?.destination.path
         }
-        let (id, logger, sources, context, partialPath) = (job.id, context.logger, context.sources, context, context.partials.path(job.id))
+        // The source goes once the completion is committed. Until then the job keeps a partial
+        // file (its reply's, or an empty mark), which a start after a kill in between finds beside
+        // a completed upload and removes the source for (Recovery).
+        let marked = plan.deleteSource && placed == nil && context.partials.mark(job.id)
+        let (id, job, logger, context, partialPath) = (job.id, job, context.logger, context, context.partials.path(job.id))
         var write = terminal(done, attempt: attempt("completed")) { committed in
-            if let placed {
-                if committed { context.partials.remove(id) } else { context.files.unplace(partial: partialPath, destination: placed.destination) }
+            if committed {
+                logger.info("upload completed", metadata: ["download.id": "\(id)", "bytes": "\(size)"])
+                context.sources?.removeSent(by: job, logger: logger)
+            } else if let placed {
+                context.files.unplace(partial: partialPath, destination: placed.destination)
             }
-            guard committed else { return }
-            logger.info("upload completed", metadata: ["download.id": "\(id)", "bytes": "\(size)"])
-            if plan.deleteSource, sources?.remove(plan.source, pinned: plan.pin) != true {
-                logger.warning("the source was not removed: it changed or is gone", metadata: ["download.id": "\(id)"])
-            }
+            if (committed && placed != nil) || marked { context.partials.remove(id) }
         }
         write.placedIn = placed?.directory
         if job.objectUpload != nil { write.changes.append(.objectUpload(id: id, upload: nil, expecting: [.completed])) }

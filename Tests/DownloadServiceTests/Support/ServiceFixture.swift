@@ -57,7 +57,8 @@ final class ServiceFixture: Sendable {
     /// The start's recovery over this store and these files.
     var recovery: Recovery {
         Recovery(store: store, files: files, partials: partials, events: events,
-                 watches: WatchChecks(events: events, ids: IDSource(), times: CheckTimes()), logger: Self.quiet)
+                 watches: WatchChecks(events: events, ids: IDSource(), times: CheckTimes()), logger: Self.quiet,
+                 sources: UploadSources(root: directory + "/uploads"))
     }
 
     /// The configuration of `settings` (flag names), with no disk space held in reserve unless they say.

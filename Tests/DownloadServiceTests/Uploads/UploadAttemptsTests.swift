@@ -108,6 +108,8 @@ import Transfer
         // reader may see committed first.
         run.settle()
         #expect(FileManager.default.fileExists(atPath: sourcePath(of: run)) == changedAfterwards)
+        // Nor is the partial file that marked the removal as left to do.
+        #expect(!run.fixture.partialExists("up1"))
         await run.stop()
     }
 
