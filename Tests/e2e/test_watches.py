@@ -255,6 +255,52 @@ def test_pause_resume_check_patch_and_delete(fetchd, origin, receiver):
     assert holds_for(lambda: [d.type for d in receiver.deliveries] == ["watch.changed"], 1.0), receiver.deliveries
 
 
+def test_a_patch_reaches_the_waiting_check_whatever_the_field(fetchd, origin):
+    """`checksumURL` and `session`, which a job cannot take, reach the check that waits as the
+    fields a job can do: it is replaced by one made from the watch as patched, so the next change
+    is verified against the new digest file."""
+    fd = fetchd()
+    v1, v2 = os.urandom(50_000), os.urandom(50_000)
+    origin.add("/release.bin", v1)
+    old_sums = origin.add("/old/SHA256SUMS", f"{sha256_hex(v1)}  release.bin\n".encode())
+    watch = create(fd, {"url": origin.url("/release.bin"), "destination": "release.bin", "interval": "1h",
+                        "checksumURL": old_sums, "session": "nightly"})
+    first = checked(fd, watch["id"], 1)
+    assert first["lastResult"] == "changed", first
+
+    # The release moves on, its digests published somewhere new.
+    new_sums = origin.add("/new/SHA256SUMS", f"{sha256_hex(v2)}  release.bin\n".encode())
+    patched = fd.api.request("PATCH", f"/watches/{watch['id']}", {"checksumURL": new_sums, "session": "weekly"})
+    assert patched.status == 200, patched.body
+    check = fd.api.job(patched.json()["currentCheck"])
+    assert (check["checksumURL"], check["session"], check["state"]) == (new_sums, "weekly", "queued")
+    assert parse_rfc3339(patched.json()["nextCheckAt"]) == parse_rfc3339(first["nextCheckAt"])
+    assert fd.api.job(first["currentCheck"])["state"] == "cancelled"
+    origin.add("/release.bin", v2)
+    assert fd.api.post(f"/watches/{watch['id']}/check").status == 200
+
+    now = checked(fd, watch["id"], 2)
+    assert now["lastResult"] == "changed", now
+    assert fd.dest("release.bin").read_bytes() == v2
+
+
+def test_a_patch_starts_a_running_check_again_with_the_new_fields(fetchd, origin):
+    fd = fetchd()
+    origin.add("/slow-old.bin", os.urandom(4 * 1024 * 1024), rate=256 * 1024)
+    body = os.urandom(100_000)
+    origin.add("/new.bin", body)
+    watch = create(fd, {"url": origin.url("/slow-old.bin"), "destination": "moving.bin", "interval": "1h"})
+    wait_for(lambda: fd.api.job(watch["currentCheck"])["state"] == "running" and origin.requests_for("/slow-old.bin"),
+             message="the first check to run")
+
+    patched = fd.api.request("PATCH", f"/watches/{watch['id']}", {"url": origin.url("/new.bin")})
+    assert patched.status == 200, patched.body
+    assert fd.api.wait_state(watch["currentCheck"], "cancelled")
+    now = checked(fd, watch["id"], 1)
+    assert now["lastResult"] == "changed" and now["sha256"] == sha256_hex(body), now
+    assert fd.dest("moving.bin").read_bytes() == body
+
+
 def test_one_owner_per_destination(fetchd, origin):
     fd = fetchd(env=FAST)
     origin.add("/a.bin", b"a")

@@ -19,9 +19,8 @@ extension DownloadsAPI {
         return tagged(200, try await change(id, by: patch, ifMatch: request.headers["If-Match"], kind: kind), liveBytes: live)
     }
 
-    /// Applies a validated patch to a live job (a watch's check, too), as `patch` describes;
-    /// the job as stored after it.
-    func change(_ id: String, by patch: JobPatch, ifMatch: String?, kind: Direction = .download) async throws -> Download {
+    /// Applies a validated patch to a live job, as `patch` describes; the job as stored after it.
+    private func change(_ id: String, by patch: JobPatch, ifMatch: String?, kind: Direction = .download) async throws -> Download {
         for _ in 0..<10 {
             let current = try existing(id, kind: kind)
             if let ifMatch, !EntityTag.matches(ifMatch, current) {

@@ -84,8 +84,9 @@ struct WatchesAPI: Sendable {
         return .json(200, json.bytes)
     }
 
-    /// A JSON merge patch of any field but `destination`; the live check takes the download
-    /// fields a job can change at once (the others, `checksumURL` and `session`, from the next check on).
+    /// A JSON merge patch of any field but `destination`. New download fields replace the live
+    /// check with one made from them, due when it was (a running one starts again), in the same
+    /// transaction as the watch; a new `interval` or `schedule` alone moves the queued check.
     func patch(_ id: String, _ request: HTTPRequest) async throws -> HTTPResponse {
         guard case .object(let patch) = try DownloadsAPI.mergePatch(request) else {
             throw APIProblem.invalid("", "the body must be a JSON object (a merge patch)")
@@ -94,24 +95,29 @@ struct WatchesAPI: Sendable {
             throw APIProblem.invalid(fixed, "cannot be changed after the watch is created")
         }
         let ifMatch = request.headers["If-Match"]
-        let watch = try await steer(id, ifMatch: ifMatch) { current, now in
-            let spec = try judge(.object(WatchSpec.patched(current.spec, with: patch)))
-            return { watch in
-                let timingChanged = watch.validSpec?.timing != spec.timing
-                watch.spec = spec.fields
-                if timingChanged { watch.nextCheckAt = watch.nextCheck(after: watch.lastCheckedAt ?? now).map { max($0, now) } }
-                return timingChanged ? watch.nextCheckAt : nil
+        let patched = { (current: Watch) in try judge(.object(WatchSpec.patched(current.spec, with: patch))) }
+        let current = try existing(id)
+        try Self.require(ifMatch, current)
+        guard try patched(current).download == current.validSpec?.download else {
+            _ = try await changeWithCheck(id, .cancel, ifMatch: ifMatch, replacingCheck: true) { current, now in
+                let spec = try patched(current)
+                return { watch in Self.take(spec, into: &watch, now: now) }
             }
+            return tagged(200, try existing(id))
         }
-        let jobFields = patch.filter { JobPatch.patchable.contains($0.key) }
-        if !jobFields.isEmpty, let checkID = watch.checkID, case .success(let jobPatch) = JobPatch.parse(.object(jobFields)) {
-            do {
-                _ = try await downloads.change(checkID, by: jobPatch, ifMatch: nil)
-            } catch let problem as APIProblem where problem.status == 409 || problem.status == 404 {
-                // The check ended meanwhile: the next one is made from the watch's new fields.
-            }
-        }
-        return tagged(200, try existing(id))
+        return tagged(200, try await steer(id, ifMatch: ifMatch) { current, now in
+            let spec = try patched(current)
+            return { watch in Self.take(spec, into: &watch, now: now) ? watch.nextCheckAt : nil }
+        })
+    }
+
+    /// The watch with `spec` as its fields, its next time moved if the timing changed (returned).
+    @discardableResult
+    private static func take(_ spec: WatchSpec, into watch: inout Watch, now: Int64) -> Bool {
+        let timingChanged = watch.validSpec?.timing != spec.timing
+        watch.spec = spec.fields
+        if timingChanged { watch.nextCheckAt = watch.nextCheck(after: watch.lastCheckedAt ?? now).map { max($0, now) } }
+        return timingChanged
     }
 
     /// `POST /watches/{id}/check`: the queued check runs now (a running one goes on).
@@ -128,15 +134,17 @@ struct WatchesAPI: Sendable {
     }
 
     func pause(_ id: String) async throws -> HTTPResponse {
-        _ = try await changeWithCheck(id, .pause) { watch, _ in watch.state = .paused }
+        _ = try await changeWithCheck(id, .pause) { _, _ in { watch in watch.state = .paused } }
         return tagged(200, try existing(id))
     }
 
     /// Resumed, the watch checks at its next time, or at once if that passed while it was paused.
     func resume(_ id: String) async throws -> HTTPResponse {
-        _ = try await changeWithCheck(id, .resume) { watch, now in
-            watch.state = .active
-            watch.nextCheckAt = max(now, watch.nextCheckAt ?? now)
+        _ = try await changeWithCheck(id, .resume) { _, now in
+            { watch in
+                watch.state = .active
+                watch.nextCheckAt = max(now, watch.nextCheckAt ?? now)
+            }
         }
         return tagged(200, try existing(id))
     }
@@ -146,21 +154,29 @@ struct WatchesAPI: Sendable {
         tagged(200, try await changeWithCheck(id, .cancel, deleting: true))
     }
 
-    /// Changes the watch (`change`, or with `deleting` removes it) and makes the same
-    /// `transition` of its live check, in one transaction, so that no crash leaves the two apart:
-    /// a paused watch whose check runs on, an active one whose check stays paused for ever, a
-    /// check without its watch. The watch is written only as it was read (its revision: a check
-    /// that ended meanwhile made the next) and only with its check's transition, where the check
-    /// was in a state to make it; read again otherwise. Returns the watch as read.
-    private func changeWithCheck(_ id: String, _ transition: ClientTransition, deleting: Bool = false,
-                                 _ change: @escaping @Sendable (inout Watch, Int64) -> Void = { _, _ in }) async throws -> Watch {
+    /// Changes the watch (with `deleting`, removes it) and makes the same `transition` of its live
+    /// check, in one transaction, so that no crash leaves the two apart: a paused watch whose check
+    /// runs on, an active one whose check stays paused for ever, a check without its watch, a
+    /// check asking what the watch no longer does. `prepare` judges the watch as read (throwing
+    /// what a client gets; `If-Match`, when given, must name it) and gives the change; with
+    /// `replacingCheck`, the check the transition ended is followed by one made from the watch as
+    /// changed. The watch is written only as it was read (its revision: a check that ended
+    /// meanwhile made the next) and only with its check's transition, where the check was in a
+    /// state to make it; read again otherwise. Returns the watch as read.
+    private func changeWithCheck(_ id: String, _ transition: ClientTransition, ifMatch: String? = nil, deleting: Bool = false,
+                                 replacingCheck: Bool = false,
+                                 _ prepare: (Watch, Int64) throws -> @Sendable (inout Watch) -> Void = { _, _ in { _ in } })
+    async throws -> Watch {
         for _ in 0..<10 {
             let current = try existing(id)
+            try Self.require(ifMatch, current)
             let check = try current.checkID.flatMap { try store.download(id: $0) }.flatMap {
                 transition.from.contains($0.state) && $0.state.canTransition(to: transition.target) ? $0 : nil
             }
             let now = clock.now()
+            let change = try prepare(current, now)
             let moved = check.map { transition.applied(to: $0, now: now) }
+            let fresh = replacingCheck ? check.flatMap { freshCheck(after: $0, of: current, changed: change, now: now) } : nil
             let (downloads, revision) = (downloads, current.revision)
             let written = try await writes.perform { [store] in
                 var changes: [StoreChange] = []
@@ -169,8 +185,12 @@ struct WatchesAPI: Sendable {
                     guard watch.revision == revision else { return nil }
                     guard !deleting else { return WatchWrite(watch: nil, now: now) }
                     var next = watch
-                    change(&next, now)
-                    return WatchWrite(watch: next, now: now)
+                    change(&next)
+                    if let fresh {
+                        next.checkID = fresh.id
+                        next.nextCheckAt = fresh.runAt
+                    }
+                    return WatchWrite(watch: next, newCheck: fresh, now: now)
                 }))
                 return try store.apply(changes)
             }
@@ -179,9 +199,19 @@ struct WatchesAPI: Sendable {
                 downloads.announce(moved, liveBytes: nil)
                 transition.committed(scheduler, moved)
             }
+            if let fresh { scheduler.jobStored(runAt: fresh.runAt) }
             return current
         }
         throw APIProblem.unavailable("the watch kept changing; try again")
+    }
+
+    /// The check that follows `check` once `watch` is changed: due when `check` was (now, for one
+    /// that was running), or at the watch's new next time if the change moved it.
+    private func freshCheck(after check: Download, of watch: Watch, changed change: (inout Watch) -> Void, now: Int64) -> Download? {
+        var changed = watch
+        change(&changed)
+        let due = check.state == .running ? now : changed.nextCheckAt != watch.nextCheckAt ? changed.nextCheckAt : check.runAt
+        return WatchChecks.check(of: changed, id: ids.next(now: now), runAt: max(now, due ?? now), now: now)
     }
 
     /// Reads the watch, lets `prepare` judge it (throwing what a client gets) and give the change
@@ -191,10 +221,7 @@ struct WatchesAPI: Sendable {
                        _ prepare: (Watch, Int64) throws -> @Sendable (inout Watch) -> Int64?) async throws -> Watch {
         for _ in 0..<10 {
             let current = try existing(id)
-            if let ifMatch, !EntityTag.matches(ifMatch, revision: current.revision) {
-                throw APIProblem(status: 412, title: "Precondition Failed",
-                                 detail: "the watch changed since the ETag in If-Match; read it again (its ETag is now \(EntityTag.of(revision: current.revision)))")
-            }
+            try Self.require(ifMatch, current)
             let now = clock.now()
             let change = try prepare(current, now)
             let (store, revision) = (store, current.revision)
@@ -209,6 +236,13 @@ struct WatchesAPI: Sendable {
             if written.first == true { return try existing(id) }
         }
         throw APIProblem.unavailable("the watch kept changing; try again")
+    }
+
+    /// `412` unless `ifMatch`, when given, names the watch's revision.
+    private static func require(_ ifMatch: String?, _ current: Watch) throws {
+        guard let ifMatch, !EntityTag.matches(ifMatch, revision: current.revision) else { return }
+        throw APIProblem(status: 412, title: "Precondition Failed",
+                         detail: "the watch changed since the ETag in If-Match; read it again (its ETag is now \(EntityTag.of(revision: current.revision)))")
     }
 
     private func existing(_ id: String) throws -> Watch {
