@@ -1,11 +1,12 @@
 """kill -9 at any instant: every kind of transfer runs at once — downloads to files (one over
 four connections), into objects (one over three), from FTP and SFTP; uploads by PUT, to s3://,
-by tus, to FTP and SFTP; watches of a file and of an object, whose origin changes halfway — while
-fetchd is killed 40 times at instants 10–400 ms apart (a fixed seed, so the same schedule every
-run): one node on SQLite, and a random node of three on PostgreSQL, whose jobs the others take
-over. Each job must then complete with the right bytes where they belong, its digest in the API,
-a signed completion webhook, and no multipart upload or tus resource left open; each watch must
-hold the origin's last bytes, and a reader of its destination never see anything else."""
+by tus, to FTP and SFTP, half of them with `deleteSource`; watches of a file and of an object,
+whose origin changes halfway — while fetchd is killed 40 times at instants 10–400 ms apart (a
+fixed seed, so the same schedule every run): one node on SQLite, and a random node of three on
+PostgreSQL, whose jobs the others take over. Each job must then complete with the right bytes
+where they belong, its digest in the API, a signed completion webhook, no multipart upload or tus
+resource left open, and no source left that `deleteSource` removes; each watch must hold the
+origin's last bytes, and a reader of its destination never see anything else."""
 
 from __future__ import annotations
 
@@ -84,8 +85,10 @@ def test_every_kind_of_job_ends_right_on_three_nodes_killed_at_random(tmp_path, 
 
 
 class Job:
-    def __init__(self, kind: str, read_back: Callable[[], bytes], data: bytes):
+    def __init__(self, kind: str, read_back: Callable[[], bytes], data: bytes, removed_source: Path | None = None):
         self.kind, self.read_back, self.data = kind, read_back, data
+        # An upload's source that `deleteSource` must have removed by the end.
+        self.removed_source = removed_source
 
 
 def submit_every_kind(api: Callable[[], Api], root: Path, sources: Path, origin, s3, receiver, servers) -> dict[str, Job]:
@@ -125,9 +128,13 @@ def submit_every_kind(api: Callable[[], Api], root: Path, sources: Path, origin,
     for i, (url_of, extra, read_back, size) in enumerate(targets * 2):
         name, data = f"u{i}.bin", os.urandom(size + i)
         (sources / name).write_bytes(data)
-        response = api().post("/uploads", {"url": url_of(name), "source": name, "maxBytesPerSecond": 2 * MiB, **hook, **extra})
+        # The second round removes its sources once sent.
+        removing = i >= len(targets)
+        response = api().post("/uploads", {"url": url_of(name), "source": name, "maxBytesPerSecond": 2 * MiB, "deleteSource": removing,
+                                           **hook, **extra})
         assert response.status == 201, response
-        jobs[response.json()["id"]] = Job("uploads", lambda name=name, read_back=read_back: read_back(name), data)
+        jobs[response.json()["id"]] = Job("uploads", lambda name=name, read_back=read_back: read_back(name), data,
+                                          removed_source=sources / name if removing else None)
     return jobs
 
 
@@ -162,6 +169,8 @@ def assert_every_job_ended_right(api: Api, jobs: dict[str, Job], s3, receiver, s
     assert [d for d in receiver.deliveries if not d.verified] == []
     assert s3.list_multipart_uploads() == []
     assert tus.open_resources() == []
+    wait_for(lambda: [j.removed_source for j in jobs.values() if j.removed_source and j.removed_source.exists()] == [],
+             message="the sources sent with deleteSource to be removed")
 
 
 class Watches:
