@@ -284,6 +284,25 @@ def test_a_patch_reaches_the_waiting_check_whatever_the_field(fetchd, origin):
     assert fd.dest("release.bin").read_bytes() == v2
 
 
+def test_a_patch_leaves_a_check_its_session_paused_paused(fetchd, origin):
+    fd = fetchd()
+    origin.add("/held.bin", b"one\n")
+    watch = create(fd, {"url": origin.url("/held.bin"), "destination": "held.bin", "interval": "1h", "session": "feeds"})
+    first = checked(fd, watch["id"], 1)
+    assert fd.api.post("/sessions/feeds/pause").status == 200
+    assert fd.api.job(first["currentCheck"])["state"] == "paused"
+
+    patched = fd.api.request("PATCH", f"/watches/{watch['id']}", {"headers": {"X-Feed": "2"}})
+    assert patched.status == 200, patched.body
+    assert fd.api.job(patched.json()["currentCheck"])["state"] == "paused"
+    origin.add("/held.bin", b"two\n")
+    assert fd.api.post("/sessions/feeds/resume").status == 200
+    assert fd.api.post(f"/watches/{watch['id']}/check").status == 200
+    assert checked(fd, watch["id"], 2)["lastResult"] == "changed"
+    assert fd.dest("held.bin").read_bytes() == b"two\n"
+    assert origin.requests_for("/held.bin")[-1].headers.get("x-feed") == "2"
+
+
 def test_a_patch_starts_a_running_check_again_with_the_new_fields(fetchd, origin):
     fd = fetchd()
     origin.add("/slow-old.bin", os.urandom(4 * 1024 * 1024), rate=256 * 1024)

@@ -206,12 +206,15 @@ struct WatchesAPI: Sendable {
     }
 
     /// The check that follows `check` once `watch` is changed: due when `check` was (now, for one
-    /// that was running), or at the watch's new next time if the change moved it.
+    /// that was running), or at the watch's new next time if the change moved it; paused if it was
+    /// (a paused session's check stays paused).
     private func freshCheck(after check: Download, of watch: Watch, changed change: (inout Watch) -> Void, now: Int64) -> Download? {
         var changed = watch
         change(&changed)
         let due = check.state == .running ? now : changed.nextCheckAt != watch.nextCheckAt ? changed.nextCheckAt : check.runAt
-        return WatchChecks.check(of: changed, id: ids.next(now: now), runAt: max(now, due ?? now), now: now)
+        var fresh = WatchChecks.check(of: changed, id: ids.next(now: now), runAt: max(now, due ?? now), now: now)
+        if check.state == .paused { fresh?.state = .paused }
+        return fresh
     }
 
     /// Reads the watch, lets `prepare` judge it (throwing what a client gets) and give the change
