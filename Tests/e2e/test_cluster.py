@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -354,3 +355,31 @@ def test_a_database_that_goes_away_and_comes_back(tmp_path, origin):
             assert origin.peak_concurrent == 1, "the job ran on one node at a time"
         finally:
             cluster.close()
+
+
+def test_nodes_back_from_a_long_outage_keep_their_own_jobs(tmp_path, origin):
+    """The database gone for longer than a node's lease: every heartbeat is stale when it comes
+    back, but no node is dead. None takes another's jobs over (the first back would otherwise take
+    them all); each goes on with its own."""
+    with private_server() as (server, url):
+        cluster = Cluster(tmp_path, url, count=2)
+        try:
+            bodies = [os.urandom(1_500_000 + i) for i in range(4)]
+            jobs = [cluster.nodes[i % 2].api.submit({"url": origin.add(f"/long{i}.bin", body, rate=250_000),
+                                                     "destination": f"long{i}.bin"}) for i, body in enumerate(bodies)]
+            names = sorted(fd.extra_env["FETCHD_NODE_NAME"] for fd in cluster.nodes)
+            wait_for(lambda: any(cluster.runner_of(job["id"]) for job in jobs), message="a job to run")
+
+            server("halt")
+            time.sleep(4)  # longer than a lease (2.5 s): the outage itself
+            server("resume")
+
+            for job, body in zip(jobs, bodies):
+                done = cluster.nodes[0].api.wait_state(job["id"], "completed", timeout=60)
+                assert done["sha256"] == sha256_hex(body)
+            logs = "".join(fd.log_text() for fd in cluster.nodes)
+            assert "taken for dead" not in logs and "taking over" not in logs
+            assert sorted(n["name"] for n in cluster.nodes[1].api.get("/nodes").json()["items"]) == names
+        finally:
+            cluster.close()
+

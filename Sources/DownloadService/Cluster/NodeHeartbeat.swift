@@ -9,10 +9,11 @@ import Synchronization
 /// a second: renews its lease, and stops its own transfers (keeping their partial data) when it
 /// could not renew for `standDownAfter` or finds it was taken for dead — before the others may
 /// take its jobs over (`NodeMembership.deadAfter`, 2.5 s), so no job runs on two nodes; takes over
-/// and requeues the running jobs of nodes found dead; stops transfers of jobs cancelled or
+/// and requeues the running jobs of nodes found dead (after an outage of the database, not before
+/// the others have had that long to renew theirs); stops transfers of jobs cancelled or
 /// paused through another node; and polls for work other nodes made (new jobs, deliveries of a
 /// dead node), as a fallback for any wake-up.
-final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `lastRenewed` and `stoodDown` only on `queue` (assertOnQueue)
+final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `lastRenewed`, `stoodDown` and `backSince` only on `queue` (assertOnQueue)
     let queue = DispatchQueue(label: "fetchd.heartbeat")
     private let store: any JobStore
     private let scheduler: Scheduler
@@ -23,9 +24,14 @@ final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `la
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(20)) { [unowned self] in self.beat() }
     private var lastRenewed: Int64
     private var stoodDown = false
+    /// When the lease was renewed again after renewals failed (the database was out of reach),
+    /// until `lease` has passed since.
+    private var backSince: Int64?
 
     static let interval: Int64 = 500
     static let standDownAfter: Int64 = 1500
+    /// How long a node's heartbeat may be stale before it is taken for dead (`NodeMembership.deadAfter`).
+    static let lease: Int64 = 2500
 
     init(store: any JobStore, scheduler: Scheduler, dispatcher: WebhookDispatcher, recovery: Recovery, clock: Clock, logger: Logger) {
         self.store = store
@@ -52,6 +58,7 @@ final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `la
         defer { timer.arm(at: clock.now() + Self.interval, now: clock.now()) }
         do {
             let kept = try store.renewLease()
+            if now - lastRenewed > Self.interval * 2 { backSince = backSince ?? now }
             lastRenewed = now
             if !kept {
                 logger.warning("this node was taken for dead and its jobs were taken over; stopping its transfers")
@@ -68,10 +75,12 @@ final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `la
             return
         }
         do {
-            let abandoned = try store.takeOverAbandonedJobs()
-            if !abandoned.isEmpty {
-                logger.info("taking over the jobs of a node found dead", metadata: ["downloads": "\(abandoned.count)"])
-                try recovery.settle(abandoned, now: now)
+            if mayTakeOver(now: now) {
+                let abandoned = try store.takeOverAbandonedJobs()
+                if !abandoned.isEmpty {
+                    logger.info("taking over the jobs of a node found dead", metadata: ["downloads": "\(abandoned.count)"])
+                    try recovery.settle(abandoned, now: now)
+                }
             }
             for (id, state) in try store.jobsNotRunningHere(scheduler.startedJobIDs()) {
                 scheduler.stop(id, reason: state == .cancelled ? .cancel : state == .paused ? .pause : .shutdown)
@@ -81,6 +90,16 @@ final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `la
         }
         scheduler.poke()
         dispatcher.poke()
+    }
+
+    /// Back from an outage, every node's heartbeat is stale, the others' as this one's: none is
+    /// taken for dead until it has had a lease's time to renew (or the first node back would take
+    /// all the others' running jobs, with the completions they have not committed yet).
+    private func mayTakeOver(now: Int64) -> Bool {
+        assertOnQueue()
+        if let backSince, now - backSince < Self.lease { return false }
+        backSince = nil
+        return true
     }
 
     /// Stops every transfer of this node; their settlements are refused if the jobs were taken over.
