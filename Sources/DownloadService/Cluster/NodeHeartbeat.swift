@@ -24,8 +24,8 @@ final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `la
     private lazy var timer = DueTimer(queue: queue, leeway: .milliseconds(20)) { [unowned self] in self.beat() }
     private var lastRenewed: Int64
     private var stoodDown = false
-    /// When the lease was renewed again after renewals failed (the database was out of reach),
-    /// until `lease` has passed since.
+    /// When the lease was renewed again after two heartbeats' time without (the database out of
+    /// reach, or this node stalled), until `lease` has passed since.
     private var backSince: Int64?
 
     static let interval: Int64 = 500

@@ -54,9 +54,9 @@ extension Settlement {
             }
             done.path = placed?.destination.path
         }
-        // The source goes once the completion is committed. Until then the job keeps a partial
-        // file (its reply's, or an empty mark), which a start after a kill in between finds beside
-        // a completed upload and removes the source for (Recovery).
+        // The source goes once the completion is committed. Until it is gone the job keeps a
+        // partial file (its reply's, or an empty mark): a start after a kill in between finds it
+        // beside a completed upload and removes the source then (Recovery).
         let marked = plan.deleteSource && placed == nil && context.partials.mark(job.id)
         let (id, job, logger, context, partialPath) = (job.id, job, context.logger, context, context.partials.path(job.id))
         var write = terminal(done, attempt: attempt("completed")) { committed in
