@@ -32,8 +32,9 @@ public struct Download: Sendable, Equatable {
     public var nextAttemptAt: Int64?
     /// "host:port" of the URL, the key of per-host limits.
     public var hostKey: String
-    /// Attempts since the retry budget last started that never reached the origin (outages) or
-    /// met a full disk: they do not use up `FETCHD_MAX_ATTEMPTS`.
+    /// Attempts since the retry budget last started that never reached the origin (outages), met
+    /// a full disk, or were cut by fetchd's own stop or crash or by a client's change of the
+    /// request: they do not use up `FETCHD_MAX_ATTEMPTS`.
     public var outageAttempts: Int
     /// When the job last received a byte, or else when its first attempt started; nil before.
     public var progressAt: Int64?

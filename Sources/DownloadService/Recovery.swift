@@ -54,6 +54,8 @@ struct Recovery {
             var queued = job
             queued.state = .queued
             queued.runAt = now
+            // Cut by fetchd's own end, not the origin's: not counted against the retry budget.
+            queued.outageAttempts += 1
             // A segmented job's partial file has its full size from the start: its ranges say how far it got.
             // An object's committed parts count wherever its partial file is (another node's, taken over).
             // An upload has no partial file: its saved progress is what the server held, where a

@@ -123,6 +123,8 @@ import Testing
         #expect(queued.state == .queued)
         #expect(queued.bytesReceived == 4)
         #expect(queued.runAt == fixture.clock.now)
+        // The attempt the crash cut is not counted against the retry budget.
+        #expect(queued.attempts == 1 && queued.outageAttempts == 1)
         #expect(fixture.partialExists("j1"))
         #expect(fixture.destinationBytes("files/j1") == nil)
         #expect(try fixture.webhooksDue() == [])

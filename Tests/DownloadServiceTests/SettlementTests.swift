@@ -169,6 +169,23 @@ import Transfer
         #expect(try fixture.webhooksDue() == [])
     }
 
+    /// Attempts cut by fetchd's own stop do not use up the retry budget (3 attempts here): after
+    /// two of them and a 503, a second 503 is still retried.
+    @Test func attemptsAShutdownCutDoNotUseUpTheRetryBudget() throws {
+        let fixture = try ServiceFixture()
+        try fixture.submit("j1")
+        let busy = TransferResult(httpStatus: 503, bytesOnDisk: 0, bytesThisAttempt: 0)
+        for stops in [true, true, false, false] {
+            let running = try fixture.claim("j1")
+            let write = stops ? settlement(fixture, running, stoppedResult(bytes: 0)).stopped(.shutdown) : settlement(fixture, running, busy).settle()
+            #expect(try fixture.commit(write).first == true)
+            fixture.clock.advance(by: .seconds(3600))
+        }
+
+        #expect(try fixture.job("j1").state == .queued)
+        #expect(try outcomes(fixture, "j1") == ["interrupted", "interrupted", "retry", "retry"])
+    }
+
     struct ReadFailed: Error {}
 
     /// A completion whose commit finds that a client paused or cancelled the job meanwhile: the

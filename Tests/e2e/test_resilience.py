@@ -132,6 +132,25 @@ def test_a_500_is_retried_up_to_max_attempts_then_fails_with_its_history(fetchd,
     assert not fd.dest("broken.bin").exists()
 
 
+def test_restarts_under_a_job_do_not_use_up_its_retries(fetchd, origin):
+    """Killed twice while it downloads, then a 503: with FETCHD_MAX_ATTEMPTS at 2 the job is still
+    retried and completes — the attempts the kills cut were fetchd's doing, not the origin's."""
+    data = os.urandom(1_500_000)
+    url = origin.add("/restarted.bin", data, rate=500_000, faults=[Fault(), Fault(), Fault(status=503)])
+    fd = fetchd(env={"FETCHD_MAX_ATTEMPTS": "2", "FETCHD_RETRY_BASE_DELAY": "50ms"})
+    job = submit(fd, url, "restarted.bin")
+    partial = fd.partial_path(job["id"])
+    for kills in (1, 2):
+        wait_for(lambda: len(origin.requests_for("/restarted.bin")) == kills and partial.exists() and partial.stat().st_size > 0,
+                 message="the transfer to write partial data")
+        fd.kill()
+        fd.start()
+
+    done = fd.api.wait_state(job["id"], "completed", timeout=30)
+    assert done["sha256"] == sha256_hex(data) and fd.dest("restarted.bin").read_bytes() == data
+    assert "retry" in [a["outcome"] for a in attempts(fd, job["id"])]
+
+
 def test_a_404_is_not_retried(fetchd, origin):
     fd = fetchd()
     job = submit(fd, origin.url("/missing"), "missing.bin")

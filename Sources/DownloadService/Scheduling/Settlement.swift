@@ -179,6 +179,8 @@ struct Settlement {
             queued.state = .queued
             queued.runAt = now
             queued.error = job.error
+            // Cut by fetchd or a client's change, not by the origin: not counted against the retry budget.
+            queued.outageAttempts += 1
             return transition(queued, attempt: attempt(reason == .shutdown ? "interrupted" : "changed"))
         case .unclaimed:
             // Never asked for (`Scheduler.finished` settles nothing of a job this node did not claim).
