@@ -22,8 +22,25 @@ struct Recovery {
 
     func run(now: Int64) throws {
         try settle(try store.interruptedJobs(), now: now)
-        // A completed upload that still has its partial file stopped before removing its source.
-        try PartialFiles.removeUnkept(partials, store: store) { sources?.removeSent(by: $0, logger: logger) }
+        try PartialFiles.removeUnkept(partials, store: store) { job in
+            switch job.state {
+            // A completed upload that still has its partial file stopped before removing its source.
+            case .completed: sources?.removeSent(by: job, logger: logger)
+            case .queued, .paused, .cancelled, .failed: unplaceRefused(job)
+            case .running: break
+            }
+        }
+    }
+
+    /// A completion placed, then refused at its commit (a client paused or cancelled the job
+    /// meanwhile), whose file a stop left where it was placed: taken back out, as the refusal
+    /// would have — a cancelled job leaves no file, and a resumed one does not meet its own.
+    private func unplaceRefused(_ job: Download) {
+        let partialPath = partials.path(job.id)
+        let placed = job.upload != nil ? job.upload?.replyDestination : placedPath(job, partialPath: partialPath).map(Destination.init(stored:))
+        guard let placed, files.isPlaced(partial: partialPath, destination: placed) else { return }
+        files.unplace(partial: partialPath, destination: placed)
+        logger.info("a completion placed but not committed taken back out", metadata: ["download.id": "\(job.id)"])
     }
 
     /// Settles jobs a process left running: placed ones complete, the others go back to the queue

@@ -110,6 +110,30 @@ import Testing
         #expect(try fixture.job("up1").state == .completed)
     }
 
+    /// A client paused or cancelled the job while its completion, placed, waited to commit; the
+    /// stop came before the refused commit took the file back out. The start does: a paused job
+    /// keeps its partial data, a cancelled one loses it; the housekeeper alone leaves both.
+    @Test(arguments: [DownloadState.paused, .cancelled])
+    func aPlacedCompletionARefusedCommitLeftIsTakenBackOut(_ state: DownloadState) throws {
+        let fixture = try ServiceFixture()
+        try fixture.submit("j1")
+        var job = try fixture.claim("j1")
+        try fixture.writePartial("j1", Array("placed, never committed\n".utf8))
+        try FileManager.default.createDirectory(atPath: fixture.files.root + "/files", withIntermediateDirectories: true)
+        try FileManager.default.linkItem(atPath: fixture.partials.path("j1"), toPath: fixture.files.root + "/files/j1")
+        job.state = state
+        #expect(try fixture.store.update(job, expecting: [.running]))
+
+        try PartialFiles.removeUnkept(fixture.partials, store: fixture.store)
+        #expect(fixture.partialExists("j1") && fixture.destinationBytes("files/j1") != nil)
+
+        try recover(fixture)
+
+        #expect(fixture.destinationBytes("files/j1") == nil)
+        #expect(fixture.partialExists("j1") == (state == .paused))
+        #expect(try fixture.job("j1").state == state)
+    }
+
     @Test func anInterruptedTransferIsQueuedWithWhatItsFileHolds() throws {
         let fixture = try ServiceFixture()
         try fixture.submit("j1")

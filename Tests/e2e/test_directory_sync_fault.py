@@ -1,9 +1,10 @@
 """A finished file's name is durable before its completion is committed, at the end of a transfer
 and when a start finds it placed: when the fsync of its directory fails (the disk reports EIO),
 the job stays `running` with its partial data and no webhook goes out, and it completes once the
-directory can be synced. The same fault holds a watch's check, and an upload's reply, placed
-but not committed while fetchd is killed: the next start ends each right. The fault is injected
-into the real fsync(2) by an LD_PRELOAD library built here with the toolchain's clang."""
+directory can be synced. The same fault holds a watch's check, an upload's reply, and a job a
+client cancels or pauses meanwhile, placed but not committed while fetchd is killed: the next
+start ends each right. The fault is injected into the real fsync(2) by an LD_PRELOAD library
+built here with the toolchain's clang."""
 
 from __future__ import annotations
 
@@ -96,6 +97,33 @@ def test_a_completion_found_placed_at_start_waits_for_its_directory_too(fetchd, 
     kill_and_start_with_syncs_working(fd, flag)
 
     assert_completed(fd, receiver, job["id"], "recovered/file.bin", data)
+
+
+@pytest.mark.parametrize("killed", [False, True], ids=["running-on", "killed"])
+def test_a_job_cancelled_while_its_completion_waits_leaves_no_file(fetchd, origin, receiver, failing_directory_sync, killed):
+    fd, job, data, flag = a_held_back_job(fetchd, origin, receiver, failing_directory_sync, "cancelled/file.bin")
+    assert fd.api.delete(f"/downloads/{job['id']}").status == 200
+    if killed:
+        kill_and_start_with_syncs_working(fd, flag)
+    else:
+        Path(flag).unlink()
+
+    # The refused completion takes its file back out, the partial data goes with the job.
+    wait_for(lambda: not fd.partial_path(job["id"]).exists(), message="the partial data to go")
+    assert fd.api.job(job["id"])["state"] == "cancelled"
+    assert not fd.dest("cancelled/file.bin").exists()
+    assert receiver.wait_event("download.cancelled", job["id"]) and receiver.events("download.completed", job["id"]) == []
+
+
+def test_a_job_paused_while_its_completion_waits_completes_once_resumed(fetchd, origin, receiver, failing_directory_sync):
+    fd, job, data, flag = a_held_back_job(fetchd, origin, receiver, failing_directory_sync, "paused/file.bin")
+    assert fd.api.post(f"/downloads/{job['id']}/pause").status == 200
+    kill_and_start_with_syncs_working(fd, flag)
+
+    # Taken back out at the start, not met as someone else's file once resumed.
+    assert fd.api.job(job["id"])["state"] == "paused" and not fd.dest("paused/file.bin").exists()
+    assert fd.api.post(f"/downloads/{job['id']}/resume").status == 200
+    assert_completed(fd, receiver, job["id"], "paused/file.bin", data)
 
 
 def kill_and_start_with_syncs_working(fd, flag) -> None:

@@ -29,14 +29,22 @@ struct PartialFiles: Sendable {
         return true
     }
 
+    /// Whether the file has a name besides its partial one: a completion placed it at its
+    /// destination, and either committed it (its partial name not removed yet) or has yet to
+    /// commit — refused, it takes the file back out by comparing it with the partial file.
+    func isPlaced(_ id: String) -> Bool {
+        var info = stat()
+        return stat(path(id), &info) == 0 && info.st_nlink > 1
+    }
+
     /// Removes the partial files no job keeps: of jobs that are gone (pruned) or that completed or
-    /// were cancelled. A failed job's partial file is there only if a retry can use it.
-    /// `completed` sees each completed job whose partial file was still there, before it goes.
-    static func removeUnkept(_ partials: PartialFiles, store: any JobStore, completed: (Download) -> Void = { _ in }) throws {
+    /// were cancelled (a cancelled one's only once it is not placed). A failed job's partial file
+    /// is there only if a retry can use it. `found` sees each job that has one, before it goes.
+    static func removeUnkept(_ partials: PartialFiles, store: any JobStore, found: (Download) -> Void = { _ in }) throws {
         for id in partials.ids() {
             let job = try store.download(id: id)
-            if let job, job.state == .completed { completed(job) }
-            if job == nil || job?.state == .completed || job?.state == .cancelled { partials.remove(id) }
+            if let job { found(job) }
+            if job == nil || job?.state == .completed || (job?.state == .cancelled && !partials.isPlaced(id)) { partials.remove(id) }
         }
     }
 
