@@ -49,8 +49,9 @@ class Consumer(BaseHTTPRequestHandler):
             what = f"{data['destination']} ({data.get('state')})"
         elif "source" in data:  # an upload
             what = f"{data['source']} ({data.get('state')})"
-        elif "watch" in data:  # a watch's file changed
-            what = f"watch {data['watch']}, download {data.get('download')}"
+        elif "watch" in data:  # a watch's file changed: the watch and the check that got it
+            watch, check = data["watch"], data.get("download") or {}
+            what = f"{watch.get('destination')} (watch {watch.get('id')}, sha256 {str(check.get('sha256'))[:12]}…)"
         else:
             what = f"{data.get('session')} {json.dumps(data.get('counts'), separators=(',', ':'))}"
         print(f"{event.get('type')} {what} webhook-id={self.headers.get('webhook-id')} "
