@@ -6,8 +6,10 @@ import Persistence
 
 /// What the start of fetchd does before scheduling: jobs that were running when it stopped go back
 /// to the queue (their partial files say how far they got), completions that were placed but not
-/// committed are committed, and partial files no job keeps are removed (a live job's, or a failed
-/// one's that a retry can go on from: failing removes the others' before it commits).
+/// committed are committed (or taken back out, for a job a client paused or cancelled meanwhile),
+/// a completed upload's `deleteSource` left undone is done, and partial files no job keeps are
+/// removed (a live job's, or a failed one's that a retry can go on from: failing removes the
+/// others' before it commits).
 struct Recovery {
     let store: any JobStore
     let files: DestinationFiles
@@ -27,6 +29,7 @@ struct Recovery {
             // A completed upload that still has its partial file stopped before removing its source.
             case .completed: sources?.removeSent(by: job, logger: logger)
             case .queued, .paused, .cancelled, .failed: unplaceRefused(job)
+            // Another node's, in a staging directory the nodes share: its own to settle.
             case .running: break
             }
         }
