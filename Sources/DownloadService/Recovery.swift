@@ -41,8 +41,7 @@ struct Recovery {
     private func unplaceRefused(_ job: Download) {
         let partialPath = partials.path(job.id)
         let placed = job.upload != nil ? job.upload?.replyDestination : placedPath(job, partialPath: partialPath).map(Destination.init(stored:))
-        guard let placed, files.isPlaced(partial: partialPath, destination: placed) else { return }
-        files.unplace(partial: partialPath, destination: placed)
+        guard let placed, files.unplace(partial: partialPath, destination: placed) else { return }
         logger.info("a completion placed but not committed taken back out", metadata: ["download.id": "\(job.id)"])
     }
 

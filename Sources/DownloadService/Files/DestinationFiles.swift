@@ -162,12 +162,14 @@ struct DestinationFiles: Sendable {
         return PlacedDirectory.sync([PlacedDirectory(fd: fd, path: destination.directories.joined(separator: "/"))])
     }
 
-    /// Undoes `place` when the completion could not be committed (the job was cancelled meanwhile).
-    func unplace(partial: String, destination: Destination) {
+    /// Undoes `place` when the completion could not be committed (the job was cancelled meanwhile);
+    /// whether the destination was the partial file and is taken out.
+    @discardableResult
+    func unplace(partial: String, destination: Destination) -> Bool {
         guard isPlaced(partial: partial, destination: destination),
-              case .success(let dir?) = directory.openDirectories(destination.directories, create: false) else { return }
-        unlinkat(dir, destination.fileName, 0)
-        close(dir)
+              case .success(let dir?) = directory.openDirectories(destination.directories, create: false) else { return false }
+        defer { close(dir) }
+        return unlinkat(dir, destination.fileName, 0) == 0
     }
 
     private func statDestination(_ destination: Destination) -> stat? {

@@ -29,22 +29,27 @@ struct PartialFiles: Sendable {
         return true
     }
 
-    /// Whether the file has a name besides its partial one: a completion placed it at its
-    /// destination, and either committed it (its partial name not removed yet) or has yet to
-    /// commit — refused, it takes the file back out by comparing it with the partial file.
-    func isPlaced(_ id: String) -> Bool {
+    /// A cancelled job's partial file, removed unless it has a name besides: a completion placed it
+    /// and waits to commit — refused, it takes the file back out by comparing it with the partial
+    /// file, then removes that (as the next start does, if a stop comes first).
+    func removeUnlessPlaced(_ id: String) {
         var info = stat()
-        return stat(path(id), &info) == 0 && info.st_nlink > 1
+        if stat(path(id), &info) == 0, info.st_nlink > 1 { return }
+        remove(id)
     }
 
     /// Removes the partial files no job keeps: of jobs that are gone (pruned) or that completed or
-    /// were cancelled (a cancelled one's only once it is not placed). A failed job's partial file
-    /// is there only if a retry can use it. `found` sees each job that has one, before it goes.
+    /// were cancelled (`removeUnlessPlaced`). A failed job's partial file is there only if a retry
+    /// can use it. `found` sees each job that has one, before it goes.
     static func removeUnkept(_ partials: PartialFiles, store: any JobStore, found: (Download) -> Void = { _ in }) throws {
         for id in partials.ids() {
             let job = try store.download(id: id)
             if let job { found(job) }
-            if job == nil || job?.state == .completed || (job?.state == .cancelled && !partials.isPlaced(id)) { partials.remove(id) }
+            switch job?.state {
+            case nil, .completed?: partials.remove(id)
+            case .cancelled?: partials.removeUnlessPlaced(id)
+            default: break
+            }
         }
     }
 

@@ -134,9 +134,7 @@ final class AttemptRunner: QueueConfined, @unchecked Sendable {  // `active`, `s
             active[id] = attempt
             cancelAttempt(of: attempt)
         } else if reason == .cancel {
-            // A file placed for a completion still waiting to commit keeps its partial name: the
-            // refused commit takes the file back out by it (and then removes it).
-            if !partials.isPlaced(id) { partials.remove(id) }
+            partials.removeUnlessPlaced(id)
             sweeper?.sweep()
         }
     }

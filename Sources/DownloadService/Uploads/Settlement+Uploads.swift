@@ -58,18 +58,18 @@ extension Settlement {
         // partial file (its reply's, or an empty mark): a start after a kill in between finds it
         // beside a completed upload and removes the source then (Recovery).
         let marked = plan.deleteSource && placed == nil && context.partials.mark(job.id)
-        let (id, job, logger, context, partialPath) = (job.id, job, context.logger, context, context.partials.path(job.id))
+        let (job, logger, context, partialPath) = (job, context.logger, context, context.partials.path(job.id))
         var write = terminal(done, attempt: attempt("completed")) { committed in
             if committed {
-                logger.info("upload completed", metadata: ["download.id": "\(id)", "bytes": "\(size)"])
+                logger.info("upload completed", metadata: ["download.id": "\(job.id)", "bytes": "\(size)"])
                 context.sources?.removeSent(by: job, logger: logger)
             } else if let placed {
                 context.files.unplace(partial: partialPath, destination: placed.destination)
             }
-            if (committed && placed != nil) || marked { context.partials.remove(id) }
+            if (committed && placed != nil) || marked { context.partials.remove(job.id) }
         }
         write.placedIn = placed?.directory
-        if job.objectUpload != nil { write.changes.append(.objectUpload(id: id, upload: nil, expecting: [.completed])) }
+        if job.objectUpload != nil { write.changes.append(.objectUpload(id: job.id, upload: nil, expecting: [.completed])) }
         return write
     }
 }
