@@ -24,12 +24,6 @@ final class NodeMembership: Sendable {
     /// (fetchd's other advisory locks use the two-key one), with the schema in the high half so
     /// installations in separate schemas of one database never share a key.
     static func lockKey(_ expression: String) -> String { "((hashtext(current_schema())::bigint << 32) | \(expression))" }
-    /// A heartbeat older than this with the node's lock free, or older than `hungAfter` whatever
-    /// the lock, is a dead node. A node stops its own transfers when it has not renewed for a
-    /// shorter time (the service's heartbeat), so none runs on two nodes.
-    static let deadAfter: Int64 = 2500
-    static let hungAfter: Int64 = 30_000
-
     init(url: String, name: String) throws {
         self.name = name
         id = "\(name)/\(getpid())/\(UInt32.random(in: 0...UInt32.max))"

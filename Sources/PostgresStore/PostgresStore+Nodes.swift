@@ -10,7 +10,7 @@ extension PostgresStore {
                 SELECT n.name, n.started_at, n.heartbeat_at,
                     (SELECT COUNT(*) FROM downloads d WHERE d.state = 'running' AND d.lease_owner = n.id)
                 FROM nodes n WHERE n.heartbeat_at >= \(NodeMembership.now) - $1 ORDER BY n.name, n.started_at
-                """, [.integer(NodeMembership.deadAfter)]) {
+                """, [.integer(NodeLease.deadAfter)]) {
                 NodeRecord(name: $0.string(0), startedAt: $0.int64(1), heartbeatAt: $0.int64(2), runningTransfers: $0.int(3))
             }
         }
@@ -31,7 +31,7 @@ extension PostgresStore {
             try db.query("""
                 SELECT EXISTS (SELECT 1 FROM nodes WHERE heartbeat_at < \(NodeMembership.now) - $1)
                     OR EXISTS (SELECT 1 FROM downloads WHERE state = 'running' AND (lease_owner IS NULL OR lease_owner NOT IN (SELECT id FROM nodes)))
-                """, [.integer(NodeMembership.deadAfter)]) { $0.bool(0) }.first ?? true
+                """, [.integer(NodeLease.deadAfter)]) { $0.bool(0) }.first ?? true
         }
         guard anyAbandoned else { return [] }
         return try write { db in
@@ -41,7 +41,7 @@ extension PostgresStore {
                 DELETE FROM nodes WHERE id <> $1 AND ((heartbeat_at < \(NodeMembership.now) - $2
                     AND pg_try_advisory_xact_lock(\(NodeMembership.lockKey("lock_key::bigint"))))
                     OR heartbeat_at < \(NodeMembership.now) - $3)
-                """, [me, .integer(NodeMembership.deadAfter), .integer(NodeMembership.hungAfter)])
+                """, [me, .integer(NodeLease.deadAfter), .integer(NodeLease.hungAfter)])
             return try db.query("""
                 UPDATE downloads SET lease_owner = $1
                 WHERE state = 'running' AND (lease_owner IS NULL OR lease_owner NOT IN (SELECT id FROM nodes))

@@ -7,8 +7,8 @@ import Synchronization
 
 /// A node's part in a cluster sharing one PostgreSQL (only run with FETCHD_DATABASE_URL), twice
 /// a second: renews its lease, and stops its own transfers (keeping their partial data) when it
-/// could not renew for `standDownAfter` or finds it was taken for dead — before the others may
-/// take its jobs over (`NodeMembership.deadAfter`, 2.5 s), so no job runs on two nodes; takes over
+/// could not renew for `NodeLease.standDownAfter` or finds it was taken for dead — before the
+/// others may take its jobs over (`NodeLease.deadAfter`), so no job runs on two nodes; takes over
 /// and requeues the running jobs of nodes found dead (after an outage of the database, not before
 /// the others have had that long to renew theirs); stops transfers of jobs cancelled or
 /// paused through another node; and polls for work other nodes made (new jobs, deliveries of a
@@ -25,13 +25,9 @@ final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `la
     private var lastRenewed: Int64
     private var stoodDown = false
     /// When the lease was renewed again after two heartbeats' time without (the database out of
-    /// reach, or this node stalled), until `lease` has passed since.
+    /// reach, or this node stalled), until `NodeLease.deadAfter` has passed since.
     private var backSince: Int64?
 
-    static let interval: Int64 = 500
-    static let standDownAfter: Int64 = 1500
-    /// How long a node's heartbeat may be stale before it is taken for dead (`NodeMembership.deadAfter`).
-    static let lease: Int64 = 2500
 
     init(store: any JobStore, scheduler: Scheduler, dispatcher: WebhookDispatcher, recovery: Recovery, clock: Clock, logger: Logger) {
         self.store = store
@@ -55,10 +51,10 @@ final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `la
     private func beat() {
         assertOnQueue()
         let now = clock.now()
-        defer { timer.arm(at: clock.now() + Self.interval, now: clock.now()) }
+        defer { timer.arm(at: clock.now() + NodeLease.renewEvery, now: clock.now()) }
         do {
             let kept = try store.renewLease()
-            if now - lastRenewed > Self.interval * 2 { backSince = backSince ?? now }
+            if now - lastRenewed > NodeLease.renewEvery * 2 { backSince = backSince ?? now }
             lastRenewed = now
             if !kept {
                 logger.warning("this node was taken for dead and its jobs were taken over; stopping its transfers")
@@ -66,7 +62,7 @@ final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `la
             }
             stoodDown = false
         } catch {
-            if now - lastRenewed >= Self.standDownAfter, !stoodDown {
+            if now - lastRenewed >= NodeLease.standDownAfter, !stoodDown {
                 logger.error("cannot renew this node's lease; stopping its transfers, keeping their partial data",
                              metadata: ["error": "\(error)"])
                 standDown()
@@ -97,7 +93,7 @@ final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `la
     /// all the others' running jobs, with the completions they have not committed yet).
     private func mayTakeOver(now: Int64) -> Bool {
         assertOnQueue()
-        if let backSince, now - backSince < Self.lease { return false }
+        if let backSince, now - backSince < NodeLease.deadAfter { return false }
         backSince = nil
         return true
     }
