@@ -96,20 +96,25 @@ struct WatchesAPI: Sendable {
         }
         let ifMatch = request.headers["If-Match"]
         let patched = { (current: Watch) in try judge(.object(WatchSpec.patched(current.spec, with: patch))) }
-        let current = try existing(id)
-        try Self.require(ifMatch, current)
-        guard try patched(current).download == current.validSpec?.download else {
+        do {
+            // Judged against each revision read, so that a concurrent PATCH of the download
+            // fields cannot slip past the check that must follow them.
+            return tagged(200, try await steer(id, ifMatch: ifMatch) { current, now in
+                let spec = try patched(current)
+                guard spec.download == current.validSpec?.download else { throw DownloadFieldsChanged() }
+                return { watch in Self.take(spec, into: &watch, now: now) ? watch.nextCheckAt : nil }
+            })
+        } catch is DownloadFieldsChanged {
             _ = try await changeWithCheck(id, .cancel, ifMatch: ifMatch, replacingCheck: true) { current, now in
                 let spec = try patched(current)
                 return { watch in Self.take(spec, into: &watch, now: now) }
             }
             return tagged(200, try existing(id))
         }
-        return tagged(200, try await steer(id, ifMatch: ifMatch) { current, now in
-            let spec = try patched(current)
-            return { watch in Self.take(spec, into: &watch, now: now) ? watch.nextCheckAt : nil }
-        })
     }
+
+    /// A PATCH that changes what the check asks, so that it must replace the live check.
+    private struct DownloadFieldsChanged: Error {}
 
     /// The watch with `spec` as its fields, its next time moved if the timing changed (returned).
     @discardableResult
