@@ -68,8 +68,8 @@ public final class DownloadService: Sendable {
         let objectStorage = configuration.objectStorage.flatMap { storage in
             storageClient.map { ObjectStorage(client: $0, partSize: storage.partSize, sweeper: sweeper) }
         }
-        housekeeper = Housekeeper(store: store, retention: configuration.retention, partials: partials, clock: clock, logger: logger,
-                                  beforePruning: { sweeper.sweep() })
+        housekeeper = Housekeeper(store: store, retention: configuration.retention, partials: partials, sources: sources,
+                                  clock: clock, logger: logger, beforePruning: { sweeper.sweep() })
         bandwidth = BandwidthPlan(schedule: configuration.maxBandwidth, clock: clock, logger: logger) {
             engine.setBandwidthLimit(bytesPerSecond: $0)
         }

@@ -32,6 +32,7 @@ struct Recovery {
             // Another node's, in a staging directory the nodes share: its own to settle.
             case .running: break
             }
+            return true
         }
     }
 

@@ -89,16 +89,7 @@ import Testing
     @Test(arguments: [false, true])
     func aCompletedUploadsSourceLeftBehindIsRemovedAtStart(_ changedAfterwards: Bool) throws {
         let fixture = try ServiceFixture()
-        let sourcePath = fixture.directory + "/uploads/a.csv"
-        try FileManager.default.createDirectory(atPath: fixture.directory + "/uploads", withIntermediateDirectories: true)
-        #expect(FileManager.default.createFile(atPath: sourcePath, contents: Data("id\n1\n".utf8)))
-        let source = try Destination.parse("a.csv").get()
-        var job = makeDownload("up1")
-        job.upload = UploadPlan(source: source, method: .put, deleteSource: true,
-                                pin: try UploadSources(root: fixture.directory + "/uploads").pin(source).get())
-        job.state = .completed
-        #expect(try fixture.store.insert(job, idempotency: nil) == .created)
-        #expect(fixture.partials.mark("up1"))
+        let sourcePath = try completedUploadWithItsSourceLeft(fixture)
         if changedAfterwards {
             #expect(FileManager.default.createFile(atPath: sourcePath, contents: Data("id\n2\n3\n".utf8)))
         }
@@ -108,6 +99,47 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: sourcePath) == changedAfterwards)
         #expect(!fixture.partialExists("up1"))
         #expect(try fixture.job("up1").state == .completed)
+    }
+
+    /// The same left by a node that never starts again: another node's housekeeper removes the
+    /// source once the node would have been taken for dead, and not before (it may be about to).
+    @Test func aCompletedUploadsSourceLeftBehindIsRemovedByTheHousekeeperOnceItsNodeIsDead() throws {
+        let fixture = try ServiceFixture()
+        let sourcePath = try completedUploadWithItsSourceLeft(fixture)
+        let housekeeper = Housekeeper(store: fixture.store, retention: .seconds(3600), partials: fixture.partials,
+                                      sources: UploadSources(root: fixture.directory + "/uploads"), clock: fixture.clock.clock,
+                                      logger: ServiceFixture.quiet)
+        defer { housekeeper.stop() }
+        let pass = {
+            housekeeper.start()
+            housekeeper.queue.sync {}
+        }
+
+        fixture.clock.advance(by: .seconds(10))
+        pass()
+        #expect(FileManager.default.fileExists(atPath: sourcePath) && fixture.partialExists("up1"))
+
+        fixture.clock.advance(by: .seconds(30))
+        pass()
+        #expect(!FileManager.default.fileExists(atPath: sourcePath) && !fixture.partialExists("up1"))
+        #expect(try fixture.job("up1").state == .completed)
+    }
+
+    /// An upload with `deleteSource`, committed as completed, its source still there beside the
+    /// partial file that marks the removal as left to do. Returns the source's path.
+    private func completedUploadWithItsSourceLeft(_ fixture: ServiceFixture) throws -> String {
+        let sourcePath = fixture.directory + "/uploads/a.csv"
+        try FileManager.default.createDirectory(atPath: fixture.directory + "/uploads", withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: sourcePath, contents: Data("id\n1\n".utf8)))
+        let source = try Destination.parse("a.csv").get()
+        var job = makeDownload("up1")
+        job.upload = UploadPlan(source: source, method: .put, deleteSource: true,
+                                pin: try UploadSources(root: fixture.directory + "/uploads").pin(source).get())
+        job.state = .completed
+        job.finishedAt = fixture.clock.now
+        #expect(try fixture.store.insert(job, idempotency: nil) == .created)
+        #expect(fixture.partials.mark("up1"))
+        return sourcePath
     }
 
     /// A client paused or cancelled the job while its completion, placed, waited to commit; the

@@ -40,11 +40,12 @@ struct PartialFiles: Sendable {
 
     /// Removes the partial files no job keeps: of jobs that are gone (pruned) or that completed or
     /// were cancelled (`removeUnlessPlaced`). A failed job's partial file is there only if a retry
-    /// can use it. `found` sees each job that has one, before it goes.
-    static func removeUnkept(_ partials: PartialFiles, store: any JobStore, found: (Download) -> Void = { _ in }) throws {
+    /// can use it. `found` sees each job that has one first, and keeps its file for now by
+    /// answering false.
+    static func removeUnkept(_ partials: PartialFiles, store: any JobStore, found: (Download) -> Bool = { _ in true }) throws {
         for id in partials.ids() {
             let job = try store.download(id: id)
-            if let job { found(job) }
+            if let job, !found(job) { continue }
             switch job?.state {
             case nil, .completed?: partials.remove(id)
             case .cancelled?: partials.removeUnlessPlaced(id)
