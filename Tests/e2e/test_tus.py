@@ -1,12 +1,12 @@
 """tus uploads end to end, against aiohttp-tus (tus_server.py): the file the server assembles is
-the source byte for byte, a crash resumes from the server's offset, and a job that ends
-without completing leaves no resource open on the server."""
+the source byte for byte, a crash resumes from the server's offset (or completes, when the server
+had the whole file), and a job that ends without completing leaves no resource open on the server."""
 import hashlib
 import os
 
 import pytest
 
-from e2e_support import wait_for
+from e2e_support import preload_library, wait_for
 from tus_support import TusServer
 
 MiB = 1024 * 1024
@@ -82,6 +82,62 @@ def test_a_tus_upload_killed_mid_file_resumes_from_the_servers_offset(fetchd, tu
     methods = [m for m, _, _, _ in tus.requests()]
     assert methods.count("POST") == 1 and "HEAD" in methods
     assert patched_bytes(tus) <= 1.1 * len(body)
+
+
+# rename(2) to a name under HOLD_RENAME_UNDER renames, then never returns: it makes the file
+# HOLD_RENAME_REACHED and waits, so that fetchd can be killed once a tus upload's witness is in the
+# staging directory and before its completion is committed.
+HOLD_RENAME = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int rename(const char *from, const char *to) {
+    static int (*real)(const char *, const char *);
+    if (!real) real = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+    int done = real(from, to);
+    const char *held = getenv("HOLD_RENAME_UNDER");
+    if (held && strncmp(to, held, strlen(held)) == 0) {
+        close(open(getenv("HOLD_RENAME_REACHED"), O_WRONLY | O_CREAT, 0600));
+        for (;;) pause();
+    }
+    return done;
+}
+"""
+
+
+def test_killed_after_the_server_took_the_whole_file_the_upload_completes_without_sending_it_again(
+        fetchd, tus, receiver, tmp_path):
+    reached = tmp_path / "witness-reached"
+    fd = fetchd(env={"FETCHD_TUS_CHUNK_SIZE": "1MiB", "LD_PRELOAD": str(preload_library(tmp_path, "hold_rename", HOLD_RENAME)),
+                     "HOLD_RENAME_REACHED": str(reached)}, start=False)
+    fd.extra_env["HOLD_RENAME_UNDER"] = str(fd.partial_path("any").parent) + "/"
+    fd.start()
+    body = os.urandom(3 * MiB + 5)
+    file = source(fd, "exports/orders.csv", body)
+    job = upload(fd, tus, "exports/orders.csv", deleteSource=True, webhookURL=receiver.url)
+    wait_for(reached.exists, timeout=30, message="the server to take the whole file")
+    # aiohttp-tus has the file and has removed the finished upload's resource; the completion is
+    # not committed when fetchd is killed.
+    assert (tus.uploads / "orders.csv").read_bytes() == body and tus.open_resources() == []
+    assert fd.api.get(f"/uploads/{job['id']}").json()["state"] == "running"
+    fd.kill()
+    del fd.extra_env["LD_PRELOAD"]
+    fd.start()
+
+    done = wait_upload(fd, job["id"], "completed")
+    assert done["sha256"] == hashlib.sha256(body).hexdigest() and done["reply"]["status"] == 204
+    assert (tus.uploads / "orders.csv").read_bytes() == body
+    # After the restart: the offset asked, the resource gone, and nothing created or sent again.
+    requests = [(m, s) for m, _, _, s in tus.requests()]
+    assert requests.count(("POST", 201)) == 1 and requests[-1] == ("HEAD", 404)
+    assert patched_bytes(tus) == len(body)
+    assert all(d.verified for d in receiver.wait_event("upload.completed", job["id"]))
+    wait_for(lambda: not file.exists(), timeout=20, message="the source to be removed")
+    assert not fd.partial_path(job["id"]).exists()
 
 
 def test_a_source_appended_to_mid_upload_fails_and_the_resource_is_terminated(fetchd, tus):

@@ -55,9 +55,10 @@ extension Settlement {
             done.path = placed?.destination.path
         }
         // The source goes once the completion is committed. Until it is gone the job keeps a
-        // partial file (its reply's, or an empty mark): a start after a kill in between finds it
-        // beside a completed upload and removes the source then (Recovery).
+        // partial file (its reply's, its tus witness, or an empty mark): a start after a kill in
+        // between finds it beside a completed upload and removes the source then (Recovery).
         let marked = plan.deleteSource && placed == nil && context.partials.mark(job.id)
+        let witnessed = plan.uploadProtocol == .tus
         let (job, logger, context, partialPath) = (job, context.logger, context, context.partials.path(job.id))
         var write = terminal(done, attempt: attempt("completed")) { committed in
             if committed {
@@ -66,7 +67,9 @@ extension Settlement {
             } else if let placed {
                 context.files.unplace(partial: partialPath, destination: placed.destination)
             }
-            if (committed && placed != nil) || marked { context.partials.remove(job.id) }
+            // A refused commit takes only an empty mark away: a tus witness is what the next
+            // attempt completes by, should the server have removed the finished resource.
+            if committed ? placed != nil || marked || witnessed : marked && !witnessed { context.partials.remove(job.id) }
         }
         write.placedIn = placed?.directory
         if job.objectUpload != nil { write.changes.append(.objectUpload(id: job.id, upload: nil, expecting: [.completed])) }

@@ -17,7 +17,8 @@ struct UploadAttempts: Sendable {
     let queue: DispatchQueue
     let completer: Completer
     let tusChunkSize: Int64
-    /// Where an upload-reply's body is written until it is placed at its `replyDestination`.
+    /// Where an upload-reply's body is written until it is placed at its `replyDestination`, and
+    /// a tus upload's `TusWitness`.
     let partials: PartialFiles
     /// Where `s3://` URLs go; nil when no object storage is configured.
     let storage: ObjectStorage?
@@ -94,7 +95,8 @@ struct UploadAttempts: Sendable {
             return run(&attempt, TusUpload(
                 job: attempt.download, plan: plan, source: source, chunkSize: tusChunkSize, queue: queue, template: template,
                 transfers: transfers, commit: committing(attempt.download.id, resourceChanged),
-                clock: clock, logger: logger, onProgress: onProgress, onComplete: onComplete))
+                witness: TusWitness(path: partials.path(attempt.download.id)), clock: clock, logger: logger,
+                onProgress: onProgress, onComplete: onComplete))
         }
         var job = attempt.download
         job.url = url

@@ -14,7 +14,8 @@ import Transfer
 ///
 /// It ends like a transfer, with one `TransferResult`: the last answer, `bytesOnDisk` the offset
 /// the server confirmed, and — once the server holds the whole source — `bodySHA256`, the digest
-/// of the source (`SourceHasher`).
+/// of the source (`SourceHasher`). That the server held it is recorded first (`TusWitness`), for
+/// an attempt after a stop that finds the resource gone.
 final class TusUpload: QueueConfined, @unchecked Sendable {  // all mutable state only on `queue` (assertOnQueue)
     /// Persists the resource (as the job's `objectUpload`) and says whether the job was still
     /// this node's to write; called and answered on `queue`.
@@ -28,6 +29,7 @@ final class TusUpload: QueueConfined, @unchecked Sendable {  // all mutable stat
     private let template: TransferTemplate
     private let transfers: any TransferRunning
     private let commit: Commit
+    private let witness: TusWitness
     private let clock: Clock
     private let logger: Logger
     private let onProgress: (TransferProgress) -> Void
@@ -52,7 +54,7 @@ final class TusUpload: QueueConfined, @unchecked Sendable {  // all mutable stat
     static let maxRecreated = 1
 
     init(job: Download, plan: UploadPlan, source: SourceFile, chunkSize: Int64, queue: DispatchQueue, template: TransferTemplate,
-         transfers: any TransferRunning, commit: @escaping Commit, clock: Clock, logger: Logger,
+         transfers: any TransferRunning, commit: @escaping Commit, witness: TusWitness, clock: Clock, logger: Logger,
          onProgress: @escaping (TransferProgress) -> Void, onComplete: @escaping (TransferResult) -> Void) {
         self.job = job
         self.plan = plan
@@ -62,6 +64,7 @@ final class TusUpload: QueueConfined, @unchecked Sendable {  // all mutable stat
         self.template = template
         self.transfers = transfers
         self.commit = commit
+        self.witness = witness
         self.clock = clock
         self.logger = logger
         self.onProgress = onProgress
@@ -112,8 +115,14 @@ final class TusUpload: QueueConfined, @unchecked Sendable {  // all mutable stat
         }
     }
 
-    /// The server no longer has the resource: a new one, from byte 0.
+    /// The server no longer has the resource: done, if it held the whole source before (a server
+    /// may remove a finished upload's); otherwise a new one, from byte 0.
     private func createAgain(after result: TransferResult) {
+        if let resource, witness.saw(resource) {
+            logger.info("tus resource gone after it held the whole source", metadata: ["download.id": "\(job.id)"])
+            offset = plan.pin.size
+            return finish(answered: TransferResult(httpStatus: 204))
+        }
         guard recreated < Self.maxRecreated else { return end(result) }
         recreated += 1
         logger.info("tus resource gone; creating another", metadata: ["download.id": "\(job.id)", "http.status": "\(result.httpStatus ?? 0)"])
@@ -122,7 +131,10 @@ final class TusUpload: QueueConfined, @unchecked Sendable {  // all mutable stat
 
     private func sendChunk() {
         guard let resource else { return }
-        if offset == plan.pin.size { return finish() }
+        if offset == plan.pin.size {
+            witness.record(resource)
+            return finish(answered: lastResult)
+        }
         // A changed source must not go on: the settlement sees the pin differ and fails the job.
         guard source.pin == plan.pin else { return end(TransferResult(failure: .fileError("the source changed"), bytesOnDisk: offset)) }
         let start = offset
@@ -157,12 +169,12 @@ final class TusUpload: QueueConfined, @unchecked Sendable {  // all mutable stat
         }
     }
 
-    /// The server holds the whole source: the attempt ends with its digest.
-    private func finish() {
-        let (size, last) = (plan.pin.size, lastResult)
+    /// The server holds the whole source: the attempt ends with its digest and the server's answer.
+    private func finish(answered answer: TransferResult?) {
+        let size = plan.pin.size
         hasher.finish(at: size) { digest in
             self.queue.async {
-                var result = last ?? TransferResult(httpStatus: 204)
+                var result = answer ?? TransferResult(httpStatus: 204)
                 result.bodySHA256 = digest
                 if digest == nil { result.failure = .fileError("the source could not be read again to hash it") }
                 self.end(result)
