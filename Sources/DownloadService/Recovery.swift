@@ -78,8 +78,8 @@ struct Recovery {
             queued.outageAttempts += 1
             // A segmented job's partial file has its full size from the start: its ranges say how far it got.
             // An object's committed parts count wherever its partial file is (another node's, taken over).
-            // An upload has no partial file: its saved progress is what the server held, where a
-            // file server's next attempt appends.
+            // An upload's partial file, if any, is a reply or a tus witness, not data: its saved
+            // progress is what the server held, where a file server's next attempt appends.
             queued.bytesReceived = job.upload != nil ? job.bytesReceived
                 : job.ranges.isEmpty ? max(partials.size(job.id), job.objectUpload?.end ?? 0)
                 : job.ranges.reduce(0) { $0 + $1.next - $1.start }
