@@ -28,7 +28,6 @@ final class NodeHeartbeat: QueueConfined, @unchecked Sendable {  // `timer`, `la
     /// reach, or this node stalled), until `NodeLease.deadAfter` has passed since.
     private var backSince: Int64?
 
-
     init(store: any JobStore, scheduler: Scheduler, dispatcher: WebhookDispatcher, recovery: Recovery, clock: Clock, logger: Logger) {
         self.store = store
         self.scheduler = scheduler
