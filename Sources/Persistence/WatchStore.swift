@@ -45,10 +45,12 @@ public struct WatchChange {
     public var afterPrevious: Bool
     /// Given the watch as stored (locked until the commit) and the state of its check job now
     /// (nil when it has none or the job is gone): what to write, or nil to write nothing. Runs
-    /// inside the transaction: it must be quick and must not call the store.
-    public var write: (Watch, DownloadState?) -> WatchWrite?
+    /// inside the transaction: it must be quick and must not call the store. Throwing undoes the
+    /// whole `apply`, the changes before it included, and `apply` throws the same: for a watch
+    /// whose change holds only with theirs.
+    public var write: (Watch, DownloadState?) throws -> WatchWrite?
 
-    public init(id: String, afterPrevious: Bool = false, write: @escaping (Watch, DownloadState?) -> WatchWrite?) {
+    public init(id: String, afterPrevious: Bool = false, write: @escaping (Watch, DownloadState?) throws -> WatchWrite?) {
         self.id = id
         self.afterPrevious = afterPrevious
         self.write = write

@@ -87,7 +87,7 @@ extension PostgresStore {
         let checkState = try watch.checkID.flatMap {
             try db.query("SELECT state FROM downloads WHERE id = $1", [.text($0)]) { $0.string(0) }.first
         }.flatMap(DownloadState.init(rawValue:))
-        guard let write = change.write(watch, checkState) else { return false }
+        guard let write = try change.write(watch, checkState) else { return false }
         if let updated = write.watch {
             try db.run("UPDATE watches SET state = $2, check_id = $3, body = $4, revision = revision + 1 WHERE id = $1",
                        [.text(watch.id), .text(updated.state.rawValue), .optional(updated.checkID), .text(updated.text)])

@@ -79,7 +79,7 @@ extension SQLiteStore {
         let checkState = try watch.checkID.flatMap {
             try db.prepare("SELECT state FROM downloads WHERE id = ?").query([.text($0)]) { $0.string(0) }.first
         }.flatMap(DownloadState.init(rawValue:))
-        guard let write = change.write(watch, checkState) else { return false }
+        guard let write = try change.write(watch, checkState) else { return false }
         if let updated = write.watch {
             try db.prepare("UPDATE watches SET state = ?, check_id = ?, body = ?, revision = revision + 1 WHERE id = ?")
                 .run([.text(updated.state.rawValue), updated.checkID.map(SQLValue.text) ?? .null, .text(updated.text), .text(watch.id)])

@@ -320,6 +320,31 @@ def test_a_patch_starts_a_running_check_again_with_the_new_fields(fetchd, origin
     assert fd.dest("moving.bin").read_bytes() == body
 
 
+def test_patches_at_once_leave_the_watch_with_a_check_that_asks_what_it_does(fetchd, origin):
+    """Two clients PATCH the url at the same instant, again and again: after each pair the watch
+    has one live check, asking for the url the watch says (none left cancelled, none stale)."""
+    fd = fetchd()
+    urls = [origin.add("/feed-a.xml", b"<a/>\n"), origin.add("/feed-b.xml", b"<b/>\n")]
+    watch = create(fd, {"url": urls[0], "destination": "feed.xml", "interval": "1h"})
+    checked(fd, watch["id"], 1)
+    for _ in range(150):
+        together, statuses = threading.Barrier(2), []
+
+        def patch(url: str, interval: str):
+            together.wait()
+            statuses.append(fd.api.request("PATCH", f"/watches/{watch['id']}", {"url": url, "interval": interval}).status)
+
+        clients = [threading.Thread(target=patch, args=(url, interval)) for url, interval in zip(urls, ["2h", "3h"])]
+        for client in clients:
+            client.start()
+        for client in clients:
+            client.join()
+        assert statuses == [200, 200]
+        now = fd.api.get(f"/watches/{watch['id']}").json()
+        check = fd.api.job(now["currentCheck"])
+        assert (check["state"], check["url"]) == ("queued", now["url"]), (now, check)
+
+
 def test_one_owner_per_destination(fetchd, origin):
     fd = fetchd(env=FAST)
     origin.add("/a.bin", b"a")

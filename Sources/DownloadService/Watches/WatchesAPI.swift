@@ -116,6 +116,9 @@ struct WatchesAPI: Sendable {
     /// A PATCH that changes what the check asks, so that it must replace the live check.
     private struct DownloadFieldsChanged: Error {}
 
+    /// The watch was written since it was read: nothing of the change may be written.
+    private struct WatchMoved: Error {}
+
     /// The watch with `spec` as its fields, its next time moved if the timing changed (returned).
     @discardableResult
     private static func take(_ spec: WatchSpec, into watch: inout Watch, now: Int64) -> Bool {
@@ -167,7 +170,8 @@ struct WatchesAPI: Sendable {
     /// `replacingCheck`, the check the transition ended is followed by one made from the watch as
     /// changed. The watch is written only as it was read (its revision: a check that ended
     /// meanwhile made the next) and only with its check's transition, where the check was in a
-    /// state to make it; read again otherwise. Returns the watch as read.
+    /// state to make it; neither is written otherwise, and both are read again. Returns the
+    /// watch as read.
     private func changeWithCheck(_ id: String, _ transition: ClientTransition, ifMatch: String? = nil, deleting: Bool = false,
                                  replacingCheck: Bool = false,
                                  _ prepare: (Watch, Int64) throws -> @Sendable (inout Watch) -> Void = { _, _ in { _ in } })
@@ -187,7 +191,8 @@ struct WatchesAPI: Sendable {
                 var changes: [StoreChange] = []
                 if let check, let moved { changes.append(downloads.transitionWrite(check, as: moved, now: now)) }
                 changes.append(.watch(WatchChange(id: id, afterPrevious: moved != nil) { watch, _ in
-                    guard watch.revision == revision else { return nil }
+                    // Thrown, not refused: the check's transition, written just before, goes too.
+                    guard watch.revision == revision else { throw WatchMoved() }
                     guard !deleting else { return WatchWrite(watch: nil, now: now) }
                     var next = watch
                     change(&next)
@@ -197,7 +202,7 @@ struct WatchesAPI: Sendable {
                     }
                     return WatchWrite(watch: next, newCheck: fresh, now: now)
                 }))
-                return try store.apply(changes)
+                do { return try store.apply(changes) } catch is WatchMoved { return [false] }
             }
             guard written.last == true else { continue }
             if let moved {
