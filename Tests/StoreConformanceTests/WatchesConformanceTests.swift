@@ -5,8 +5,8 @@ import Testing
 
 /// Watches in every `JobStore`: a watch and its first check stored together, one owner per
 /// destination, a check's settlement and the next check in one transaction, a change that finds
-/// the watch moved on writes nothing, watches left without a live check are found, and a
-/// rescheduled check queues as a new arrival.
+/// the watch moved on writes nothing (a throwing one undoes what came before it), watches left
+/// without a live check are found, and a rescheduled check queues as a new arrival.
 @Suite struct WatchesConformanceTests {
     func watch(_ id: String, destination: String = "feed.xml") throws -> Watch {
         let spec: [String: JSONValue] = ["url": .string("https://example.com/feed.xml"), "destination": .string(destination),
@@ -93,6 +93,27 @@ import Testing
         ])
         #expect(skipped == [false, false, false])
         #expect(try db.store.watch(id: "W1") != nil)
+    }
+
+    /// A watch change that throws undoes the changes before it in the same `apply`: a client's
+    /// transition of the check is not written without the watch's change.
+    @Test(arguments: StoreBackend.all) func aWatchChangeThatThrowsUndoesTheCheckTransitionBeforeIt(_ backend: StoreBackend) throws {
+        struct Moved: Error {}
+        let db = try backend.scratch()
+        let stored = try watch("W1")
+        #expect(try db.store.insertWatch(stored, firstCheck: try check(of: stored), idempotency: nil) == .created)
+        let revision = try #require(try db.store.watch(id: "W1")).revision
+        var cancelled = try #require(try db.store.download(id: "CW1"))
+        cancelled.state = .cancelled
+        cancelled.finishedAt = 2000
+        #expect(throws: Moved.self) {
+            try db.store.apply([
+                .update(cancelled, expecting: [.queued]),
+                .watch(WatchChange(id: "W1", afterPrevious: true) { _, _ in throw Moved() }),
+            ])
+        }
+        #expect(try db.store.download(id: "CW1")?.state == .queued)
+        #expect(try db.store.watch(id: "W1")?.revision == revision)
     }
 
     @Test(arguments: StoreBackend.all) func aRescheduleMovesTheQueuedCheckAndWatchesWithoutACheckAreFound(_ backend: StoreBackend) throws {
