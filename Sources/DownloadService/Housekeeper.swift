@@ -45,22 +45,26 @@ final class Housekeeper: QueueConfined, @unchecked Sendable {  // `timer` only o
     /// A quarter of the retention, between a second and an hour.
     var interval: Int64 { min(max(retention / 4, 1000), 3_600_000) }
 
+    /// The first pass, right after Recovery, which has just looked through the partial files.
     func start() {
-        queue.async { self.run() }
+        queue.async { self.run(scanningPartials: false) }
     }
 
     func stop() {
         queue.sync { timer.cancel() }
     }
 
-    private func run() {
+    /// One pass; the partial files are looked through when `scanningPartials` or when jobs were pruned.
+    func run(scanningPartials: Bool = true) {
         assertOnQueue()
         let now = clock.now()
         beforePruning()
         do {
             let pruned = try store.prune(finishedBefore: now - retention, settledBefore: now - retention,
                                          keysBefore: now - max(retention, Self.minimumKeyLifetime))
-            try PartialFiles.removeUnkept(partials, store: store) { job in finishesDeleteSource(of: job, now: now) }
+            if scanningPartials || pruned.downloads > 0 {
+                try PartialFiles.removeUnkept(partials, store: store) { job in finishesDeleteSource(of: job, now: now) }
+            }
             let events = try store.pruneEventLog(before: now - Self.eventLogAge, keepingLast: Self.eventLogMinimum)
             if !pruned.isEmpty || events > 0 {
                 logger.info("pruned", metadata: [

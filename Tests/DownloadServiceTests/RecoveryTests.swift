@@ -110,10 +110,7 @@ import Testing
                                       sources: UploadSources(root: fixture.directory + "/uploads"), clock: fixture.clock.clock,
                                       logger: ServiceFixture.quiet)
         defer { housekeeper.stop() }
-        let pass = {
-            housekeeper.start()
-            housekeeper.queue.sync {}
-        }
+        let pass = { housekeeper.queue.sync { housekeeper.run() } }
 
         fixture.clock.advance(by: .seconds(10))
         pass()

@@ -23,7 +23,7 @@ final class Authenticator: Sendable {
         if let tokensFile {
             let text: String
             do {
-                text = try Self.readFile(tokensFile)
+                text = try TextFile.read(tokensFile)
             } catch {
                 throw Configuration.Invalid(description: "cannot read FETCHD_API_TOKENS_FILE (--api-tokens-file) '\(tokensFile)': \(error.reason)")
             }
@@ -61,24 +61,5 @@ final class Authenticator: Sendable {
         var headers = HTTPHeaders()
         headers.set("WWW-Authenticate", "Bearer realm=\"fetchd\"")
         return .problem(401, title: "Unauthorized", detail: "a valid bearer token is required", headers: headers)
-    }
-
-    struct ReadFailure: Error {
-        var reason: String
-    }
-
-    /// The file's text, or the operating system's reason it cannot be read.
-    static func readFile(_ path: String) throws(ReadFailure) -> String {
-        guard let file = fopen(path, "r") else { throw ReadFailure(reason: String(cString: strerror(errno))) }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            bytes += chunk.prefix(count)
-            if count < chunk.count { break }
-        }
-        guard ferror(file) == 0 else { throw ReadFailure(reason: String(cString: strerror(errno))) }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

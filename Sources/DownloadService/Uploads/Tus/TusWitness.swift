@@ -27,12 +27,6 @@ struct TusWitness: Sendable {
 
     /// Whether the server confirmed that `resource` holds the whole source.
     func saw(_ resource: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        let expected = Array(resource.utf8)
-        var read = [UInt8](repeating: 0, count: expected.count + 1)
-        let count = read.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        return count == expected.count && read.prefix(count).elementsEqual(expected)
+        (try? TextFile.read(path)) == resource
     }
 }
